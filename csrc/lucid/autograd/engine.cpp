@@ -1,0 +1,127 @@
+// Backward: a dependency-counted walk of the tape from the roots, in
+// decreasing creation order among ready nodes (PyTorch's order), summing the
+// gradients that reach each node before calling it.
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/autograd/node.h"
+#include "lucid/ops/ops.h"
+
+namespace lucid::autograd {
+
+namespace {
+
+struct ByCreationDesc {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
+};
+
+void accumulate(std::vector<Tensor>& slot_list, uint32_t slot, const Tensor& g) {
+  if (!g.defined()) return;
+  Tensor& s = slot_list[slot];
+  s = s.defined() ? add(s, g) : g;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
+                                 bool retain_graph, const std::vector<Tensor>& inputs, bool allow_unused) {
+  LUCID_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " tensors and ", grad_roots.size(),
+              " gradients");
+  std::vector<Edge> root_edges;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    if (!r.requires_grad())
+      fail<Error>("element ", i, " of tensors does not require grad and does not have a grad_fn");
+    LUCID_CHECK(grad_roots[i].shape() == r.shape(), "backward: gradient has shape ", shape_str(grad_roots[i].shape()),
+                " but the tensor has shape ", shape_str(r.shape()));
+    root_edges.push_back(gradient_edge(r));
+  }
+
+  // Dependencies: how many edges point at each node.
+  std::unordered_map<Node*, int> deps;
+  std::unordered_map<Node*, std::shared_ptr<Node>> alive;
+  {
+    std::vector<Node*> stack;
+    for (const auto& e : root_edges)
+      if (alive.emplace(e.node.get(), e.node).second) stack.push_back(e.node.get());
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const auto& e : n->next_edges) {
+        if (!e.node) continue;
+        ++deps[e.node.get()];
+        if (alive.emplace(e.node.get(), e.node).second) stack.push_back(e.node.get());
+      }
+    }
+  }
+
+  // When gradients of `inputs` are requested, capture them at their edges
+  // instead of accumulating into leaves.
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
+  std::vector<Tensor> captured(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    LUCID_CHECK_T(Error, t.requires_grad(), "grad: input ", i, " does not require grad");
+    Edge e = gradient_edge(t);
+    captures[e.node.get()].push_back({e.input_nr, i});
+  }
+  const bool accumulate_leaves = inputs.empty();
+
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  auto buffer_for = [&](Node* n) -> std::vector<Tensor>& {
+    auto it = buffers.find(n);
+    if (it == buffers.end()) it = buffers.emplace(n, std::vector<Tensor>(n->num_outputs())).first;
+    return it->second;
+  };
+  for (size_t i = 0; i < root_edges.size(); ++i)
+    accumulate(buffer_for(root_edges[i].node.get()), root_edges[i].input_nr, grad_roots[i]);
+
+  std::priority_queue<Node*, std::vector<Node*>, ByCreationDesc> ready;
+  {
+    std::unordered_set<Node*> seen;
+    for (const auto& e : root_edges)
+      if (deps[e.node.get()] == 0 && seen.insert(e.node.get()).second) ready.push(e.node.get());
+  }
+
+  NoGradGuard no_grad;  // no create_graph: the backward pass records no history
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    std::vector<Tensor> grads = std::move(buffer_for(n));
+    buffers.erase(n);
+
+    for (auto& [nr, weak] : n->retained)
+      if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? clone(grads[nr]).impl_ptr() : nullptr;
+
+    auto cap = captures.find(n);
+    if (cap != captures.end()) {
+      for (auto [nr, idx] : cap->second) captured[idx] = grads[nr];
+    }
+    std::vector<Tensor> out;
+    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    if (!is_leaf_acc || accumulate_leaves) {
+      bool any = false;
+      for (const auto& g : grads) any |= g.defined();
+      if (any) out = n->apply(std::move(grads));
+      if (!retain_graph) n->release_saved();
+    }
+    for (size_t i = 0; i < n->next_edges.size(); ++i) {
+      const Edge& e = n->next_edges[i];
+      if (!e.node) continue;
+      if (i < out.size()) accumulate(buffer_for(e.node.get()), e.input_nr, out[i]);
+      if (--deps[e.node.get()] == 0) ready.push(e.node.get());
+    }
+  }
+
+  if (!inputs.empty()) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!captured[i].defined() && !allow_unused)
+        fail<Error>("One of the differentiated Tensors appears to not have been used in the graph. Set "
+                    "allow_unused=True if this is the desired behavior.");
+  }
+  return captured;
+}
+
+}  // namespace lucid::autograd

@@ -1,0 +1,133 @@
+#include "lucid/autograd/node.h"
+
+#include <atomic>
+
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/ops/dispatch.h"
+#include "lucid/ops/ops.h"
+
+namespace lucid::autograd {
+
+static std::atomic<uint64_t> g_sequence_nr{0};
+
+Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1)) {}
+
+SavedTensor::SavedTensor(const Tensor& t, bool keep_data) : meta_(t.meta()), keep_data_(keep_data) {
+  if (keep_data) {
+    data_ = t.detach();
+    version_ = t.version();
+  }
+}
+
+Tensor SavedTensor::unpack(const std::string& node_name) const {
+  if (!keep_data_) {
+    // Only the meta is needed (a shape for sum_to, a dtype for a cast).
+    auto impl = std::make_shared<TensorImpl>();
+    impl->meta = meta_;
+    return Tensor(std::move(impl));
+  }
+  if (!data_.defined())
+    fail<Error>("Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Specify retain_graph=True if you need to backward a second time.");
+  if (data_.version() != version_)
+    fail<Error>("one of the variables needed for gradient computation has been modified by an inplace operation: ",
+                "the input of ", node_name, " (", meta_str(meta_), ") is at version ", data_.version(),
+                "; expected version ", version_, " instead");
+  return data_;
+}
+
+PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& outputs)
+    : prim_(std::move(prim)) {
+  const uint8_t saved = prim_->saved();
+  for (const auto& t : inputs) inputs_.emplace_back(t, (saved & Primitive::kSaveInputs) != 0);
+  for (const auto& t : outputs) {
+    outputs_.emplace_back(t, (saved & Primitive::kSaveOutputs) != 0);
+    output_metas_.push_back(t.meta());
+  }
+}
+
+std::string PrimitiveNode::name() const { return prim_->name(); }
+
+void PrimitiveNode::release_saved() {
+  for (auto& s : inputs_) s.release();
+  for (auto& s : outputs_) s.release();
+}
+
+std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
+  const std::string nm = name();
+  std::vector<Tensor> ins, outs;
+  for (const auto& s : inputs_) ins.push_back(s.unpack(nm));
+  for (const auto& s : outputs_) outs.push_back(s.unpack(nm));
+  // Outputs that got no gradient contribute zeros.
+  for (size_t i = 0; i < grad_outputs.size(); ++i)
+    if (!grad_outputs[i].defined())
+      grad_outputs[i] = zeros(output_metas_[i].shape, output_metas_[i].dtype, output_metas_[i].device);
+  std::vector<int> argnums;
+  for (size_t i = 0; i < next_edges.size(); ++i)
+    if (next_edges[i].node) argnums.push_back(int(i));
+  std::vector<Tensor> grads = prim_->vjp(ins, outs, grad_outputs, argnums);
+  std::vector<Tensor> result(next_edges.size());
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    Tensor g = grads[k];
+    const TensorMeta& m = inputs_[argnums[k]].meta();
+    if (g.defined()) {
+      LUCID_CHECK_T(Error, g.shape() == m.shape, "internal: gradient of ", nm, " input ", argnums[k], " has shape ",
+                    shape_str(g.shape()), ", expected ", shape_str(m.shape));
+      if (g.dtype() != m.dtype) g = cast(g, m.dtype);
+    }
+    result[argnums[k]] = g;
+  }
+  return result;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
+  Tensor g = grad_outputs[0];
+  if (!g.defined()) return {};
+  Tensor leaf(leaf_);
+  Tensor old = leaf.grad();
+  if (!old.defined()) {
+    // A fresh buffer: later in-place accumulation must not write into a
+    // tensor the caller may still hold.
+    leaf.set_grad(g.is_symbolic() ? g : (g.storage().use_count() > 1 ? clone(g) : g));
+  } else {
+    // Accumulate in place, like PyTorch, so references to .grad stay valid.
+    assign_data(old, add(old, g));
+  }
+  return {};
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
+  TensorImpl* impl = t.impl();
+  std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    impl->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  if (!GradMode::is_enabled()) return;
+  bool any = false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].requires_grad() && prim->differentiable_input(int(i))) any = true;
+  if (!any) return;
+  bool float_out = false;
+  for (const auto& o : outputs) float_out |= is_floating(o.dtype());
+  if (!float_out) return;
+  auto node = std::make_shared<PrimitiveNode>(prim, inputs, outputs);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    node->next_edges.push_back(prim->differentiable_input(int(i)) ? gradient_edge(inputs[i]) : Edge{});
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!is_floating(outputs[k].dtype())) continue;
+    TensorImpl* o = outputs[k].impl();
+    o->requires_grad = true;
+    o->grad_fn = node;
+    o->output_nr = uint32_t(k);
+  }
+}
+
+}  // namespace lucid::autograd

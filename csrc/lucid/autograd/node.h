@@ -1,0 +1,101 @@
+#pragma once
+// The eager tape. Every differentiable op call that needs a gradient leaves a
+// Node; leaves collect gradients through AccumulateGrad. Backward walks the
+// nodes and calls each primitive's vjp() - the same rule under tracing, where
+// it records the backward graph instead of computing it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+#include "lucid/ops/primitive.h"
+
+namespace lucid::autograd {
+
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> node;  // null: that input needs no gradient
+  uint32_t input_nr = 0;
+};
+
+// A tensor kept for the backward pass, with the storage version it had, so a
+// later in-place write to it is detected instead of giving a wrong gradient.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, bool keep_data);
+  Tensor unpack(const std::string& node_name) const;
+  void release() { data_ = Tensor(); }
+  const TensorMeta& meta() const { return meta_; }
+
+ private:
+  Tensor data_;
+  TensorMeta meta_;
+  uint64_t version_ = 0;
+  bool keep_data_ = false;
+  bool released_ = false;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  virtual ~Node() = default;
+  virtual std::string name() const = 0;
+  // Gradients w.r.t. the node's inputs (one per next edge), given the
+  // gradients of its outputs (undefined where no gradient arrived).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
+  virtual void release_saved() {}
+  virtual size_t num_outputs() const { return 1; }
+
+  std::vector<Edge> next_edges;
+  uint64_t sequence_nr;
+  // Non-leaf tensors that asked for .grad (retain_grad), by output index.
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+};
+
+// The node left by a primitive: saves what the primitive's vjp reads.
+class PrimitiveNode : public Node {
+ public:
+  PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+  std::string name() const override;
+  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
+  void release_saved() override;
+  size_t num_outputs() const override { return output_metas_.size(); }
+
+ private:
+  PrimitivePtr prim_;
+  std::vector<SavedTensor> inputs_, outputs_;
+  std::vector<TensorMeta> output_metas_;
+  bool released_ = false;
+};
+
+// Adds incoming gradients into a leaf's .grad.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  std::string name() const override { return "AccumulateGrad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
+  const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
+
+ private:
+  std::shared_ptr<TensorImpl> leaf_;
+};
+
+// The edge through which a gradient reaches `t` (its grad_fn, or its leaf
+// accumulator); a null edge when `t` needs no gradient.
+Edge gradient_edge(const Tensor& t);
+
+// Records history for an op call when grad mode is on and an input requires
+// grad: sets grad_fn/requires_grad of `outputs`.
+void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+// Runs the tape backward from `roots` with the given gradients.
+// With `inputs` empty, gradients are accumulated into leaves' .grad;
+// otherwise the gradients of `inputs` are returned and no .grad changes.
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
+                                 bool retain_graph, const std::vector<Tensor>& inputs = {},
+                                 bool allow_unused = false);
+
+}  // namespace lucid::autograd

@@ -1,0 +1,15 @@
+#pragma once
+// The BLAS the CPU backend calls: OpenBLAS (scipy-openblas32) on Linux,
+// Accelerate on Apple.
+#include <cstdint>
+
+namespace lucid::cpu::blas {
+
+void set_threads(int n);
+// Row-major C[M,N] = alpha * op(A) op(B) + beta * C, with leading dimensions.
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+}  // namespace lucid::cpu::blas

@@ -1,0 +1,219 @@
+// CPU kernels of the elementwise and creation primitives.
+#include <cstring>
+
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/math.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/backend/cpu/strided.h"
+#include "lucid/core/philox.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+// ------------------------------------------------------------------ Unary
+template <UnaryOp OP, class T>
+void unary_loop(const T* x, void* out, int64_t n) {
+  using C = compute_t<T>;
+  parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    if constexpr (OP >= UnaryOp::LogicalNot) {
+      bool* o = static_cast<bool*>(out);
+      for (int64_t i = b; i < e; ++i) o[i] = unary_predicate<OP>(load(x, i));
+    } else {
+      T* o = static_cast<T*>(out);
+      for (int64_t i = b; i < e; ++i) store(o, i, unary_apply<OP>(C(load(x, i))));
+    }
+  });
+}
+
+void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const UnaryOp op = static_cast<const Unary&>(p).op;
+  const int64_t n = out[0].meta->numel();
+  LUCID_DISPATCH_ALL(in[0].meta->dtype, "unary", [&] {
+    with_op<UnaryOp, int(UnaryOp::Count)>(op, [&](auto op_c) {
+      constexpr UnaryOp OP = decltype(op_c)::value;
+      constexpr bool float_only = OP != UnaryOp::Neg && OP != UnaryOp::Abs && OP != UnaryOp::Sign &&
+                                  OP != UnaryOp::Square && OP != UnaryOp::Relu && OP < UnaryOp::LogicalNot;
+      if constexpr (float_only && !is_float_v<T>) {
+        fail<TypeError>(unary_op_name(OP), ": not implemented for ", dtype_name(in[0].meta->dtype));
+      } else {
+        unary_loop<OP, T>(static_cast<const T*>(in[0].data), out[0].data, n);
+      }
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(Unary, CPU, unary_kernel);
+
+// ------------------------------------------------------------------ Binary
+template <BinaryOp OP, class T>
+void binary_loop(const ConstArg& a, const ConstArg& b, const MutArg& out) {
+  using C = compute_t<T>;
+  using O = std::conditional_t<(OP >= BinaryOp::Eq), bool, T>;
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  O* po = static_cast<O*>(out.data);
+  const Shape& os = out.meta->shape;
+  auto f = [](C x, C y) {
+    if constexpr (OP >= BinaryOp::Eq) return binary_predicate<OP>(x, y);
+    else return binary_apply<OP>(x, y);
+  };
+  const int64_t n = out.meta->numel();
+  if (a.meta->shape == os && b.meta->shape == os) {  // same shape: one flat loop
+    parallel_for(n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) store(po, i, f(load(pa, i), load(pb, i)));
+    });
+    return;
+  }
+  const Shape sa = broadcast_strides(a.meta->shape, os), sb = broadcast_strides(b.meta->shape, os);
+  const Shape* strides[2] = {&sa, &sb};
+  StridedLoop<2> loop(os, strides);
+  const int64_t ia = loop.inner_stride(0), ib = loop.inner_stride(1);
+  parallel_for(n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+    loop.run(s, e, [&](int64_t pos, const int64_t* off, int64_t cnt) {
+      const T* xa = pa + off[0];
+      const T* xb = pb + off[1];
+      O* o = po + pos;
+      if (ia == 1 && ib == 0) {
+        const C y = load(xb, 0);
+        for (int64_t i = 0; i < cnt; ++i) store(o, i, f(load(xa, i), y));
+      } else if (ia == 0 && ib == 1) {
+        const C x = load(xa, 0);
+        for (int64_t i = 0; i < cnt; ++i) store(o, i, f(x, load(xb, i)));
+      } else if (ia == 1 && ib == 1) {
+        for (int64_t i = 0; i < cnt; ++i) store(o, i, f(load(xa, i), load(xb, i)));
+      } else {
+        for (int64_t i = 0; i < cnt; ++i) store(o, i, f(load(xa, i * ia), load(xb, i * ib)));
+      }
+    });
+  });
+}
+
+void binary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const BinaryOp op = static_cast<const Binary&>(p).op;
+  LUCID_DISPATCH_ALL(in[0].meta->dtype, "binary", [&] {
+    with_op<BinaryOp, int(BinaryOp::Count)>(op, [&](auto op_c) {
+      constexpr BinaryOp OP = decltype(op_c)::value;
+      binary_loop<OP, T>(in[0], in[1], out[0]);
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(Binary, CPU, binary_kernel);
+
+// ------------------------------------------------------------------- Where
+template <class T>
+void where_loop(const ConstArg& c, const ConstArg& a, const ConstArg& b, const MutArg& out) {
+  const Shape& os = out.meta->shape;
+  const Shape sc = broadcast_strides(c.meta->shape, os), sa = broadcast_strides(a.meta->shape, os),
+              sb = broadcast_strides(b.meta->shape, os);
+  const Shape* strides[3] = {&sc, &sa, &sb};
+  StridedLoop<3> loop(os, strides);
+  const int64_t ic = loop.inner_stride(0), ia = loop.inner_stride(1), ib = loop.inner_stride(2);
+  const bool* pc = static_cast<const bool*>(c.data);
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  T* po = static_cast<T*>(out.data);
+  parallel_for(out.meta->numel(), kElementwiseGrain, [&](int64_t s, int64_t e) {
+    loop.run(s, e, [&](int64_t pos, const int64_t* off, int64_t cnt) {
+      for (int64_t i = 0; i < cnt; ++i)
+        po[pos + i] = pc[off[0] + i * ic] ? pa[off[1] + i * ia] : pb[off[2] + i * ib];
+    });
+  });
+}
+
+void where_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  switch (itemsize(in[1].meta->dtype)) {  // a select moves bytes: dispatch on width
+    case 1: where_loop<uint8_t>(in[0], in[1], in[2], out[0]); break;
+    case 2: where_loop<uint16_t>(in[0], in[1], in[2], out[0]); break;
+    case 4: where_loop<uint32_t>(in[0], in[1], in[2], out[0]); break;
+    case 8: where_loop<uint64_t>(in[0], in[1], in[2], out[0]); break;
+  }
+}
+LUCID_REGISTER_KERNEL(Where, CPU, where_kernel);
+
+// ------------------------------------------------------------- Cast, Copy
+template <class From, class To>
+void cast_loop(const void* src, void* dst, int64_t n) {
+  const From* s = static_cast<const From*>(src);
+  To* d = static_cast<To*>(dst);
+  parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      auto v = load(s, i);
+      if constexpr (std::is_same_v<To, bool>) {
+        d[i] = v != decltype(v)(0);
+      } else if constexpr (is_float_v<From> && !is_float_v<To>) {
+        store(d, i, v != v ? To(0) : To(v));  // NaN to integer: 0, not UB
+      } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+        store(d, i, float(v));
+      } else {
+        store(d, i, v);
+      }
+    }
+  });
+}
+
+void cast_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int64_t n = out[0].meta->numel();
+  const DType to = out[0].meta->dtype;
+  LUCID_DISPATCH_ALL(in[0].meta->dtype, "cast", [&] {
+    using From = T;
+    LUCID_DISPATCH_ALL(to, "cast", [&] { cast_loop<From, T>(in[0].data, out[0].data, n); });
+  });
+}
+LUCID_REGISTER_KERNEL(Cast, CPU, cast_kernel);
+
+void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const size_t nbytes = size_t(out[0].meta->numel()) * itemsize(out[0].meta->dtype);
+  const char* s = static_cast<const char*>(in[0].data);
+  char* d = static_cast<char*>(out[0].data);
+  parallel_for(int64_t(nbytes), kElementwiseGrain * 8,
+               [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
+}
+LUCID_REGISTER_KERNEL(Copy, CPU, copy_kernel);
+
+// --------------------------------------------------------- Full, Arange
+void full_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
+  const double v = static_cast<const Full&>(p).value;
+  const int64_t n = out[0].meta->numel();
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "full", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    T fill;
+    store(&fill, 0, compute_t<T>(v));
+    parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { std::fill(o + b, o + e, fill); });
+  });
+}
+LUCID_REGISTER_KERNEL(Full, CPU, full_kernel);
+
+void arange_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
+  const auto& a = static_cast<const Arange&>(p);
+  const int64_t n = out[0].meta->numel();
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "arange", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    for (int64_t i = 0; i < n; ++i) store(o, i, a.start + double(i) * a.step);
+  });
+}
+LUCID_REGISTER_KERNEL(Arange, CPU, arange_kernel);
+
+// ------------------------------------------------------------------ Random
+void random_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& r = static_cast<const Random&>(p);
+  const int64_t* key = static_cast<const int64_t*>(in[0].data);
+  const uint64_t seed = uint64_t(key[0]), offset = uint64_t(key[1]);
+  const int64_t n = out[0].meta->numel();
+  LUCID_DISPATCH_FLOAT(out[0].meta->dtype, "random", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    parallel_for(n, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const float v = r.dist == Distribution::Uniform ? philox::uniform_at(seed, offset, uint64_t(i))
+                                                        : philox::normal_at(seed, offset, uint64_t(i));
+        store(o, i, v);
+      }
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(Random, CPU, random_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

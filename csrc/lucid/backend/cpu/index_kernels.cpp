@@ -1,0 +1,145 @@
+// CPU kernels of the indexing primitives. Indices are bounds-checked here:
+// an out-of-range index raises IndexError instead of reading stray memory.
+#include <cstring>
+
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+int64_t read_index(const ConstArg& idx, int64_t i) {
+  return idx.meta->dtype == DType::Int32 ? static_cast<const int32_t*>(idx.data)[i]
+                                         : static_cast<const int64_t*>(idx.data)[i];
+}
+
+int64_t checked(int64_t v, int64_t size, const char* op, int axis) {
+  if (v < -size || v >= size)
+    fail<IndexError>(op, "(): index ", v, " is out of bounds for dimension ", axis, " with size ", size);
+  return v < 0 ? v + size : v;
+}
+
+template <class T>
+inline void add_into(T* dst, int64_t i, const T* src, int64_t j) {
+  if constexpr (std::is_same_v<T, bool>) dst[i] = dst[i] || src[j];
+  else store(dst, i, load(dst, i) + load(src, j));
+}
+
+// Visits every position of `shape` as (linear position, multi-index).
+template <class F>
+void for_each_index(const Shape& shape, F&& fn) {
+  const int64_t n = numel(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t pos = 0; pos < n; ++pos) {
+    fn(pos, idx);
+    for (int d = int(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void gather_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const Gather&>(p).axis;
+  const Shape& xs = in[0].meta->shape;
+  const Shape xst = contiguous_strides(xs);
+  const Shape& is = in[1].meta->shape;
+  const size_t es = itemsize(in[0].meta->dtype);
+  const char* x = static_cast<const char*>(in[0].data);
+  char* o = static_cast<char*>(out[0].data);
+  for_each_index(is, [&](int64_t pos, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      off += (int(d) == axis ? checked(read_index(in[1], pos), xs[d], "gather", axis) : idx[d]) * xst[d];
+    std::memcpy(o + pos * es, x + off * es, es);
+  });
+}
+LUCID_REGISTER_KERNEL(Gather, CPU, gather_kernel);
+
+void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sc = static_cast<const ScatterAdd&>(p);
+  const Shape& bs = out[0].meta->shape;
+  const Shape bst = contiguous_strides(bs);
+  const Shape sst = contiguous_strides(in[2].meta->shape);
+  const size_t es = itemsize(out[0].meta->dtype);
+  if (out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, size_t(out[0].meta->numel()) * es);
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "scatter", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    const T* src = static_cast<const T*>(in[2].data);
+    for_each_index(in[1].meta->shape, [&](int64_t pos, const std::vector<int64_t>& idx) {
+      int64_t off = 0, soff = 0;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        off += (int(d) == sc.axis ? checked(read_index(in[1], pos), bs[d], sc.name().c_str(), sc.axis) : idx[d]) *
+               bst[d];
+        soff += idx[d] * sst[d];
+      }
+      if (sc.accumulate) {
+        add_into(o, off, src, soff);
+      } else {
+        o[off] = src[soff];
+      }
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(ScatterAdd, CPU, scatter_kernel);
+
+void axis_split(const Shape& s, int axis, int64_t& outer, int64_t& inner) {
+  outer = inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) {
+    if (d < axis) outer *= s[d];
+    if (d > axis) inner *= s[d];
+  }
+}
+
+void index_select_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const IndexSelect&>(p).axis;
+  const Shape& xs = in[0].meta->shape;
+  int64_t outer, inner;
+  axis_split(xs, axis, outer, inner);
+  const int64_t n = in[1].meta->numel(), size = xs[axis];
+  const size_t row = size_t(inner) * itemsize(in[0].meta->dtype);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) idx[j] = checked(read_index(in[1], j), size, "index_select", axis);
+  const char* x = static_cast<const char*>(in[0].data);
+  char* o = static_cast<char*>(out[0].data);
+  parallel_for(outer * n, std::max<int64_t>(1, int64_t(65536 / std::max<size_t>(row, 1))), [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t oi = q / n, j = q % n;
+      std::memcpy(o + size_t(q) * row, x + (size_t(oi) * size_t(size) + size_t(idx[j])) * row, row);
+    }
+  });
+}
+LUCID_REGISTER_KERNEL(IndexSelect, CPU, index_select_kernel);
+
+void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const IndexAdd&>(p).axis;
+  const Shape& bs = out[0].meta->shape;
+  int64_t outer, inner;
+  axis_split(bs, axis, outer, inner);
+  const int64_t n = in[1].meta->numel(), size = bs[axis];
+  const size_t es = itemsize(out[0].meta->dtype);
+  if (out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, size_t(out[0].meta->numel()) * es);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) idx[j] = checked(read_index(in[1], j), size, "index_add", axis);
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "index_add", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    const T* src = static_cast<const T*>(in[2].data);
+    // Rows of one destination never race: split over the inner extent.
+    parallel_for(inner, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t oi = 0; oi < outer; ++oi)
+        for (int64_t j = 0; j < n; ++j) {
+          T* dst = o + (oi * size + idx[j]) * inner;
+          const T* s = src + (oi * n + j) * inner;
+          for (int64_t i = b; i < e; ++i) add_into(dst, i, s, i);
+        }
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(IndexAdd, CPU, index_add_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

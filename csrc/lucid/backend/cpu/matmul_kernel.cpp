@@ -1,0 +1,105 @@
+// CPU matmul: BLAS for float32/float64 (16-bit floats through float32),
+// a plain loop for integer dtypes.
+#include <cstring>
+#include <vector>
+
+#include "lucid/backend/cpu/blas.h"
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+struct GemmShape {
+  int64_t batch, m, n, k;
+};
+
+GemmShape gemm_shape(const Matmul& mm, const TensorMeta& a, const TensorMeta& b) {
+  const size_t nd = a.shape.size();
+  GemmShape g{1, 0, 0, 0};
+  for (size_t d = 0; d + 2 < nd; ++d) g.batch *= a.shape[d];
+  g.m = mm.trans_a ? a.shape[nd - 1] : a.shape[nd - 2];
+  g.k = mm.trans_a ? a.shape[nd - 2] : a.shape[nd - 1];
+  g.n = mm.trans_b ? b.shape[nd - 2] : b.shape[nd - 1];
+  return g;
+}
+
+template <class T>
+void gemm_naive(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* c) {
+  const int64_t lda = mm.trans_a ? g.m : g.k, ldb = mm.trans_b ? g.k : g.n;
+  parallel_for(g.batch * g.m, 16, [&](int64_t s, int64_t e) {
+    for (int64_t q = s; q < e; ++q) {
+      const int64_t bi = q / g.m, i = q % g.m;
+      const T* A = a + bi * g.m * g.k;
+      const T* B = b + bi * g.k * g.n;
+      T* C = c + bi * g.m * g.n;
+      for (int64_t j = 0; j < g.n; ++j) {
+        compute_t<T> acc = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const auto av = load(A, mm.trans_a ? p * lda + i : i * lda + p);
+          const auto bv = load(B, mm.trans_b ? j * ldb + p : p * ldb + j);
+          acc += av * bv;
+        }
+        store(C, i * g.n + j, acc);
+      }
+    }
+  });
+}
+
+template <class T, class Gemm>
+void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* c, Gemm gemm) {
+  const int64_t lda = mm.trans_a ? g.m : g.k, ldb = mm.trans_b ? g.k : g.n;
+  for (int64_t bi = 0; bi < g.batch; ++bi)
+    gemm(mm.trans_a, mm.trans_b, g.m, g.n, g.k, T(1), a + bi * g.m * g.k, lda, b + bi * g.k * g.n, ldb, T(0),
+         c + bi * g.m * g.n, g.n);
+}
+
+void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& mm = static_cast<const Matmul&>(p);
+  const GemmShape g = gemm_shape(mm, *in[0].meta, *in[1].meta);
+  const DType dt = out[0].meta->dtype;
+  if (g.m * g.n == 0) return;
+  if (g.k == 0) {
+    std::memset(out[0].data, 0, size_t(out[0].meta->numel()) * itemsize(dt));
+    return;
+  }
+  switch (dt) {
+    case DType::Float32:
+      gemm_blas(mm, g, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
+                static_cast<float*>(out[0].data), blas::sgemm);
+      return;
+    case DType::Float64:
+      gemm_blas(mm, g, static_cast<const double*>(in[0].data), static_cast<const double*>(in[1].data),
+                static_cast<double*>(out[0].data), blas::dgemm);
+      return;
+    case DType::Float16:
+    case DType::BFloat16: {
+      // Widen to float32, multiply, round back once.
+      const int64_t na = in[0].meta->numel(), nb = in[1].meta->numel(), nc = out[0].meta->numel();
+      std::vector<float> fa(static_cast<size_t>(na)), fb(static_cast<size_t>(nb)), fc(static_cast<size_t>(nc));
+      LUCID_DISPATCH_FLOAT(dt, "matmul", [&] {
+        const T* a = static_cast<const T*>(in[0].data);
+        const T* b = static_cast<const T*>(in[1].data);
+        for (int64_t i = 0; i < na; ++i) fa[i] = float(load(a, i));
+        for (int64_t i = 0; i < nb; ++i) fb[i] = float(load(b, i));
+        gemm_blas(mm, g, fa.data(), fb.data(), fc.data(), blas::sgemm);
+        T* c = static_cast<T*>(out[0].data);
+        for (int64_t i = 0; i < nc; ++i) store(c, i, fc[i]);
+      });
+      return;
+    }
+    default:
+      LUCID_DISPATCH_ALL(dt, "matmul", [&] {
+        gemm_naive(mm, g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+                   static_cast<T*>(out[0].data));
+      });
+  }
+}
+LUCID_REGISTER_KERNEL(Matmul, CPU, matmul_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

@@ -1,0 +1,150 @@
+#include "lucid/backend/cpu/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "lucid/backend/cpu/blas.h"
+#include "lucid/core/error.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+// A fixed set of workers that sleep on a condition variable between jobs.
+// Each job is a range split into chunks that workers (and the caller) claim
+// with an atomic counter.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n) { resize(n); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return int(workers_.size()) + 1; }
+
+  void resize(int n) {
+    stop_workers();
+    stopping_ = false;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  void run(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
+    std::lock_guard<std::mutex> job_lock(job_mu_);  // one job at a time
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      chunk_ = chunk;
+      next_.store(0);
+      pending_ = int((n + chunk - 1) / chunk);
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return pending_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void work() {
+    t_in_parallel = true;
+    for (;;) {
+      const int64_t begin = next_.fetch_add(chunk_);
+      if (begin >= n_) break;
+      const int64_t end = std::min(n_, begin + chunk_);
+      try {
+        (*fn_)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+    t_in_parallel = false;
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || (generation_ != seen && fn_ != nullptr); });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      work();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex job_mu_, mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  std::atomic<int64_t> next_{0};
+  int64_t n_ = 0, chunk_ = 1;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+int default_threads() {
+  if (const char* env = std::getenv("LUCID_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& pool() {
+  static ThreadPool* p = [] {
+    const int n = default_threads();
+    blas::set_threads(n);
+    return new ThreadPool(n);  // leaked on purpose: no join at static destruction
+  }();
+  return *p;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  LUCID_CHECK(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
+  pool().resize(n);
+  blas::set_threads(n);
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int threads = t_in_parallel ? 1 : pool().size();
+  if (threads == 1 || n <= grain) {
+    fn(0, n);
+    return;
+  }
+  const int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  pool().run(n, (n + chunks - 1) / chunks, fn);
+}
+
+}  // namespace lucid::cpu

@@ -1,0 +1,263 @@
+// CPU kernels of Reduce, ArgReduce and Softmax. A reduction is brought to
+// the form [outer, R, inner] (reduced dims made adjacent by a permute when
+// they are not already), then each output element folds its R values.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/layout.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+template <class A>
+struct SumOp {
+  static A init() { return A(0); }
+  static A fold(A acc, A v) { return acc + v; }
+};
+template <class A>
+struct ProdOp {
+  static A init() { return A(1); }
+  static A fold(A acc, A v) { return acc * v; }
+};
+template <class A>
+struct MaxOp {
+  static A init() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::lowest();
+  }
+  static A fold(A acc, A v) { return (v > acc || v != v) && acc == acc ? v : acc; }
+};
+template <class A>
+struct MinOp {
+  static A init() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::max();
+  }
+  static A fold(A acc, A v) { return (v < acc || v != v) && acc == acc ? v : acc; }
+};
+struct AllOp {
+  static bool init() { return true; }
+  static bool fold(bool acc, bool v) { return acc && v; }
+};
+struct AnyOp {
+  static bool init() { return false; }
+  static bool fold(bool acc, bool v) { return acc || v; }
+};
+
+// Accumulation type: float for 16-bit floats, the type itself otherwise
+// (sums of integers are promoted to int64 by the op layer).
+template <class T>
+using acc_t = compute_t<T>;
+
+template <class Op, class T, class A>
+void reduce_ori(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
+  if (inner == 1) {
+    // Contiguous rows. Sums use 8 interleaved partial sums: vectorisable, and
+    // more accurate than one running sum.
+    parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + o * r;
+        A acc;
+        if constexpr (std::is_same_v<Op, SumOp<A>>) {
+          A part[8] = {};
+          int64_t i = 0;
+          for (; i + 8 <= r; i += 8)
+            for (int j = 0; j < 8; ++j) part[j] += A(load(row, i + j));
+          acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+          for (; i < r; ++i) acc += A(load(row, i));
+        } else {
+          acc = Op::init();
+          for (int64_t i = 0; i < r; ++i) acc = Op::fold(acc, A(load(row, i)));
+        }
+        store(out, o, acc);
+      }
+    });
+    return;
+  }
+  // Reduce across rows of length `inner`: accumulate whole rows (vectorises
+  // along inner). Split over outer, or over inner when outer is small.
+  const int64_t work_per_inner = r;
+  parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(work_per_inner, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<A> acc;
+                 int64_t pos = b;
+                 while (pos < e) {
+                   const int64_t o = pos / inner, i0 = pos % inner;
+                   const int64_t cnt = std::min(inner - i0, e - pos);
+                   acc.assign(size_t(cnt), Op::init());
+                   const T* base = x + o * r * inner + i0;
+                   for (int64_t k = 0; k < r; ++k) {
+                     const T* row = base + k * inner;
+                     for (int64_t i = 0; i < cnt; ++i) acc[i] = Op::fold(acc[i], A(load(row, i)));
+                   }
+                   for (int64_t i = 0; i < cnt; ++i) store(out + o * inner + i0, i, acc[i]);
+                   pos += cnt;
+                 }
+               });
+}
+
+// Shape the reduction as [outer, R, inner]; when the reduced axes are not
+// one contiguous block, permute them to the end first (into `scratch`).
+struct ReducePlan {
+  int64_t outer = 1, r = 1, inner = 1;
+  const void* data = nullptr;
+  std::vector<char> scratch;
+};
+
+ReducePlan plan_reduce(const ConstArg& in, const std::vector<int>& axes) {
+  ReducePlan plan;
+  const Shape& s = in.meta->shape;
+  const int nd = int(s.size());
+  std::vector<bool> red(size_t(nd), false);
+  for (int a : axes) red[size_t(a)] = true;
+  // Is the reduced set contiguous (ignoring size-1 dims)?
+  int first = -1, last = -1;
+  bool contiguous = true;
+  for (int d = 0; d < nd; ++d) {
+    if (s[d] == 1) continue;
+    if (red[d]) {
+      if (first < 0) first = d;
+      else if (last != d - 1) {
+        // a kept non-unit dim between two reduced dims?
+        for (int k = last + 1; k < d; ++k)
+          if (s[k] != 1) contiguous = false;
+      }
+      last = d;
+    }
+  }
+  plan.data = in.data;
+  if (first < 0) {  // nothing of size > 1 reduced
+    plan.outer = in.meta->numel();
+    return plan;
+  }
+  if (contiguous) {
+    for (int d = 0; d < first; ++d) plan.outer *= s[d];
+    for (int d = first; d <= last; ++d) (red[d] ? plan.r : plan.inner) *= s[d];
+    // kept size-1 dims inside the block do not matter; inner is after `last`
+    plan.inner = 1;
+    for (int d = last + 1; d < nd; ++d) plan.inner *= s[d];
+    return plan;
+  }
+  std::vector<int> perm;
+  for (int d = 0; d < nd; ++d)
+    if (!red[d]) perm.push_back(d);
+  for (int d = 0; d < nd; ++d)
+    if (red[d]) perm.push_back(d);
+  const size_t es = itemsize(in.meta->dtype);
+  plan.scratch.resize(size_t(in.meta->numel()) * es);
+  permute_copy(in.data, plan.scratch.data(), s, perm, es);
+  plan.data = plan.scratch.data();
+  for (int d = 0; d < nd; ++d) (red[d] ? plan.r : plan.outer) *= s[d];
+  return plan;
+}
+
+void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& rd = static_cast<const Reduce&>(p);
+  ReducePlan plan = plan_reduce(in[0], rd.axes);
+  const DType dt = in[0].meta->dtype;
+  if (rd.op == ReduceOp::All || rd.op == ReduceOp::Any) {
+    const bool* x = static_cast<const bool*>(plan.data);
+    bool* o = static_cast<bool*>(out[0].data);
+    if (rd.op == ReduceOp::All) reduce_ori<AllOp, bool, bool>(x, o, plan.outer, plan.r, plan.inner);
+    else reduce_ori<AnyOp, bool, bool>(x, o, plan.outer, plan.r, plan.inner);
+    return;
+  }
+  LUCID_DISPATCH_NUMERIC(dt, rd.name().c_str(), [&] {
+    using A = acc_t<T>;
+    const T* x = static_cast<const T*>(plan.data);
+    T* o = static_cast<T*>(out[0].data);
+    switch (rd.op) {
+      case ReduceOp::Sum: reduce_ori<SumOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Prod: reduce_ori<ProdOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Max: reduce_ori<MaxOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Min: reduce_ori<MinOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      default: break;
+    }
+  });
+}
+LUCID_REGISTER_KERNEL(Reduce, CPU, reduce_kernel);
+
+// --------------------------------------------------------------- ArgReduce
+void arg_reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ar = static_cast<const ArgReduce&>(p);
+  const Shape& s = in[0].meta->shape;
+  int64_t outer = 1, r = 1, inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) (d < ar.axis ? outer : (d == ar.axis ? r : inner)) *= s[d];
+  const bool is_max = ar.op == ArgReduceOp::ArgMax;
+  int64_t* o = static_cast<int64_t*>(out[0].data);
+  LUCID_DISPATCH_ALL(in[0].meta->dtype, "argmax", [&] {
+    const T* x = static_cast<const T*>(in[0].data);
+    parallel_for(outer * inner, 256, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        const int64_t oi = q / inner, ii = q % inner;
+        const T* base = x + oi * r * inner + ii;
+        auto best = load(base, 0);
+        int64_t bi = 0;
+        for (int64_t k = 1; k < r; ++k) {
+          auto v = load(base, k * inner);
+          if (best != best) break;  // NaN wins, first occurrence
+          if (v != v || (is_max ? v > best : v < best)) {
+            best = v;
+            bi = k;
+          }
+        }
+        o[q] = bi;
+      }
+    });
+  });
+}
+LUCID_REGISTER_KERNEL(ArgReduce, CPU, arg_reduce_kernel);
+
+// ----------------------------------------------------------------- Softmax
+template <class T>
+void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, int64_t inner, bool log) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> buf(static_cast<size_t>(r));
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t oi = q / inner, ii = q % inner;
+      const T* xs = x + oi * r * inner + ii;
+      T* ys = y + oi * r * inner + ii;
+      A mx = -std::numeric_limits<A>::infinity();
+      for (int64_t k = 0; k < r; ++k) {
+        buf[k] = A(load(xs, k * inner));
+        mx = std::max(mx, buf[k]);
+      }
+      if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf row: keep exp() well-defined
+      A total = 0;
+      for (int64_t k = 0; k < r; ++k) {
+        const A ev = std::exp(buf[k] - mx);
+        total += ev;
+        if (!log) buf[k] = ev;
+      }
+      if (log) {
+        const A lse = std::log(total);
+        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, buf[k] - mx - lse);
+      } else {
+        const A inv = A(1) / total;
+        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, buf[k] * inv);
+      }
+    }
+  });
+}
+
+void softmax_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sm = static_cast<const Softmax&>(p);
+  const Shape& s = in[0].meta->shape;
+  int64_t outer = 1, r = 1, inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) (d < sm.axis ? outer : (d == sm.axis ? r : inner)) *= s[d];
+  LUCID_DISPATCH_FLOAT(in[0].meta->dtype, "softmax", [&] {
+    softmax_rows<T>(static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data), outer, r, inner, sm.log);
+  });
+}
+LUCID_REGISTER_KERNEL(Softmax, CPU, softmax_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

@@ -1,0 +1,101 @@
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace lucid {
+
+// Ordered by promotion category, then width (promote_types relies on it).
+enum class DType : uint8_t { Bool, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+constexpr int kNumDTypes = 7;
+
+size_t itemsize(DType t);
+const char* dtype_name(DType t);  // "float32", ...
+DType dtype_from_name(const std::string& name);
+inline bool is_floating(DType t) { return t >= DType::Float16; }
+inline bool is_integral(DType t, bool include_bool = false) {
+  return (t == DType::Int32 || t == DType::Int64) || (include_bool && t == DType::Bool);
+}
+inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
+// PyTorch's promotion lattice for two tensor dtypes.
+DType promote_types(DType a, DType b);
+
+DType default_float_dtype();
+void set_default_float_dtype(DType t);
+
+// 16-bit float storage types; arithmetic is done in float32.
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ff;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline uint16_t float_to_half(float f) {  // round to nearest even
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (x > 0x7f800000u ? 0x200 : 0));
+  if (x >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // overflow to inf
+  if (x < 0x38800000u) {                                  // subnormal or zero
+    if (x < 0x33000000u) return uint16_t(sign);
+    const uint32_t e = x >> 23;
+    uint32_t mant = (x & 0x7fffff) | 0x800000;
+    const uint32_t shift = 126 - e;  // 14 + (113 - e) - ... aligns to 2^-24 units
+    const uint32_t halfway = 1u << (shift - 1);
+    uint32_t r = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    if (rem > halfway || (rem == halfway && (r & 1))) ++r;
+    return uint16_t(sign | r);
+  }
+  uint32_t r = ((x >> 13) - ((127 - 15) << 10));
+  const uint32_t rem = x & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) ++r;
+  return uint16_t(sign | r);
+}
+
+inline float bf16_to_float(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline uint16_t float_to_bf16(float f) {  // round to nearest even
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fff + ((x >> 16) & 1);
+  return uint16_t(x >> 16);
+}
+
+}  // namespace lucid

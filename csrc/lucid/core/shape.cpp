@@ -1,0 +1,69 @@
+#include "lucid/core/shape.h"
+
+#include <algorithm>
+
+#include "lucid/core/error.h"
+
+namespace lucid {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail("shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together (dimension ", i,
+           ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int normalize_axis(int64_t axis, int64_t ndim) {
+  const int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
+  if (axis < lo || axis > hi)
+    fail<IndexError>("dimension out of range (expected to be in range of [", lo, ", ", hi, "], but got ", axis,
+                     ")");
+  if (ndim == 0) return 0;
+  return int(axis < 0 ? axis + ndim : axis);
+}
+
+std::vector<int> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim) {
+  std::vector<int> out;
+  for (auto a : axes) {
+    int ax = normalize_axis(a, ndim);
+    if (std::find(out.begin(), out.end(), ax) != out.end())
+      fail("dim ", ax, " appears multiple times in the list of dims");
+    out.push_back(ax);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace lucid

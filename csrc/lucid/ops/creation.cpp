@@ -1,0 +1,149 @@
+// Creation primitives (Full, Arange, Random) and the public creation ops.
+#include <atomic>
+#include <cstring>
+#include <cmath>
+#include <mutex>
+
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+
+static std::vector<Tensor> no_grads(const std::vector<int>& argnums) { return std::vector<Tensor>(argnums.size()); }
+
+// ------------------------------------------------------------------- Full
+std::string Full::name() const { return "full"; }
+bool Full::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& f = static_cast<const Full&>(o);
+  // Bitwise value comparison: 0.0 and -0.0, NaNs are distinct constants.
+  return f.meta == meta && std::memcmp(&f.value, &value, sizeof(double)) == 0;
+}
+size_t Full::hash() const { return hash_seq(hash_mix(size_t(kind()), std::hash<double>()(value)), meta.shape); }
+std::vector<TensorMeta> Full::infer(const std::vector<TensorMeta>&) const { return {meta}; }
+std::vector<Tensor> Full::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                              const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device device) {
+  DType dt = dtype ? *dtype
+                   : (value.kind == Scalar::Kind::Float ? default_float_dtype()
+                                                         : (value.kind == Scalar::Kind::Int ? DType::Int64 : DType::Bool));
+  for (auto d : shape) LUCID_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  double v = value.f;
+  if (!is_floating(dt)) {
+    LUCID_CHECK(std::isfinite(v), "cannot fill an integer tensor with ", v);
+    v = dt == DType::Bool ? double(v != 0) : double(value.kind == Scalar::Kind::Float ? int64_t(v) : value.i);
+  }
+  return call<Full>({}, TensorMeta{shape, dt, device}, v);
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype(), t.device()); }
+Tensor scalar_tensor(Scalar value, DType dtype, Device device) { return full({}, value, dtype, device); }
+
+// ----------------------------------------------------------------- Arange
+std::string Arange::name() const { return "arange"; }
+bool Arange::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& a = static_cast<const Arange&>(o);
+  return a.start == start && a.step == step && a.meta == meta;
+}
+size_t Arange::hash() const {
+  return hash_seq(hash_mix(hash_mix(size_t(kind()), std::hash<double>()(start)), std::hash<double>()(step)), meta.shape);
+}
+std::vector<TensorMeta> Arange::infer(const std::vector<TensorMeta>&) const { return {meta}; }
+std::vector<Tensor> Arange::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+Tensor arange(double start, double end, double step, DType dtype, Device device) {
+  LUCID_CHECK(step != 0, "arange: step must be nonzero");
+  LUCID_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
+  LUCID_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
+              "arange: upper bound and larger bound inconsistent with step sign");
+  const int64_t n = int64_t(std::ceil((end - start) / step));
+  return call<Arange>({}, start, step, TensorMeta{{std::max<int64_t>(n, 0)}, dtype, device});
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
+  LUCID_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
+  Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, device), {n, 1});
+  Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, device), {1, m});
+  return cast(eq(rows, cols), dtype);
+}
+
+// ----------------------------------------------------------------- Random
+std::string Random::name() const { return dist == Distribution::Uniform ? "rand" : "randn"; }
+bool Random::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& r = static_cast<const Random&>(o);
+  return r.dist == dist && r.shape == shape && r.dtype == dtype;
+}
+size_t Random::hash() const { return hash_seq(hash_mix(hash_mix(size_t(kind()), size_t(dist)), size_t(dtype)), shape); }
+std::vector<TensorMeta> Random::infer(const std::vector<TensorMeta>& in) const {
+  LUCID_CHECK_T(TypeError, in[0].dtype == DType::Int64 && in[0].shape == Shape{2},
+                "random: the key must be an int64 tensor of shape [2]");
+  LUCID_CHECK_T(TypeError, is_floating(dtype), "random: dtype must be floating, got ", dtype_name(dtype));
+  return {{shape, dtype, in[0].device}};
+}
+std::vector<Tensor> Random::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+namespace {
+struct Generator {
+  std::mutex mu;
+  uint64_t seed = 0x853c49e6748fea9bULL;
+  uint64_t offset = 0;
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(generator().mu);
+  generator().seed = seed;
+  generator().offset = 0;
+}
+uint64_t initial_seed() { return generator().seed; }
+
+std::pair<uint64_t, uint64_t> next_random_key(uint64_t count) {
+  Generator& g = generator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  const uint64_t off = g.offset;
+  g.offset += count;
+  return {g.seed, off};
+}
+
+Tensor random_key_tensor(uint64_t count, Device device) {
+  auto [seed, off] = next_random_key(count);
+  Tensor key = Tensor::empty({2}, DType::Int64, Device{});
+  int64_t* k = key.data<int64_t>();
+  k[0] = int64_t(seed);
+  k[1] = int64_t(off);
+  return to_device(key, device);
+}
+
+Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key) {
+  return call<Random>({key}, Distribution::Uniform, shape, dtype);
+}
+Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key) {
+  return call<Random>({key}, Distribution::Normal, shape, dtype);
+}
+Tensor rand(const Shape& shape, DType dtype, Device device) {
+  return random_uniform(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
+}
+Tensor randn(const Shape& shape, DType dtype, Device device) {
+  return random_normal(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
+}
+
+}  // namespace lucid

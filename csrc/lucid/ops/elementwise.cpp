@@ -1,0 +1,425 @@
+// Elementwise primitives (Unary, Binary, Where, Cast, Copy): shape rules,
+// VJPs, and the public ops with broadcasting and PyTorch's type promotion.
+#include <cmath>
+#include <cstring>
+
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+using detail::grads_for;
+
+// ------------------------------------------------------------------ names
+const char* unary_op_name(UnaryOp op) {
+  static const char* names[] = {"neg",     "abs",      "sign",      "exp",  "log",   "log1p",       "expm1",
+                                "sqrt",    "rsqrt",    "square",    "reciprocal", "sin", "cos",    "tanh",
+                                "sigmoid", "relu",     "gelu",      "gelu_tanh", "silu", "erf",    "floor",
+                                "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf"};
+  return names[int(op)];
+}
+bool unary_returns_bool(UnaryOp op) { return op >= UnaryOp::LogicalNot; }
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
+                                "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                                "logical_or", "logical_xor"};
+  return names[int(op)];
+}
+bool binary_returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+// ------------------------------------------------------------------ Unary
+std::string Unary::name() const { return unary_op_name(op); }
+bool Unary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Unary&>(o).op == op; }
+size_t Unary::hash() const { return hash_mix(size_t(kind()), size_t(op)); }
+
+std::vector<TensorMeta> Unary::infer(const std::vector<TensorMeta>& in) const {
+  TensorMeta m = in[0];
+  if (unary_returns_bool(op)) m.dtype = DType::Bool;
+  return {m};
+}
+
+uint8_t Unary::saved() const {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil:
+    case UnaryOp::Round: case UnaryOp::Trunc:
+      return 0;
+    case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
+    case UnaryOp::Reciprocal: case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Relu:
+      return kSaveOutputs;
+    default:
+      return kSaveInputs;
+  }
+}
+
+std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                               const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor& x = in[0];
+  const Tensor& y = out[0];
+  const Tensor& g = cot[0];
+  Tensor r;
+  switch (op) {
+    case UnaryOp::Neg: r = neg(g); break;
+    case UnaryOp::Abs: r = mul(g, sign(x)); break;
+    case UnaryOp::Exp: r = mul(g, y); break;
+    case UnaryOp::Log: r = div(g, x); break;
+    case UnaryOp::Log1p: r = div(g, add(x, 1.0)); break;
+    case UnaryOp::Expm1: r = mul(g, add(y, 1.0)); break;
+    case UnaryOp::Sqrt: r = div(g, mul(y, 2.0)); break;
+    case UnaryOp::Rsqrt: r = mul(mul(g, -0.5), mul(mul(y, y), y)); break;
+    case UnaryOp::Square: r = mul(g, mul(x, 2.0)); break;
+    case UnaryOp::Reciprocal: r = mul(neg(g), mul(y, y)); break;
+    case UnaryOp::Sin: r = mul(g, cos(x)); break;
+    case UnaryOp::Cos: r = mul(g, neg(sin(x))); break;
+    case UnaryOp::Tanh: r = mul(g, rsub(mul(y, y), 1.0)); break;
+    case UnaryOp::Sigmoid: r = mul(g, mul(y, rsub(y, 1.0))); break;
+    case UnaryOp::Relu: r = where(gt(y, wrap_scalar(0.0, y)), g, zeros_like(g)); break;
+    case UnaryOp::GeluErf: {
+      // d/dx x*Phi(x) = Phi(x) + x*phi(x)
+      Tensor cdf = mul(add(erf(mul(x, M_SQRT1_2)), 1.0), 0.5);
+      Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
+      r = mul(g, add(cdf, mul(x, pdf)));
+      break;
+    }
+    case UnaryOp::GeluTanh: {
+      const double k = M_SQRT2 * M_2_SQRTPI * 0.5, c = 0.044715;
+      Tensor x2 = mul(x, x);
+      Tensor inner = mul(mul(x, add(mul(x2, c), 1.0)), k);
+      Tensor t = tanh(inner);
+      Tensor left = mul(x, 0.5);
+      Tensor right = add(t, 1.0);
+      Tensor left_d = mul(right, 0.5);
+      Tensor dt = rsub(mul(t, t), 1.0);
+      Tensor inner_d = mul(add(mul(x2, 3.0 * c), 1.0), k);
+      r = mul(g, add(left_d, mul(mul(left, dt), inner_d)));
+      break;
+    }
+    case UnaryOp::Silu: {
+      Tensor s = sigmoid(x);
+      r = mul(g, mul(s, add(mul(x, rsub(s, 1.0)), 1.0)));
+      break;
+    }
+    case UnaryOp::Erf: r = mul(g, mul(exp(neg(mul(x, x))), M_2_SQRTPI)); break;
+    case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc:
+      r = zeros_like(g);
+      break;
+    default:
+      fail<Error>("the derivative of '", name(), "' is not defined");
+  }
+  return {r};
+}
+
+static Tensor unary(UnaryOp op, const Tensor& x) {
+  Tensor in = x;
+  switch (op) {
+    case UnaryOp::Neg:
+      LUCID_CHECK_T(TypeError, x.dtype() != DType::Bool,
+                    "negation, the `-` operator, on a bool tensor is not supported; use logical_not()");
+      break;
+    case UnaryOp::Abs: case UnaryOp::Sign: case UnaryOp::Square:
+      if (x.dtype() == DType::Bool && op != UnaryOp::Square) return clone(x);
+      break;
+    case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc:
+      if (!is_floating(x.dtype())) return clone(x);
+      break;
+    case UnaryOp::Relu:
+      LUCID_CHECK_T(TypeError, x.dtype() != DType::Bool, "relu is not defined for bool tensors");
+      break;
+    case UnaryOp::LogicalNot:
+      in = cast(x, DType::Bool);
+      break;
+    case UnaryOp::IsFinite: case UnaryOp::IsNan: case UnaryOp::IsInf:
+      if (!is_floating(x.dtype())) {
+        // Integers are always finite, never nan or inf.
+        return full(x.shape(), Scalar::boolean(op == UnaryOp::IsFinite), DType::Bool, x.device());
+      }
+      break;
+    default:  // transcendental: integers compute in the default float type
+      if (!is_floating(x.dtype())) in = cast(x, default_float_dtype());
+  }
+  return call<Unary>({in}, op);
+}
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor log1p(const Tensor& x) { return unary(UnaryOp::Log1p, x); }
+Tensor expm1(const Tensor& x) { return unary(UnaryOp::Expm1, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor square(const Tensor& x) {
+  return x.dtype() == DType::Bool ? unary(UnaryOp::Square, cast(x, DType::Int64)) : unary(UnaryOp::Square, x);
+}
+Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::Reciprocal, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  return unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x);
+}
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
+Tensor floor(const Tensor& x) { return unary(UnaryOp::Floor, x); }
+Tensor ceil(const Tensor& x) { return unary(UnaryOp::Ceil, x); }
+Tensor round(const Tensor& x) { return unary(UnaryOp::Round, x); }
+Tensor trunc(const Tensor& x) { return unary(UnaryOp::Trunc, x); }
+Tensor logical_not(const Tensor& x) { return unary(UnaryOp::LogicalNot, x); }
+Tensor isfinite(const Tensor& x) { return unary(UnaryOp::IsFinite, x); }
+Tensor isnan(const Tensor& x) { return unary(UnaryOp::IsNan, x); }
+Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  // x where beta*x > threshold (linear regime), else log1p(exp(beta*x))/beta
+  Tensor bx = mul(x, beta);
+  Tensor soft = div(log1p(exp(minimum(bx, wrap_scalar(threshold, bx)))), beta);
+  return where(gt(bx, wrap_scalar(threshold, bx)), x, soft);
+}
+
+// ------------------------------------------------------------------ Binary
+std::string Binary::name() const { return binary_op_name(op); }
+bool Binary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Binary&>(o).op == op; }
+size_t Binary::hash() const { return hash_mix(size_t(kind()), size_t(op)); }
+
+std::vector<TensorMeta> Binary::infer(const std::vector<TensorMeta>& in) const {
+  LUCID_CHECK_T(TypeError, in[0].dtype == in[1].dtype, "internal: ", name(), " got ", dtype_name(in[0].dtype), " and ",
+                dtype_name(in[1].dtype));
+  TensorMeta m{broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype, in[0].device};
+  if (binary_returns_bool(op)) m.dtype = DType::Bool;
+  return {m};
+}
+
+uint8_t Binary::saved() const {
+  switch (op) {
+    case BinaryOp::Add: case BinaryOp::Sub: return 0;
+    case BinaryOp::Pow: return kSaveInputs | kSaveOutputs;
+    default: return kSaveInputs;
+  }
+}
+
+std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &a = in[0], &b = in[1], &g = cot[0];
+  return grads_for(argnums, [&](int i) -> Tensor {
+    const Shape& target = in[i].shape();
+    Tensor r;
+    switch (op) {
+      case BinaryOp::Add: r = g; break;
+      case BinaryOp::Sub: r = i == 0 ? g : neg(g); break;
+      case BinaryOp::Mul: r = mul(g, i == 0 ? b : a); break;
+      case BinaryOp::Div: r = i == 0 ? div(g, b) : div(mul(neg(g), a), mul(b, b)); break;
+      case BinaryOp::Pow:
+        if (i == 0) {
+          // b * a^(b-1), with 0 where b == 0 (PyTorch's convention)
+          Tensor d = mul(b, pow(a, sub(b, 1.0)));
+          r = mul(g, where(eq(b, wrap_scalar(0.0, b)), zeros_like(d), d));
+        } else {
+          // y * log(a), with 0 where a == 0 and b >= 0
+          Tensor d = mul(out[0], log(a));
+          Tensor zero_base = logical_and(eq(a, wrap_scalar(0.0, a)), ge(b, wrap_scalar(0.0, b)));
+          r = mul(g, where(zero_base, zeros_like(d), d));
+        }
+        break;
+      case BinaryOp::Maximum: case BinaryOp::Minimum: {
+        // Ties split the gradient evenly, as in PyTorch.
+        Tensor mine = i == 0 ? a : b, other = i == 0 ? b : a;
+        Tensor wins = op == BinaryOp::Maximum ? gt(mine, other) : lt(mine, other);
+        Tensor half = mul(g, 0.5);
+        r = where(wins, g, where(eq(mine, other), half, zeros_like(g)));
+        break;
+      }
+      case BinaryOp::Atan2: {
+        Tensor denom = add(mul(a, a), mul(b, b));
+        r = i == 0 ? mul(g, div(b, denom)) : mul(g, div(neg(a), denom));
+        break;
+      }
+      case BinaryOp::Remainder: r = i == 0 ? g : mul(neg(g), floor_divide(a, b)); break;
+      case BinaryOp::FloorDiv: r = zeros_like(g); break;
+      default: fail<Error>("the derivative of '", name(), "' is not defined");
+    }
+    return sum_to(r, target);
+  });
+}
+
+static bool is_zero_dim(const Tensor& t) { return t.ndim() == 0; }
+static int category(DType t) { return t == DType::Bool ? 0 : (is_floating(t) ? 2 : 1); }
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  const bool za = is_zero_dim(a), zb = is_zero_dim(b);
+  if (za == zb) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dimmed = za ? b : a;
+  const Tensor& zero = za ? a : b;
+  return category(zero.dtype()) > category(dimmed.dtype()) ? zero.dtype() : dimmed.dtype();
+}
+
+Tensor wrap_scalar(Scalar value, const Tensor& like) {
+  const int scat = value.kind == Scalar::Kind::Bool ? 0 : (value.kind == Scalar::Kind::Int ? 1 : 2);
+  DType dt = like.dtype();
+  if (scat > category(dt)) dt = scat == 2 ? default_float_dtype() : DType::Int64;
+  return scalar_tensor(value, dt, like.device());
+}
+
+static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  DType dt = result_type(a, b);
+  switch (op) {
+    case BinaryOp::Div: case BinaryOp::Atan2:
+      if (!is_floating(dt)) dt = default_float_dtype();
+      break;
+    case BinaryOp::LogicalAnd: case BinaryOp::LogicalOr: case BinaryOp::LogicalXor:
+      dt = DType::Bool;
+      break;
+    case BinaryOp::Sub:
+      LUCID_CHECK_T(TypeError, dt != DType::Bool,
+                    "subtraction, the `-` operator, with two bool tensors is not supported; use logical_xor()");
+      break;
+    case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Maximum: case BinaryOp::Minimum:
+    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
+      break;
+    default:
+      if (dt == DType::Bool) dt = DType::Int64;
+  }
+  // Broadcast errors name both shapes (raised by the shape rule).
+  return call<Binary>({cast(a, dt), cast(b, dt)}, op);
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::FloorDiv, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Remainder, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Atan2, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalOr, a, b); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalXor, a, b); }
+
+Tensor add(const Tensor& a, Scalar b) { return add(a, wrap_scalar(b, a)); }
+Tensor sub(const Tensor& a, Scalar b) { return sub(a, wrap_scalar(b, a)); }
+Tensor rsub(const Tensor& a, Scalar b) { return sub(wrap_scalar(b, a), a); }
+Tensor mul(const Tensor& a, Scalar b) { return mul(a, wrap_scalar(b, a)); }
+Tensor div(const Tensor& a, Scalar b) { return div(a, wrap_scalar(b, a)); }
+Tensor pow(const Tensor& a, Scalar b) {
+  if (b.kind != Scalar::Kind::Bool && b.f == 2.0) return square(a);
+  return pow(a, wrap_scalar(b, a));
+}
+
+// ------------------------------------------------------------------- Where
+std::string Where::name() const { return "where"; }
+std::vector<TensorMeta> Where::infer(const std::vector<TensorMeta>& in) const {
+  LUCID_CHECK_T(TypeError, in[0].dtype == DType::Bool, "where: condition must be a bool tensor, got ",
+                dtype_name(in[0].dtype));
+  return {{broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape), in[2].shape), in[1].dtype, in[1].device}};
+}
+std::vector<Tensor> Where::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                               const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor& g = cot[0];
+  Tensor z = zeros_like(g);
+  return grads_for(argnums, [&](int i) {
+    return sum_to(i == 1 ? where(in[0], g, z) : where(in[0], z, g), in[i].shape());
+  });
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const DType dt = result_type(a, b);
+  return call<Where>({cast(cond, DType::Bool), cast(a, dt), cast(b, dt)});
+}
+
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  LUCID_CHECK(lo.defined() || hi.defined(), "clamp: at least one of 'min' or 'max' must not be None");
+  Tensor r = x;
+  // PyTorch: min(max(x, lo), hi); NaN in x propagates.
+  if (lo.defined()) r = where(lt(r, lo), cast(lo, result_type(r, lo)), r);
+  if (hi.defined()) r = where(gt(r, hi), cast(hi, result_type(r, hi)), r);
+  return r;
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  return clamp(x, lo ? wrap_scalar(*lo, x) : Tensor(), hi ? wrap_scalar(*hi, x) : Tensor());
+}
+
+// -------------------------------------------------------------- Cast, Copy
+std::string Cast::name() const { return std::string("cast(") + dtype_name(to) + ")"; }
+bool Cast::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Cast&>(o).to == to; }
+size_t Cast::hash() const { return hash_mix(size_t(kind()), size_t(to)); }
+std::vector<TensorMeta> Cast::infer(const std::vector<TensorMeta>& in) const {
+  return {{in[0].shape, to, in[0].device}};
+}
+std::vector<Tensor> Cast::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&, const std::vector<Tensor>& cot,
+                              const std::vector<int>&) const {
+  return {cast(cot[0], in[0].dtype())};
+}
+
+Tensor cast(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  return call<Cast>({t}, dtype);
+}
+
+std::string Copy::name() const { return "copy"; }
+std::vector<TensorMeta> Copy::infer(const std::vector<TensorMeta>& in) const { return {in[0]}; }
+std::vector<Tensor> Copy::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>& cot,
+                              const std::vector<int>&) const {
+  return {cot[0]};
+}
+
+Tensor clone(const Tensor& t) { return call<Copy>({t}); }
+
+Tensor to_device(const Tensor& t, const Device& device) {
+  if (t.device() == device) return t;
+  // Until non-CPU backends bring their own transfer kernels, devices share
+  // host-addressable memory (Metal's unified memory).
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+  std::memcpy(out.raw_data("to(device)"), t.raw_data("to(device)"), t.nbytes());
+  return out;
+}
+
+// --------------------------------------------------------------- in-place
+static void check_inplace_target(const Tensor& self) {
+  if (autograd::GradMode::is_enabled() && self.requires_grad() && self.is_leaf())
+    fail<Error>("a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+Tensor& assign_(Tensor& self, const Tensor& value) {
+  check_inplace_target(self);
+  Tensor v = value;
+  if (v.shape() != self.shape()) {
+    LUCID_CHECK(broadcast_shapes(v.shape(), self.shape()) == self.shape(), "in-place: value of shape ",
+                shape_str(v.shape()), " cannot be written into a tensor of shape ", shape_str(self.shape()));
+    v = broadcast_to(v, self.shape());
+  }
+  v = cast(v, self.dtype());
+  // A value aliasing self's buffer (x.copy_(x.reshape(...))) is copied first.
+  if (!v.is_symbolic() && !self.is_symbolic() && v.storage() == self.storage()) v = clone(v);
+  assign_data(self, v);
+  if (autograd::GradMode::is_enabled() && v.requires_grad()) {
+    TensorImpl* s = self.impl();
+    s->requires_grad = true;
+    s->grad_fn = v.grad_fn();
+    s->output_nr = v.impl()->output_nr;
+    if (!s->grad_fn) {
+      // v is a leaf: self's history is an identity from it.
+      Tensor c = clone(v);
+      s->grad_fn = c.grad_fn();
+      s->output_nr = 0;
+    }
+  }
+  return self;
+}
+
+Tensor& copy_(Tensor& self, const Tensor& src) { return assign_(self, to_device(src, self.device())); }
+Tensor& fill_(Tensor& self, Scalar value) { return assign_(self, scalar_tensor(value, self.dtype(), self.device())); }
+Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
+
+}  // namespace lucid

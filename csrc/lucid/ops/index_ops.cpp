@@ -1,0 +1,218 @@
+// Indexing primitives (Gather, ScatterAdd, IndexSelect, IndexAdd) and the
+// indexing ops built on them, including NumPy-style advanced indexing.
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+using detail::grads_for;
+
+static void check_index_dtype(const char* op, const TensorMeta& idx) {
+  LUCID_CHECK_T(TypeError, idx.dtype == DType::Int64 || idx.dtype == DType::Int32, op,
+                "(): Expected dtype int64 for index, got ", dtype_name(idx.dtype));
+}
+
+// ------------------------------------------------------------------ Gather
+std::string Gather::name() const { return "gather"; }
+bool Gather::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Gather&>(o).axis == axis; }
+size_t Gather::hash() const { return hash_mix(size_t(kind()), axis); }
+std::vector<TensorMeta> Gather::infer(const std::vector<TensorMeta>& in) const {
+  check_index_dtype("gather", in[1]);
+  LUCID_CHECK(in[1].shape.size() == in[0].shape.size(), "gather(): Index tensor must have the same number of "
+              "dimensions as input tensor (index ", shape_str(in[1].shape), ", input ", shape_str(in[0].shape), ")");
+  for (size_t d = 0; d < in[0].shape.size(); ++d)
+    LUCID_CHECK(int(d) == axis || in[1].shape[d] <= in[0].shape[d], "gather(): Size does not match at dimension ", d,
+                " expected index ", shape_str(in[1].shape), " to be smaller than self ", shape_str(in[0].shape),
+                " apart from dimension ", axis);
+  return {{in[1].shape, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Gather::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {scatter_add(zeros(in[0].shape(), cot[0].dtype(), cot[0].device()), axis, in[1], cot[0])};
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (x.ndim() == 0) return reshape(call<Gather>({reshape(x, {1}), reshape(index, {1})}, 0), index.shape());
+  return call<Gather>({x, index}, normalize_axis(dim, x.ndim()));
+}
+
+// -------------------------------------------------------------- ScatterAdd
+std::string ScatterAdd::name() const { return accumulate ? "scatter_add" : "scatter"; }
+bool ScatterAdd::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& s = static_cast<const ScatterAdd&>(o);
+  return s.axis == axis && s.accumulate == accumulate;
+}
+size_t ScatterAdd::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), accumulate); }
+std::vector<TensorMeta> ScatterAdd::infer(const std::vector<TensorMeta>& in) const {
+  check_index_dtype(accumulate ? "scatter_add" : "scatter", in[1]);
+  LUCID_CHECK(in[1].shape.size() == in[0].shape.size() && in[2].shape.size() == in[0].shape.size(),
+              name(), "(): Index tensor must have the same number of dimensions as self and src");
+  for (size_t d = 0; d < in[0].shape.size(); ++d) {
+    LUCID_CHECK(in[1].shape[d] <= in[2].shape[d], name(), "(): Expected index ", shape_str(in[1].shape),
+                " to be smaller than src ", shape_str(in[2].shape));
+    LUCID_CHECK(int(d) == axis || in[1].shape[d] <= in[0].shape[d], name(), "(): Expected index ",
+                shape_str(in[1].shape), " to be smaller than self ", shape_str(in[0].shape), " apart from dimension ",
+                axis);
+  }
+  return {in[0]};
+}
+std::vector<Tensor> ScatterAdd::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor& g = cot[0];
+  const Tensor& idx = in[1];
+  return grads_for(argnums, [&](int i) -> Tensor {
+    if (i == 2) {
+      Tensor gs = gather(g, axis, idx);
+      if (gs.shape() != in[2].shape()) {  // src larger than index: the rest gets no gradient
+        std::vector<int64_t> pads;
+        for (int64_t d = in[2].ndim() - 1; d >= 0; --d) {
+          pads.push_back(0);
+          pads.push_back(in[2].shape()[d] - gs.shape()[d]);
+        }
+        gs = pad(gs, pads, 0.0);
+      }
+      return gs;
+    }
+    if (accumulate) return g;
+    // Overwritten positions get no gradient.
+    return scatter(g, axis, idx, zeros(idx.shape(), g.dtype(), g.device()));
+  });
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return call<ScatterAdd>({x, index, cast(src, x.dtype())}, normalize_axis(dim, x.ndim()), true);
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor s = src.ndim() == 0 ? broadcast_to(src, index.shape()) : src;
+  return call<ScatterAdd>({x, index, cast(s, x.dtype())}, normalize_axis(dim, x.ndim()), false);
+}
+
+// ------------------------------------------------------------- IndexSelect
+std::string IndexSelect::name() const { return "index_select"; }
+bool IndexSelect::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const IndexSelect&>(o).axis == axis;
+}
+size_t IndexSelect::hash() const { return hash_mix(size_t(kind()), axis); }
+std::vector<TensorMeta> IndexSelect::infer(const std::vector<TensorMeta>& in) const {
+  check_index_dtype("index_select", in[1]);
+  LUCID_CHECK(in[1].shape.size() == 1, "index_select(): Index is supposed to be a vector, got ", shape_str(in[1].shape));
+  TensorMeta m = in[0];
+  m.shape[axis] = in[1].shape[0];
+  return {m};
+}
+std::vector<Tensor> IndexSelect::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                     const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {index_add(zeros(in[0].shape(), cot[0].dtype(), cot[0].device()), axis, in[1], cot[0])};
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  Tensor idx = index.ndim() == 0 ? reshape(index, {1}) : index;
+  if (x.ndim() == 0) return reshape(call<IndexSelect>({reshape(x, {1}), idx}, 0), index.ndim() == 0 ? Shape{} : Shape{1});
+  return call<IndexSelect>({x, idx}, normalize_axis(dim, x.ndim()));
+}
+
+std::string IndexAdd::name() const { return "index_add"; }
+bool IndexAdd::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const IndexAdd&>(o).axis == axis; }
+size_t IndexAdd::hash() const { return hash_mix(size_t(kind()), axis); }
+std::vector<TensorMeta> IndexAdd::infer(const std::vector<TensorMeta>& in) const {
+  check_index_dtype("index_add", in[1]);
+  LUCID_CHECK(in[1].shape.size() == 1, "index_add(): Index is supposed to be a vector");
+  Shape expect = in[0].shape;
+  expect[axis] = in[1].shape[0];
+  LUCID_CHECK(in[2].shape == expect, "index_add(): source of shape ", shape_str(in[2].shape), " does not match ",
+              shape_str(expect));
+  return {in[0]};
+}
+std::vector<Tensor> IndexAdd::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                  const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  return grads_for(argnums, [&](int i) { return i == 0 ? cot[0] : index_select(cot[0], axis, in[1]); });
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return call<IndexAdd>({x, index, cast(src, x.dtype())}, normalize_axis(dim, x.ndim()));
+}
+
+// ------------------------------------------------------- composite indexing
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  LUCID_CHECK_T(TypeError, mask.dtype() == DType::Bool, "masked_fill only supports boolean masks, but got mask with "
+                "dtype ", dtype_name(mask.dtype()));
+  LUCID_CHECK(value.ndim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
+              value.ndim(), " dimension(s).");
+  LUCID_CHECK(broadcast_shapes(x.shape(), mask.shape()) == x.shape(), "masked_fill: mask of shape ",
+              shape_str(mask.shape()), " is not broadcastable to ", shape_str(x.shape()));
+  return where(mask, cast(value, x.dtype()), x);
+}
+
+Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  LUCID_CHECK_T(TypeError, index.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type int64");
+  if (num_classes == -1) {
+    LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
+    num_classes = *amax(index).data<int64_t>("one_hot with inferred num_classes") + 1;
+  }
+  Tensor classes = arange(0, double(num_classes), 1, DType::Int64, index.device());
+  return cast(eq(unsqueeze(index, -1), classes), DType::Int64);
+}
+
+// Linear positions into x.flatten(0, k-1) for index tensors over x's first k
+// dims (negative indices wrap); the bounds check needs concrete indices.
+static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) {
+  LUCID_CHECK_T(IndexError, int64_t(indices.size()) <= x.ndim(), "too many indices for tensor of dimension ",
+                x.ndim(), " (got ", indices.size(), ")");
+  Tensor lin;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    Tensor idx = cast(indices[k], DType::Int64);
+    const int64_t size = x.shape()[k];
+    if (!idx.is_symbolic()) {
+      const int64_t* p = idx.data<int64_t>();
+      for (int64_t i = 0; i < idx.numel(); ++i)
+        LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
+                      k, " with size ", size);
+    }
+    Tensor size_t_ = scalar_tensor(size, DType::Int64, x.device());
+    idx = where(lt(idx, scalar_tensor(int64_t(0), DType::Int64, x.device())), add(idx, size_t_), idx);
+    lin = lin.defined() ? add(mul(lin, size_t_), idx) : idx;
+  }
+  return lin;
+}
+
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
+  const size_t k = indices.size();
+  Tensor lin = linear_index(x, indices);
+  Shape rest(x.shape().begin() + k, x.shape().end());
+  Shape flat{-1};
+  flat.insert(flat.end(), rest.begin(), rest.end());
+  Tensor picked = index_select(reshape(x, flat), 0, reshape(lin, {-1}));
+  Shape out = lin.shape();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return reshape(picked, out);
+}
+
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  const size_t k = indices.size();
+  Tensor lin = linear_index(x, indices);
+  Shape rest(x.shape().begin() + k, x.shape().end());
+  Shape flat{-1};
+  flat.insert(flat.end(), rest.begin(), rest.end());
+  Tensor xf = reshape(x, flat);
+  Shape vshape = lin.shape();
+  vshape.insert(vshape.end(), rest.begin(), rest.end());
+  Tensor v = cast(broadcast_to(values, vshape), x.dtype());
+  Tensor lin1 = reshape(lin, {-1});
+  Shape vflat{lin1.numel()};
+  vflat.insert(vflat.end(), rest.begin(), rest.end());
+  v = reshape(v, vflat);
+  Tensor out;
+  if (accumulate) {
+    out = index_add(xf, 0, lin1, v);
+  } else {
+    // scatter along dim 0 with the row index broadcast over the rest
+    Shape ishape{lin1.numel()};
+    for (size_t d = 0; d < rest.size(); ++d) ishape.push_back(1);
+    Tensor idx = broadcast_to(reshape(lin1, ishape), vflat);
+    out = scatter(xf, 0, idx, v);
+  }
+  return reshape(out, x.shape());
+}
+
+}  // namespace lucid

@@ -1,0 +1,22 @@
+#include "lucid/ops/kernels.h"
+
+#include <array>
+
+namespace lucid {
+
+static std::array<std::array<Kernel, 3>, size_t(OpKind::Count)>& table() {
+  static std::array<std::array<Kernel, 3>, size_t(OpKind::Count)> t{};
+  return t;
+}
+
+void register_kernel(OpKind kind, DeviceType device, Kernel k) { table()[size_t(kind)][size_t(device)] = k; }
+
+Kernel find_kernel(const Primitive& prim, DeviceType device) {
+  Kernel k = table()[size_t(prim.kind())][size_t(device)];
+  if (!k)
+    fail<NotImplementedError>("the operator '", prim.name(), "' is not implemented for the ", device_type_name(device),
+                              " device");
+  return k;
+}
+
+}  // namespace lucid

@@ -1,0 +1,86 @@
+// Matmul: the primitive (equal batch dims, optional transposes) and the
+// public matmul with NumPy's 1-D and batch-broadcasting rules.
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+using detail::grads_for;
+
+std::string Matmul::name() const { return "matmul"; }
+bool Matmul::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& m = static_cast<const Matmul&>(o);
+  return m.trans_a == trans_a && m.trans_b == trans_b;
+}
+size_t Matmul::hash() const { return hash_mix(hash_mix(size_t(kind()), trans_a), trans_b); }
+
+std::vector<TensorMeta> Matmul::infer(const std::vector<TensorMeta>& in) const {
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  LUCID_CHECK(a.size() >= 2 && a.size() == b.size(), "internal: matmul primitive expects equal ranks >= 2");
+  const size_t n = a.size();
+  for (size_t d = 0; d + 2 < n; ++d)
+    LUCID_CHECK(a[d] == b[d], "internal: matmul primitive expects equal batch dims, got ", shape_str(a), " and ",
+                shape_str(b));
+  const int64_t m = trans_a ? a[n - 1] : a[n - 2], ka = trans_a ? a[n - 2] : a[n - 1];
+  const int64_t kb = trans_b ? b[n - 1] : b[n - 2], nn = trans_b ? b[n - 2] : b[n - 1];
+  LUCID_CHECK(ka == kb, "mat1 and mat2 shapes cannot be multiplied (", m, "x", ka, " and ", kb, "x", nn, ")");
+  Shape out(a.begin(), a.end() - 2);
+  out.push_back(m);
+  out.push_back(nn);
+  return {{out, in[0].dtype, in[0].device}};
+}
+
+
+std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor& g = cot[0];
+  // C = op(A) op(B): d op(A) = G op(B)^T, d op(B) = op(A)^T G.
+  return grads_for(argnums, [&](int i) -> Tensor {
+    if (i == 0) {
+      // dA = trans_a ? (G op(B)^T)^T = op(B) G^T : G op(B)^T
+      return trans_a ? call<Matmul>({in[1], g}, trans_b, true) : call<Matmul>({g, in[1]}, false, !trans_b);
+    }
+    return trans_b ? call<Matmul>({g, in[0]}, true, trans_a) : call<Matmul>({in[0], g}, !trans_a, false);
+  });
+}
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  LUCID_CHECK(a_in.ndim() > 0 && b_in.ndim() > 0, "both arguments to matmul need to be at least 1D, but they are ",
+              a_in.ndim(), "D and ", b_in.ndim(), "D");
+  LUCID_CHECK_T(TypeError, a_in.dtype() == b_in.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+                dtype_name(a_in.dtype()), " != ", dtype_name(b_in.dtype()));
+  const bool a_vec = a_in.ndim() == 1, b_vec = b_in.ndim() == 1;
+  Tensor a = a_vec ? reshape(a_in, {1, a_in.shape()[0]}) : a_in;
+  Tensor b = b_vec ? reshape(b_in, {b_in.shape()[0], 1}) : b_in;
+  const int64_t k_a = a.shape().back(), k_b = b.shape()[b.ndim() - 2];
+  if (k_a != k_b) {
+    if (a_vec && b_vec)
+      fail("inconsistent tensor size, expected tensor [", k_a, "] and src [", k_b,
+           "] to have the same number of elements, but got ", k_a, " and ", k_b, " elements respectively");
+    fail("mat1 and mat2 shapes cannot be multiplied (", numel(a.shape()) / k_a, "x", k_a, " and ", k_b, "x",
+         b.shape().back(), ")");
+  }
+  Tensor out;
+  if (b.ndim() == 2) {
+    // Fold a's batch dims into M: one GEMM.
+    Shape lead(a.shape().begin(), a.shape().end() - 1);
+    Tensor r = call<Matmul>({reshape(a, {-1, k_a}), b});
+    lead.push_back(b.shape()[1]);
+    out = reshape(r, lead);
+  } else {
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    Shape batch = broadcast_shapes(ba, bb);
+    Shape sa = batch, sb = batch;
+    sa.push_back(a.shape()[a.ndim() - 2]);
+    sa.push_back(k_a);
+    sb.push_back(k_b);
+    sb.push_back(b.shape().back());
+    out = call<Matmul>({broadcast_to(a, sa), broadcast_to(b, sb)});
+  }
+  if (a_vec) out = squeeze(out, std::vector<int64_t>{out.ndim() - 2});
+  if (b_vec) out = squeeze(out, std::vector<int64_t>{out.ndim() - 1});
+  return out;
+}
+
+}  // namespace lucid

@@ -1,0 +1,33 @@
+// Neural-network primitives whose fused kernels matter (Softmax).
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+
+std::string Softmax::name() const { return log ? "log_softmax" : "softmax"; }
+bool Softmax::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& s = static_cast<const Softmax&>(o);
+  return s.axis == axis && s.log == log;
+}
+size_t Softmax::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), log); }
+std::vector<TensorMeta> Softmax::infer(const std::vector<TensorMeta>& in) const { return {in[0]}; }
+std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<Tensor>& out,
+                                 const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  const Tensor &y = out[0], &g = cot[0];
+  const std::vector<int64_t> ax{axis};
+  if (log) return {sub(g, mul(exp(y), sum(g, ax, true)))};
+  return {mul(y, sub(g, sum(mul(g, y), ax, true)))};
+}
+
+static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  Tensor in = is_floating(x.dtype()) ? x : cast(x, default_float_dtype());
+  if (in.ndim() == 0) return reshape(call<Softmax>({reshape(in, {1})}, 0, log), {});
+  return call<Softmax>({in}, normalize_axis(dim, in.ndim()), log);
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+}  // namespace lucid

@@ -1,0 +1,42 @@
+#pragma once
+// Helpers shared by the ops/*.cpp files (not part of the public API).
+#include <memory>
+
+#include "lucid/ops/dispatch.h"
+#include "lucid/ops/ops.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::detail {
+
+template <class P, class... Args>
+Tensor call(const std::vector<Tensor>& inputs, Args&&... args) {
+  return apply1(std::make_shared<const P>(std::forward<Args>(args)...), inputs);
+}
+template <class P, class... Args>
+std::vector<Tensor> call_multi(const std::vector<Tensor>& inputs, Args&&... args) {
+  return apply(std::make_shared<const P>(std::forward<Args>(args)...), inputs);
+}
+
+// Gradient slot k of a vjp result corresponds to argnums[k].
+inline bool wants(const std::vector<int>& argnums, int i) {
+  for (int a : argnums)
+    if (a == i) return true;
+  return false;
+}
+
+// Builds the result vector of a vjp: one entry per requested argnum.
+template <class F>
+std::vector<Tensor> grads_for(const std::vector<int>& argnums, F&& grad_of) {
+  std::vector<Tensor> out;
+  out.reserve(argnums.size());
+  for (int i : argnums) out.push_back(grad_of(i));
+  return out;
+}
+
+inline std::vector<int64_t> to_i64(const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+
+// Inserts size-1 dims at `axes` (sorted) so a keepdim=false reduction result
+// broadcasts against its input again.
+Tensor unsqueeze_axes(const Tensor& t, const std::vector<int>& axes);
+
+}  // namespace lucid::detail

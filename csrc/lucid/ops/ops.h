@@ -1,0 +1,202 @@
+#pragma once
+// The public op API: what users (and VJP rules) call. Broadcasting, dtype
+// promotion and argument checks happen here, once; the primitives underneath
+// (primitives.h) see same-dtype, validated inputs.
+#include <optional>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+
+namespace lucid {
+
+// A Python-style number: a bool, an integer or a float. Mixed with tensors it
+// follows PyTorch's "wrapped number" promotion (it never widens the tensor's
+// dtype within the same category).
+struct Scalar {
+  enum class Kind : uint8_t { Bool, Int, Float } kind = Kind::Float;
+  double f = 0;
+  int64_t i = 0;
+  Scalar() = default;
+  Scalar(double v) : kind(Kind::Float), f(v), i(int64_t(v)) {}   // NOLINT
+  Scalar(float v) : Scalar(double(v)) {}                          // NOLINT
+  Scalar(int64_t v) : kind(Kind::Int), f(double(v)), i(v) {}      // NOLINT
+  Scalar(int v) : Scalar(int64_t(v)) {}                           // NOLINT
+  static Scalar boolean(bool b) {
+    Scalar s{int64_t(b)};
+    s.kind = Kind::Bool;
+    return s;
+  }
+  double to_double() const { return f; }
+};
+
+// ---- creation -------------------------------------------------------------
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt, Device device = {});
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+Tensor arange(double start, double end, double step, DType dtype, Device device = {});
+Tensor scalar_tensor(Scalar value, DType dtype, Device device = {});
+// The tensor a Python number becomes when combined with `like`.
+Tensor wrap_scalar(Scalar value, const Tensor& like);
+Tensor eye(int64_t n, int64_t m, DType dtype = DType::Float32, Device device = {});
+
+// ---- random (counter-based: a (seed, offset) pair picks the stream) -----
+void manual_seed(uint64_t seed);
+uint64_t initial_seed();
+// Takes `count` numbers from the global generator: returns the (seed, offset)
+// to use and advances the offset.
+std::pair<uint64_t, uint64_t> next_random_key(uint64_t count);
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+// Uniform/normal draws keyed by an int64 tensor [seed, offset] (a feed in a
+// compiled step).
+Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key);
+Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key);
+Tensor random_key_tensor(uint64_t count, Device device = {});
+
+// ---- dtype / copies -------------------------------------------------------
+Tensor cast(const Tensor& t, DType dtype);  // no-op when already `dtype`
+Tensor clone(const Tensor& t);
+Tensor to_device(const Tensor& t, const Device& device);
+DType result_type(const Tensor& a, const Tensor& b);
+
+// ---- elementwise ------------------------------------------------------------
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+Tensor silu(const Tensor& x);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor erf(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor logical_not(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);  // Python's %: sign of the divisor
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);  // either may be undefined
+
+// Scalar conveniences (wrapped-number promotion).
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor rsub(const Tensor& a, Scalar b);  // b - a
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& a, Scalar b);
+
+// ---- reductions -------------------------------------------------------------
+// `dims` empty means all dimensions.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false,
+           std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor all(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor any(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1, bool keepdim = false);
+Tensor std_(const Tensor& x, const std::vector<int64_t>& dims = {}, double correction = 1, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor norm(const Tensor& x, double p = 2, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// max/min along a dim: (values, indices)
+std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim = false);
+std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim = false);
+// Sums `x` down to `shape` (the adjoint of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- linear algebra ---------------------------------------------------------
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- shape --------------------------------------------------------------------
+Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Tensor expand(const Tensor& x, const Shape& shape);  // -1 keeps a dim
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// Basic slicing: per-dim [start, stop) with step > 0 (already normalised).
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+             const std::vector<int64_t>& steps);
+// `base` with the slice replaced by `src` (broadcast to the slice's shape).
+Tensor slice_scatter(const Tensor& base, const Tensor& src, const std::vector<int64_t>& starts,
+                     const std::vector<int64_t>& stops, const std::vector<int64_t>& steps);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0);  // F.pad layout
+
+// ---- indexing -------------------------------------------------------------------
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+Tensor one_hot(const Tensor& index, int64_t num_classes = -1);
+// Reads x at integer coordinates (NumPy advanced indexing over the leading
+// dims of x): `indices[k]` index dim k, all broadcast together.
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+// x with x[indices] = values (accumulate: +=).
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+
+// ---- nn building blocks -------------------------------------------------------------
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- in-place (PyTorch's autograd rules; return `self`) --------------------------------
+// Replaces self's contents with `value` (cast to self's dtype, broadcast to its
+// shape) and, when recording, self's history with value's.
+Tensor& assign_(Tensor& self, const Tensor& value);
+Tensor& copy_(Tensor& self, const Tensor& src);
+Tensor& fill_(Tensor& self, Scalar value);
+Tensor& zero_(Tensor& self);
+
+}  // namespace lucid

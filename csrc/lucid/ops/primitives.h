@@ -1,0 +1,254 @@
+#pragma once
+// The concrete primitives. Their shape rules and VJPs are defined in the
+// ops/*.cpp file of their area, next to the public ops that build them;
+// kernels live in backend/<device>/.
+#include <string>
+#include <vector>
+
+#include "lucid/ops/primitive.h"
+
+namespace lucid {
+
+#define LUCID_PRIMITIVE_COMMON                                                                  \
+  std::string name() const override;                                                           \
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;         \
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, \
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+
+#define LUCID_PRIMITIVE_ATTRS            \
+  bool equals(const Primitive& o) const override; \
+  size_t hash() const override;
+
+// ---------------------------------------------------------------- elementwise
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Sign, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Square, Reciprocal, Sin, Cos, Tanh, Sigmoid,
+  Relu, GeluErf, GeluTanh, Silu, Erf, Floor, Ceil, Round, Trunc, LogicalNot, IsFinite, IsNan, IsInf,
+  Count
+};
+const char* unary_op_name(UnaryOp op);
+bool unary_returns_bool(UnaryOp op);
+
+struct Unary final : Primitive {
+  UnaryOp op;
+  explicit Unary(UnaryOp op) : Primitive(OpKind::Unary), op(op) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override;
+};
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, FloorDiv, Remainder, Pow, Maximum, Minimum, Atan2,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor,
+  Count
+};
+const char* binary_op_name(BinaryOp op);
+bool binary_returns_bool(BinaryOp op);
+
+// Broadcasting binary op over two inputs of one dtype.
+struct Binary final : Primitive {
+  BinaryOp op;
+  explicit Binary(BinaryOp op) : Primitive(OpKind::Binary), op(op) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override;
+};
+
+// where(cond, a, b), broadcasting all three.
+struct Where final : Primitive {
+  Where() : Primitive(OpKind::Where) {}
+  LUCID_PRIMITIVE_COMMON
+  bool differentiable_input(int i) const override { return i != 0; }
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+struct Cast final : Primitive {
+  DType to;
+  explicit Cast(DType to) : Primitive(OpKind::Cast), to(to) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+struct Copy final : Primitive {
+  Copy() : Primitive(OpKind::Copy) {}
+  LUCID_PRIMITIVE_COMMON
+  uint8_t saved() const override { return 0; }
+};
+
+// ------------------------------------------------------------------ creation
+struct Full final : Primitive {
+  TensorMeta meta;
+  double value;
+  Full(TensorMeta meta, double value) : Primitive(OpKind::Full), meta(std::move(meta)), value(value) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+};
+
+struct Arange final : Primitive {
+  double start, step;
+  TensorMeta meta;  // 1-D
+  Arange(double start, double step, TensorMeta meta)
+      : Primitive(OpKind::Arange), start(start), step(step), meta(std::move(meta)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+};
+
+enum class Distribution : uint8_t { Uniform, Normal };
+// Counter-based draws (Philox 4x32-10): input 0 is an int64 [seed, offset]
+// tensor, so a compiled step can take fresh keys as a feed every call.
+struct Random final : Primitive {
+  Distribution dist;
+  Shape shape;
+  DType dtype;
+  Random(Distribution dist, Shape shape, DType dtype)
+      : Primitive(OpKind::Random), dist(dist), shape(std::move(shape)), dtype(dtype) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int) const override { return false; }
+};
+
+// ---------------------------------------------------------------- reductions
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any };
+struct Reduce final : Primitive {
+  ReduceOp op;
+  std::vector<int> axes;  // sorted, unique, non-negative
+  bool keepdim;
+  Reduce(ReduceOp op, std::vector<int> axes, bool keepdim)
+      : Primitive(OpKind::Reduce), op(op), axes(std::move(axes)), keepdim(keepdim) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override;
+};
+
+enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
+struct ArgReduce final : Primitive {
+  ArgReduceOp op;
+  int axis;
+  bool keepdim;
+  ArgReduce(ArgReduceOp op, int axis, bool keepdim)
+      : Primitive(OpKind::ArgReduce), op(op), axis(axis), keepdim(keepdim) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int) const override { return false; }
+};
+
+// ------------------------------------------------------------ linear algebra
+// [..., M, K] @ [..., K, N] with identical batch dims (ops::matmul broadcasts).
+// The transpose flags let the compiler fold transposes into the BLAS call.
+struct Matmul final : Primitive {
+  bool trans_a = false, trans_b = false;
+  Matmul(bool ta = false, bool tb = false) : Primitive(OpKind::Matmul), trans_a(ta), trans_b(tb) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+};
+
+// --------------------------------------------------------------------- shape
+struct Reshape final : Primitive {
+  Shape shape;
+  explicit Reshape(Shape s) : Primitive(OpKind::Reshape), shape(std::move(s)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+struct Permute final : Primitive {
+  std::vector<int> perm;
+  explicit Permute(std::vector<int> p) : Primitive(OpKind::Permute), perm(std::move(p)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+struct Broadcast final : Primitive {
+  Shape shape;
+  explicit Broadcast(Shape s) : Primitive(OpKind::Broadcast), shape(std::move(s)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+struct SliceSpec {
+  std::vector<int64_t> starts, stops, steps;  // one per dim, normalised, step > 0
+  Shape out_shape() const;
+  bool operator==(const SliceSpec& o) const { return starts == o.starts && stops == o.stops && steps == o.steps; }
+};
+
+struct Slice final : Primitive {
+  SliceSpec spec;
+  explicit Slice(SliceSpec s) : Primitive(OpKind::Slice), spec(std::move(s)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+// (base, src) -> base with base[spec] = src.
+struct SliceScatter final : Primitive {
+  SliceSpec spec;
+  explicit SliceScatter(SliceSpec s) : Primitive(OpKind::SliceScatter), spec(std::move(s)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+struct Concat final : Primitive {
+  int axis;
+  explicit Concat(int axis) : Primitive(OpKind::Concat), axis(axis) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+// ------------------------------------------------------------------ indexing
+// torch.gather: out[i][j] = x[i][index[i][j]] along `axis`.
+struct Gather final : Primitive {
+  int axis;
+  explicit Gather(int axis) : Primitive(OpKind::Gather), axis(axis) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i == 0; }
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// (base, index, src): base with src scattered along `axis` at index,
+// added (accumulate) or written.
+struct ScatterAdd final : Primitive {
+  int axis;
+  bool accumulate;
+  ScatterAdd(int axis, bool accumulate) : Primitive(OpKind::ScatterAdd), axis(axis), accumulate(accumulate) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i != 1; }
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// x.index_select(axis, index) with a 1-D int64 index.
+struct IndexSelect final : Primitive {
+  int axis;
+  explicit IndexSelect(int axis) : Primitive(OpKind::IndexSelect), axis(axis) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i == 0; }
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// (base, index, src): base.index_add(axis, index, src).
+struct IndexAdd final : Primitive {
+  int axis;
+  explicit IndexAdd(int axis) : Primitive(OpKind::IndexAdd), axis(axis) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i != 1; }
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// ------------------------------------------------------------------------ nn
+struct Softmax final : Primitive {
+  int axis;
+  bool log;
+  Softmax(int axis, bool log) : Primitive(OpKind::Softmax), axis(axis), log(log) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+}  // namespace lucid

@@ -1,0 +1,383 @@
+// Layout primitives (Reshape, Permute, Broadcast, Slice, SliceScatter,
+// Concat) and the public shape ops built on them.
+#include <algorithm>
+#include <numeric>
+
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+using detail::grads_for;
+
+// ----------------------------------------------------------------- Reshape
+std::string Reshape::name() const { return "reshape"; }
+bool Reshape::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const Reshape&>(o).shape == shape;
+}
+size_t Reshape::hash() const { return hash_seq(size_t(kind()), shape); }
+std::vector<TensorMeta> Reshape::infer(const std::vector<TensorMeta>& in) const {
+  return {{shape, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Reshape::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                 const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {reshape(cot[0], in[0].shape())};
+}
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      LUCID_CHECK(infer_at < 0, "only one dimension can be inferred");
+      infer_at = int64_t(i);
+    } else {
+      LUCID_CHECK(shape[i] >= 0, "invalid shape dimension ", shape[i]);
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    LUCID_CHECK(known != 0 && x.numel() % known == 0, "shape '", shape_str(shape), "' is invalid for input of size ",
+                x.numel());
+    shape[infer_at] = x.numel() / known;
+  }
+  LUCID_CHECK(numel(shape) == x.numel(), "shape '", shape_str(shape), "' is invalid for input of size ", x.numel());
+  if (shape == x.shape()) return x;
+  return call<Reshape>({x}, shape);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  if (x.ndim() == 0) return reshape(x, {1});
+  const int s = normalize_axis(start_dim, x.ndim()), e = normalize_axis(end_dim, x.ndim());
+  LUCID_CHECK(s <= e, "flatten() has invalid args: start_dim cannot come after end_dim");
+  Shape out(x.shape().begin(), x.shape().begin() + s);
+  int64_t n = 1;
+  for (int d = s; d <= e; ++d) n *= x.shape()[d];
+  out.push_back(n);
+  out.insert(out.end(), x.shape().begin() + e + 1, x.shape().end());
+  return reshape(x, out);
+}
+
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
+  Shape out;
+  std::vector<int> axes;
+  if (dims) axes = normalize_axes(*dims, x.ndim());
+  for (int d = 0; d < int(x.ndim()); ++d) {
+    const bool chosen = !dims || std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!(chosen && x.shape()[d] == 1)) out.push_back(x.shape()[d]);
+  }
+  return reshape(x, out);
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  const int d = normalize_axis(dim, x.ndim() + 1);
+  Shape s = x.shape();
+  s.insert(s.begin() + d, 1);
+  return reshape(x, s);
+}
+
+// ----------------------------------------------------------------- Permute
+std::string Permute::name() const { return "permute"; }
+bool Permute::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Permute&>(o).perm == perm; }
+size_t Permute::hash() const { return hash_seq(size_t(kind()), perm); }
+std::vector<TensorMeta> Permute::infer(const std::vector<TensorMeta>& in) const {
+  Shape s;
+  for (int p : perm) s.push_back(in[0].shape[p]);
+  return {{s, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Permute::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>& cot,
+                                 const std::vector<int>&) const {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = int64_t(i);
+  return {permute(cot[0], inv)};
+}
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
+  LUCID_CHECK(int64_t(perm.size()) == x.ndim(), "permute(sparse_coo): number of dimensions in the tensor input does "
+              "not match the length of the desired ordering of dimensions i.e. input.dim() = ", x.ndim(),
+              " is not equal to len(dims) = ", perm.size());
+  std::vector<int> p;
+  std::vector<bool> seen(perm.size(), false);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int a = normalize_axis(perm[i], x.ndim());
+    LUCID_CHECK(!seen[a], "permute(): duplicate dims are not allowed.");
+    seen[a] = true;
+    identity &= a == int(i);
+    p.push_back(a);
+  }
+  if (identity) return x;
+  // Moving only size-1 dims does not change the memory order.
+  Shape moved;
+  std::vector<int> nontrivial;
+  for (int a : p)
+    if (x.shape()[a] != 1) nontrivial.push_back(a);
+  if (std::is_sorted(nontrivial.begin(), nontrivial.end())) {
+    for (int a : p) moved.push_back(x.shape()[a]);
+    return reshape(x, moved);
+  }
+  return call<Permute>({x}, p);
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  if (x.ndim() < 2 && x.ndim() == 0) return x;
+  std::vector<int64_t> perm(size_t(x.ndim()));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[normalize_axis(d0, x.ndim())], perm[normalize_axis(d1, x.ndim())]);
+  return permute(x, perm);
+}
+
+// --------------------------------------------------------------- Broadcast
+std::string Broadcast::name() const { return "broadcast_to"; }
+bool Broadcast::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const Broadcast&>(o).shape == shape;
+}
+size_t Broadcast::hash() const { return hash_seq(size_t(kind()), shape); }
+std::vector<TensorMeta> Broadcast::infer(const std::vector<TensorMeta>& in) const {
+  return {{shape, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Broadcast::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                   const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {sum_to(cot[0], in[0].shape())};
+}
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  LUCID_CHECK(shape.size() >= x.shape().size(), "the number of sizes provided (", shape.size(),
+              ") must be greater or equal to the number of dimensions in the tensor (", x.ndim(), ")");
+  const size_t lead = shape.size() - x.shape().size();
+  for (size_t i = 0; i < x.shape().size(); ++i)
+    LUCID_CHECK(x.shape()[i] == 1 || x.shape()[i] == shape[lead + i], "the expanded size of the tensor (",
+                shape[lead + i], ") must match the existing size (", x.shape()[i], ") at non-singleton dimension ",
+                lead + i, ".  Target sizes: ", shape_str(shape), ".  Tensor sizes: ", shape_str(x.shape()));
+  if (numel(shape) == x.numel()) return reshape(x, shape);  // only size-1 dims added
+  return call<Broadcast>({x}, shape);
+}
+
+Tensor expand(const Tensor& x, const Shape& shape) {
+  Shape s = shape;
+  const size_t lead = s.size() >= x.shape().size() ? s.size() - x.shape().size() : 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == -1) {
+      LUCID_CHECK(i >= lead, "expand: -1 is not allowed in a leading, non-existing dimension");
+      s[i] = x.shape()[i - lead];
+    }
+  return broadcast_to(x, s);
+}
+
+// ------------------------------------------------------------------- Slice
+Shape SliceSpec::out_shape() const {
+  Shape s;
+  for (size_t d = 0; d < starts.size(); ++d)
+    s.push_back(std::max<int64_t>(0, (stops[d] - starts[d] + steps[d] - 1) / steps[d]));
+  return s;
+}
+
+static size_t hash_spec(size_t seed, const SliceSpec& s) {
+  return hash_seq(hash_seq(hash_seq(seed, s.starts), s.stops), s.steps);
+}
+
+std::string Slice::name() const { return "slice"; }
+bool Slice::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Slice&>(o).spec == spec; }
+size_t Slice::hash() const { return hash_spec(size_t(kind()), spec); }
+std::vector<TensorMeta> Slice::infer(const std::vector<TensorMeta>& in) const {
+  return {{spec.out_shape(), in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Slice::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&, const std::vector<Tensor>& cot,
+                               const std::vector<int>&) const {
+  const Tensor& x = in[0];
+  return {slice_scatter(zeros(x.shape(), cot[0].dtype(), x.device()), cot[0], spec.starts, spec.stops, spec.steps)};
+}
+
+static SliceSpec make_spec(const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+                           const std::vector<int64_t>& steps) {
+  LUCID_CHECK(starts.size() == shape.size() && stops.size() == shape.size() && steps.size() == shape.size(),
+              "slice: one start/stop/step per dimension expected");
+  SliceSpec s{starts, stops, steps};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    LUCID_CHECK(steps[d] > 0, "slice step must be positive");
+    s.starts[d] = std::clamp<int64_t>(starts[d], 0, shape[d]);
+    s.stops[d] = std::clamp<int64_t>(stops[d], s.starts[d], shape[d]);
+  }
+  return s;
+}
+
+static bool is_full(const SliceSpec& s, const Shape& shape) {
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (s.starts[d] != 0 || s.stops[d] != shape[d] || s.steps[d] != 1) return false;
+  return true;
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+             const std::vector<int64_t>& steps) {
+  SliceSpec s = make_spec(x.shape(), starts, stops, steps);
+  if (is_full(s, x.shape())) return x;
+  return call<Slice>({x}, s);
+}
+
+std::string SliceScatter::name() const { return "slice_scatter"; }
+bool SliceScatter::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const SliceScatter&>(o).spec == spec;
+}
+size_t SliceScatter::hash() const { return hash_spec(size_t(kind()), spec); }
+std::vector<TensorMeta> SliceScatter::infer(const std::vector<TensorMeta>& in) const {
+  LUCID_CHECK(in[1].shape == spec.out_shape(), "slice_scatter: src of shape ", shape_str(in[1].shape),
+              " does not match the slice of shape ", shape_str(spec.out_shape()));
+  return {in[0]};
+}
+std::vector<Tensor> SliceScatter::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                      const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor& g = cot[0];
+  return grads_for(argnums, [&](int i) {
+    if (i == 1) return slice(g, spec.starts, spec.stops, spec.steps);
+    return slice_scatter(g, zeros(spec.out_shape(), g.dtype(), g.device()), spec.starts, spec.stops, spec.steps);
+  });
+}
+
+Tensor slice_scatter(const Tensor& base, const Tensor& src, const std::vector<int64_t>& starts,
+                     const std::vector<int64_t>& stops, const std::vector<int64_t>& steps) {
+  SliceSpec s = make_spec(base.shape(), starts, stops, steps);
+  Tensor v = cast(broadcast_to(src, s.out_shape()), base.dtype());
+  if (is_full(s, base.shape())) return clone(v);
+  return call<SliceScatter>({base, v}, s);
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  const int d = normalize_axis(dim, x.ndim());
+  if (start < 0) start += x.shape()[d];
+  LUCID_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], "start (", start, ") + length (", length,
+              ") exceeds dimension size (", x.shape()[d], ").");
+  std::vector<int64_t> starts(size_t(x.ndim()), 0), stops(x.shape()), steps(size_t(x.ndim()), 1);
+  starts[d] = start;
+  stops[d] = start + length;
+  return slice(x, starts, stops, steps);
+}
+
+// ------------------------------------------------------------------ Concat
+std::string Concat::name() const { return "cat"; }
+bool Concat::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Concat&>(o).axis == axis; }
+size_t Concat::hash() const { return hash_mix(size_t(kind()), axis); }
+std::vector<TensorMeta> Concat::infer(const std::vector<TensorMeta>& in) const {
+  TensorMeta m = in[0];
+  m.shape[axis] = 0;
+  for (const auto& t : in) {
+    LUCID_CHECK(t.shape.size() == in[0].shape.size(), "cat: tensors must have the same number of dimensions: got ",
+                shape_str(in[0].shape), " and ", shape_str(t.shape));
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      LUCID_CHECK(int(d) == axis || t.shape[d] == in[0].shape[d], "cat: sizes of tensors must match except in "
+                  "dimension ", axis, ": got ", shape_str(in[0].shape), " and ", shape_str(t.shape));
+    m.shape[axis] += t.shape[axis];
+  }
+  return {m};
+}
+std::vector<Tensor> Concat::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  std::vector<int64_t> offsets{0};
+  for (const auto& t : in) offsets.push_back(offsets.back() + t.shape()[axis]);
+  return grads_for(argnums, [&](int i) { return narrow(cot[0], axis, offsets[i], in[i].shape()[axis]); });
+}
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  LUCID_CHECK(!xs.empty(), "cat(): expected a non-empty list of Tensors");
+  // PyTorch skips legacy 1-D empty tensors.
+  std::vector<Tensor> parts;
+  DType dt = xs[0].dtype();
+  for (const auto& t : xs) dt = promote_types(dt, t.dtype());
+  for (const auto& t : xs)
+    if (!(t.ndim() == 1 && t.numel() == 0)) parts.push_back(cast(t, dt));
+  if (parts.empty()) return clone(cast(xs[0], dt));
+  LUCID_CHECK(parts[0].ndim() > 0, "zero-dimensional tensor cannot be concatenated");
+  const int axis = normalize_axis(dim, parts[0].ndim());
+  if (parts.size() == 1) return clone(parts[0]);
+  return call<Concat>(parts, axis);
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  LUCID_CHECK(!xs.empty(), "stack expects a non-empty TensorList");
+  for (const auto& t : xs)
+    LUCID_CHECK(t.shape() == xs[0].shape(), "stack expects each tensor to be equal size, but got ",
+                shape_str(xs[0].shape()), " and ", shape_str(t.shape()));
+  const int d = normalize_axis(dim, xs[0].ndim() + 1);
+  std::vector<Tensor> parts;
+  for (const auto& t : xs) parts.push_back(unsqueeze(t, d));
+  return parts.size() == 1 ? clone(parts[0]) : cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  const int d = normalize_axis(dim, x.ndim());
+  int64_t total = 0;
+  for (auto s : sizes) total += s;
+  LUCID_CHECK(total == x.shape()[d], "split_with_sizes expects split_sizes to sum exactly to ", x.shape()[d],
+              " (input tensor's size at dimension ", d, "), but got split_sizes=", shape_str(sizes));
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (auto s : sizes) {
+    out.push_back(narrow(x, d, off, s));
+    off += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  const int d = normalize_axis(dim, x.ndim());
+  LUCID_CHECK(split_size > 0 || (split_size == 0 && x.shape()[d] == 0), "split expects split_size be non-negative, "
+              "but got split_size=", split_size);
+  std::vector<int64_t> sizes;
+  for (int64_t off = 0; off < x.shape()[d]; off += split_size) sizes.push_back(std::min(split_size, x.shape()[d] - off));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(x, sizes, d);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  LUCID_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
+  const int d = normalize_axis(dim, x.ndim());
+  const int64_t size = (x.shape()[d] + chunks - 1) / chunks;
+  return split(x, std::max<int64_t>(size, 1), d);
+}
+
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  LUCID_CHECK(x.ndim() >= 2, "tril: input tensor must have at least 2 dimensions");
+  const int64_t n = x.shape()[x.ndim() - 2], m = x.shape()[x.ndim() - 1];
+  Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, x.device()), {n, 1});
+  Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, x.device()), {1, m});
+  Tensor keep = le(sub(cols, rows), scalar_tensor(diagonal, DType::Int64, x.device()));
+  return where(keep, x, zeros({}, x.dtype(), x.device()));
+}
+
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  LUCID_CHECK(x.ndim() >= 2, "triu: input tensor must have at least 2 dimensions");
+  const int64_t n = x.shape()[x.ndim() - 2], m = x.shape()[x.ndim() - 1];
+  Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, x.device()), {n, 1});
+  Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, x.device()), {1, m});
+  Tensor keep = ge(sub(cols, rows), scalar_tensor(diagonal, DType::Int64, x.device()));
+  return where(keep, x, zeros({}, x.dtype(), x.device()));
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
+  LUCID_CHECK(pads.size() % 2 == 0, "Padding length must be divisible by 2");
+  LUCID_CHECK(int64_t(pads.size()) / 2 <= x.ndim(), "Padding length too large");
+  // pads = (last_lo, last_hi, second_last_lo, ...); negative pads crop.
+  Tensor cur = x;
+  const size_t nd = size_t(x.ndim());
+  std::vector<int64_t> starts(nd, 0), stops(x.shape()), steps(nd, 1);
+  Shape out = x.shape();
+  bool crop = false;
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const size_t d = nd - 1 - k;
+    const int64_t lo = pads[2 * k], hi = pads[2 * k + 1];
+    if (lo < 0) { starts[d] = -lo; crop = true; }
+    if (hi < 0) { stops[d] = x.shape()[d] + hi; crop = true; }
+    out[d] = x.shape()[d] + lo + hi;
+    LUCID_CHECK(out[d] >= 0, "The input size ", x.shape()[d], ", plus negative padding ", lo, " and ", hi,
+                " resulted in a negative output size, which is invalid. Check dimension ", d, " of your input.");
+  }
+  if (crop) cur = slice(cur, starts, stops, steps);
+  std::vector<int64_t> dst_starts(nd, 0), dst_stops(out), dst_steps(nd, 1);
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const size_t d = nd - 1 - k;
+    dst_starts[d] = std::max<int64_t>(pads[2 * k], 0);
+    dst_stops[d] = dst_starts[d] + cur.shape()[d];
+  }
+  return slice_scatter(full(out, value, x.dtype(), x.device()), cur, dst_starts, dst_stops, dst_steps);
+}
+
+}  // namespace lucid

@@ -1,0 +1,9 @@
+#include "bindings.h"
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Lucid's C++ core";
+  lucid::python::init_errors(m);
+  lucid::python::init_tensor(m);
+  lucid::python::init_ops(m);
+  lucid::python::init_autograd(m);
+}

@@ -1,0 +1,143 @@
+// The op surface of lucid._C: thin wrappers over ops.h. Python numbers
+// arrive as lucid::Scalar and are wrapped with PyTorch's promotion rule.
+#include "bindings.h"
+#include "lucid/autograd/grad_mode.h"
+
+namespace lucid::python {
+
+using OptDims = std::optional<std::vector<int64_t>>;
+static std::vector<int64_t> dims_or_all(const OptDims& d) { return d ? *d : std::vector<int64_t>{}; }
+static const auto release = py::call_guard<py::gil_scoped_release>();
+
+// In-place ops compute out of place, then write back (assign_). When history
+// is recorded, the op reads a copy of self, so the saved input survives the
+// write.
+static Tensor source_for_inplace(const Tensor& self) {
+  return autograd::GradMode::is_enabled() && self.requires_grad() ? clone(self) : self;
+}
+
+void init_ops(py::module_& m) {
+#define LUCID_UNARY(name) m.def(#name, [](const Tensor& x) { return name(x); }, release);
+  LUCID_UNARY(neg) LUCID_UNARY(abs) LUCID_UNARY(sign) LUCID_UNARY(exp) LUCID_UNARY(log) LUCID_UNARY(log1p)
+  LUCID_UNARY(expm1) LUCID_UNARY(sqrt) LUCID_UNARY(rsqrt) LUCID_UNARY(square) LUCID_UNARY(reciprocal)
+  LUCID_UNARY(sin) LUCID_UNARY(cos) LUCID_UNARY(tanh) LUCID_UNARY(sigmoid) LUCID_UNARY(relu) LUCID_UNARY(silu)
+  LUCID_UNARY(erf) LUCID_UNARY(floor) LUCID_UNARY(ceil) LUCID_UNARY(round) LUCID_UNARY(trunc)
+  LUCID_UNARY(logical_not) LUCID_UNARY(isfinite) LUCID_UNARY(isnan) LUCID_UNARY(isinf) LUCID_UNARY(clone)
+#undef LUCID_UNARY
+  m.def("gelu", [](const Tensor& x, bool tanh_approx) { return gelu(x, tanh_approx); }, py::arg("x"),
+        py::arg("tanh_approximation") = false, release);
+  m.def("softplus", &softplus, py::arg("x"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0, release);
+
+#define LUCID_BINARY(name)                                                                                  \
+  m.def(#name, [](const Tensor& a, const Tensor& b) { return name(a, b); }, release);                     \
+  m.def(#name, [](const Tensor& a, Scalar b) { return name(a, wrap_scalar(b, a)); }, release);            \
+  m.def(#name, [](Scalar a, const Tensor& b) { return name(wrap_scalar(a, b), b); }, release);
+  LUCID_BINARY(add) LUCID_BINARY(sub) LUCID_BINARY(mul) LUCID_BINARY(div) LUCID_BINARY(floor_divide)
+  LUCID_BINARY(remainder) LUCID_BINARY(pow) LUCID_BINARY(maximum) LUCID_BINARY(minimum) LUCID_BINARY(atan2)
+  LUCID_BINARY(eq) LUCID_BINARY(ne) LUCID_BINARY(lt) LUCID_BINARY(le) LUCID_BINARY(gt) LUCID_BINARY(ge)
+  LUCID_BINARY(logical_and) LUCID_BINARY(logical_or) LUCID_BINARY(logical_xor)
+#undef LUCID_BINARY
+  m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); }, release);
+  m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, wrap_scalar(b, a)); }, release);
+  m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return where(c, wrap_scalar(a, b), b); }, release);
+  m.def("where", [](const Tensor& c, Scalar a, Scalar b) {
+    Tensor ta = scalar_tensor(a, a.kind == Scalar::Kind::Float ? default_float_dtype()
+                                 : (a.kind == Scalar::Kind::Int ? DType::Int64 : DType::Bool), c.device());
+    return where(c, ta, wrap_scalar(b, ta));
+  }, release);
+  m.def("clamp", [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return clamp(x, lo, hi); },
+        py::arg("x"), py::arg("min") = py::none(), py::arg("max") = py::none(), release);
+  m.def("clamp_t", [](const Tensor& x, std::optional<Tensor> lo, std::optional<Tensor> hi) {
+    return clamp(x, lo ? *lo : Tensor(), hi ? *hi : Tensor());
+  }, py::arg("x"), py::arg("min") = py::none(), py::arg("max") = py::none(), release);
+  m.def("wrap_scalar", &wrap_scalar, release);
+  m.def("result_type", &result_type);
+
+  // creation
+  m.def("full", [](const Shape& s, Scalar v, std::optional<DType> dt, const py::object& dev) {
+    Device d = to_device(dev);
+    py::gil_scoped_release g;
+    return full(s, v, dt, d);
+  }, py::arg("shape"), py::arg("value"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  m.def("arange", [](double start, double end, double step, DType dt, const py::object& dev) {
+    return arange(start, end, step, dt, to_device(dev));
+  });
+  m.def("eye", [](int64_t n, int64_t mm, DType dt, const py::object& dev) { return eye(n, mm, dt, to_device(dev)); });
+  m.def("rand", [](const Shape& s, DType dt, const py::object& dev) { return rand(s, dt, to_device(dev)); });
+  m.def("randn", [](const Shape& s, DType dt, const py::object& dev) { return randn(s, dt, to_device(dev)); });
+  m.def("random_key", [](uint64_t count, const py::object& dev) { return random_key_tensor(count, to_device(dev)); });
+  m.def("random_uniform", &random_uniform, release);
+  m.def("random_normal", &random_normal, release);
+  m.def("manual_seed", &manual_seed);
+  m.def("initial_seed", &initial_seed);
+  m.def("cast", &cast, release);
+  m.def("to_device", [](const Tensor& t, const py::object& dev) { return to_device(t, to_device(dev)); });
+
+  // reductions
+  m.def("sum", [](const Tensor& x, OptDims d, bool k, std::optional<DType> dt) { return sum(x, dims_or_all(d), k, dt); },
+        py::arg("x"), py::arg("dim") = py::none(), py::arg("keepdim") = false, py::arg("dtype") = py::none(), release);
+#define LUCID_REDUCE(name)                                                                                 \
+  m.def(#name, [](const Tensor& x, OptDims d, bool k) { return name(x, dims_or_all(d), k); }, py::arg("x"), \
+        py::arg("dim") = py::none(), py::arg("keepdim") = false, release);
+  LUCID_REDUCE(mean) LUCID_REDUCE(prod) LUCID_REDUCE(amax) LUCID_REDUCE(amin) LUCID_REDUCE(all) LUCID_REDUCE(any)
+#undef LUCID_REDUCE
+  m.def("var", [](const Tensor& x, OptDims d, double c, bool k) { return var(x, dims_or_all(d), c, k); },
+        py::arg("x"), py::arg("dim") = py::none(), py::arg("correction") = 1.0, py::arg("keepdim") = false, release);
+  m.def("std", [](const Tensor& x, OptDims d, double c, bool k) { return std_(x, dims_or_all(d), c, k); },
+        py::arg("x"), py::arg("dim") = py::none(), py::arg("correction") = 1.0, py::arg("keepdim") = false, release);
+  m.def("logsumexp", &logsumexp, py::arg("x"), py::arg("dim"), py::arg("keepdim") = false, release);
+  m.def("norm", [](const Tensor& x, double p, OptDims d, bool k) { return norm(x, p, dims_or_all(d), k); },
+        py::arg("x"), py::arg("p") = 2.0, py::arg("dim") = py::none(), py::arg("keepdim") = false, release);
+  m.def("argmax", &argmax, py::arg("x"), py::arg("dim") = py::none(), py::arg("keepdim") = false, release);
+  m.def("argmin", &argmin, py::arg("x"), py::arg("dim") = py::none(), py::arg("keepdim") = false, release);
+  m.def("max_dim", &max_dim, release);
+  m.def("min_dim", &min_dim, release);
+  m.def("sum_to", &sum_to, release);
+
+  m.def("matmul", &matmul, release);
+
+  // shape
+  m.def("reshape", &reshape, release);
+  m.def("flatten", &flatten, py::arg("x"), py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
+  m.def("squeeze", &squeeze, py::arg("x"), py::arg("dim") = py::none(), release);
+  m.def("unsqueeze", &unsqueeze, release);
+  m.def("permute", &permute, release);
+  m.def("transpose", &transpose, release);
+  m.def("broadcast_to", &broadcast_to, release);
+  m.def("expand", &expand, release);
+  m.def("cat", &cat, py::arg("tensors"), py::arg("dim") = 0, release);
+  m.def("stack", &stack, py::arg("tensors"), py::arg("dim") = 0, release);
+  m.def("split", py::overload_cast<const Tensor&, const std::vector<int64_t>&, int64_t>(&split), release);
+  m.def("split", py::overload_cast<const Tensor&, int64_t, int64_t>(&split), release);
+  m.def("chunk", &chunk, release);
+  m.def("slice", &slice, release);
+  m.def("slice_scatter", &slice_scatter, release);
+  m.def("narrow", &narrow, release);
+  m.def("tril", &tril, py::arg("x"), py::arg("diagonal") = 0, release);
+  m.def("triu", &triu, py::arg("x"), py::arg("diagonal") = 0, release);
+  m.def("pad", &pad, py::arg("x"), py::arg("pad"), py::arg("value") = 0.0, release);
+
+  // indexing
+  m.def("index_select", &index_select, release);
+  m.def("index_add", &index_add, release);
+  m.def("gather", &gather, release);
+  m.def("scatter_add", &scatter_add, release);
+  m.def("scatter", &scatter, release);
+  m.def("masked_fill", &masked_fill, release);
+  m.def("one_hot", &one_hot, py::arg("x"), py::arg("num_classes") = -1, release);
+  m.def("index", &index, release);
+  m.def("index_put", &index_put, py::arg("x"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
+        release);
+
+  m.def("softmax", &softmax, release);
+  m.def("log_softmax", &log_softmax, release);
+
+  // in-place
+  m.def("assign_", [](Tensor self, const Tensor& v) { return assign_(self, v); }, release);
+  m.def("fill_", [](Tensor self, Scalar v) { return fill_(self, v); }, release);
+  m.def("zero_", [](Tensor self) { return zero_(self); }, release);
+  m.def("copy_", [](Tensor self, const Tensor& src) { return copy_(self, src); }, release);
+  m.def("source_for_inplace", &source_for_inplace, release);
+}
+
+}  // namespace lucid::python

@@ -1,0 +1,201 @@
+// lucid._C.Tensor, dtypes, devices and NumPy interop.
+#include <cstring>
+
+#include "bindings.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/autograd/node.h"
+#include "lucid/ops/dispatch.h"
+
+namespace lucid::python {
+
+Device to_device(const py::handle& obj) {
+  if (obj.is_none()) return Device{};
+  if (py::isinstance<Device>(obj)) return obj.cast<Device>();
+  if (py::isinstance<py::str>(obj)) return parse_device(obj.cast<std::string>());
+  fail<TypeError>("expected a device (a string such as 'cpu' or a lucid.device), got ",
+                  std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+}
+
+static py::dtype numpy_dtype(DType t) {
+  switch (t) {
+    case DType::Bool: return py::dtype("bool");
+    case DType::Int32: return py::dtype("int32");
+    case DType::Int64: return py::dtype("int64");
+    case DType::Float16: return py::dtype("float16");
+    case DType::Float32: return py::dtype("float32");
+    case DType::Float64: return py::dtype("float64");
+    case DType::BFloat16: break;
+  }
+  fail<TypeError>("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; convert with .float() first");
+}
+
+static DType from_numpy_dtype(const py::dtype& d) {
+  const char kind = d.kind();
+  const auto size = d.itemsize();
+  if (kind == 'b') return DType::Bool;
+  if (kind == 'i' && size == 4) return DType::Int32;
+  if (kind == 'i' && size == 8) return DType::Int64;
+  if (kind == 'f' && size == 2) return DType::Float16;
+  if (kind == 'f' && size == 4) return DType::Float32;
+  if (kind == 'f' && size == 8) return DType::Float64;
+  fail<TypeError>("can't convert np.ndarray of type numpy.", std::string(py::str(d)),
+                  ". The only supported types are: float64, float32, float16, int64, int32, and bool.");
+}
+
+py::array to_numpy(const Tensor& t) {
+  if (t.requires_grad())
+    fail<Error>("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+  if (t.device().type != DeviceType::CPU && t.device().type != DeviceType::Metal)
+    fail<TypeError>("can't convert ", t.device().str(), " device type tensor to numpy. Use Tensor.cpu() first.");
+  void* data = t.raw_data("numpy()");
+  const py::dtype dt = numpy_dtype(t.dtype());
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  std::vector<py::ssize_t> strides;
+  for (auto s : contiguous_strides(t.shape())) strides.push_back(py::ssize_t(s * itemsize(t.dtype())));
+  // The array shares the tensor's memory and keeps its storage alive.
+  auto* keep = new std::shared_ptr<Storage>(t.storage());
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  return py::array(dt, shape, strides, data, owner);
+}
+
+Tensor from_numpy(py::array arr, bool copy) {
+  const DType dt = from_numpy_dtype(arr.dtype());
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  const bool usable = (arr.flags() & py::array::c_style) && arr.dtype().byteorder() != '>' &&
+                      (reinterpret_cast<uintptr_t>(arr.data()) % itemsize(dt) == 0);
+  if (copy || !usable) {
+    py::array c = py::array::ensure(arr, py::array::c_style | py::array::forcecast);
+    py::array native = py::module_::import("numpy").attr("ascontiguousarray")(c, c.dtype().attr("newbyteorder")("="));
+    Tensor t = Tensor::empty(shape, dt);
+    if (t.nbytes()) std::memcpy(t.raw_data(), native.data(), t.nbytes());
+    return t;
+  }
+  // Share the array's memory; the storage holds a reference to it.
+  auto* ref = new py::object(arr);
+  auto storage = std::make_shared<Storage>(const_cast<void*>(arr.data()), size_t(arr.nbytes()), Device{}, [ref] {
+    py::gil_scoped_acquire gil;
+    delete ref;
+  });
+  return Tensor::from_storage(storage, TensorMeta{shape, dt, Device{}});
+}
+
+static py::object item(const Tensor& t) {
+  LUCID_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+  const void* p = t.raw_data("item()");
+  switch (t.dtype()) {
+    case DType::Bool: return py::bool_(*static_cast<const bool*>(p));
+    case DType::Int32: return py::int_(*static_cast<const int32_t*>(p));
+    case DType::Int64: return py::int_(*static_cast<const int64_t*>(p));
+    case DType::Float16: return py::float_(half_to_float(static_cast<const Half*>(p)->bits));
+    case DType::BFloat16: return py::float_(bf16_to_float(static_cast<const BFloat16*>(p)->bits));
+    case DType::Float32: return py::float_(*static_cast<const float*>(p));
+    case DType::Float64: return py::float_(*static_cast<const double*>(p));
+  }
+  return py::none();
+}
+
+void init_tensor(py::module_& m) {
+  py::enum_<DType> dtype(m, "dtype");
+  for (int i = 0; i < kNumDTypes; ++i) dtype.value(dtype_name(DType(i)), DType(i));
+  dtype.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
+      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
+      .def("__repr__", [](DType t) { return std::string("lucid.") + dtype_name(t); })
+      .def("__str__", [](DType t) { return std::string("lucid.") + dtype_name(t); });
+  m.def("promote_types", &promote_types);
+  m.def("get_default_dtype", &default_float_dtype);
+  m.def("set_default_dtype", &set_default_float_dtype);
+  m.def("dtype_from_name", &dtype_from_name);
+
+  py::class_<Device>(m, "device")
+      .def(py::init([](const std::string& s) { return parse_device(s); }))
+      .def(py::init([](const std::string& type, int index) {
+        Device d = parse_device(type);
+        d.index = index;
+        return d;
+      }))
+      .def_property_readonly("type", [](const Device& d) { return std::string(device_type_name(d.type)); })
+      .def_property_readonly("index", [](const Device& d) { return d.index; })
+      .def("__eq__", [](const Device& a, const py::object& b) {
+        try {
+          return a == to_device(b);
+        } catch (const Error&) {
+          return false;
+        }
+      })
+      .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); })
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) { return "device(type='" + std::string(device_type_name(d.type)) + "')"; });
+  m.def("device_available", [](const std::string& type) { return device_available(parse_device(type).type); });
+
+  py::class_<Tensor>(m, "Tensor", py::dynamic_attr())
+      .def(py::init([](const Tensor& other) { return other.detach(); }), py::arg("data"))
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("dtype", &Tensor::dtype)
+      .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
+      .def_property_readonly("ndim", &Tensor::ndim)
+      .def("dim", &Tensor::ndim)
+      .def("numel", &Tensor::numel)
+      .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
+      .def_property_readonly("is_symbolic", &Tensor::is_symbolic)
+      .def_property("requires_grad", &Tensor::requires_grad,
+                    [](Tensor& t, bool r) { t.set_requires_grad(r); })
+      .def("requires_grad_", [](Tensor& t, bool r) { t.set_requires_grad(r); return t; },
+           py::arg("requires_grad") = true)
+      .def_property("grad", [](const Tensor& t) -> py::object {
+          Tensor g = t.grad();
+          return g.defined() ? py::cast(g) : py::none();
+        },
+        [](Tensor& t, const py::object& g) {
+          if (g.is_none()) {
+            t.set_grad(Tensor());
+            return;
+          }
+          Tensor gt = g.cast<Tensor>();
+          LUCID_CHECK(gt.shape() == t.shape(), "assigned grad has data of a different size: ", shape_str(gt.shape()),
+                      " vs ", shape_str(t.shape()));
+          LUCID_CHECK_T(TypeError, gt.dtype() == t.dtype(), "assigned grad has data of a different type: ",
+                        dtype_name(gt.dtype()), " vs ", dtype_name(t.dtype()));
+          t.set_grad(gt);
+        })
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
+        if (!t.grad_fn()) return py::none();
+        return py::str(t.grad_fn()->name());
+      })
+      .def("retain_grad", [](Tensor& t) {
+        LUCID_CHECK_T(Error, t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+        if (t.is_leaf() || t.impl()->retains_grad) return;
+        t.impl()->retains_grad = true;
+        t.grad_fn()->retained.push_back({t.impl()->output_nr, t.impl_ptr()});
+      })
+      .def_property_readonly("retains_grad", [](const Tensor& t) { return t.impl()->retains_grad; })
+      .def("detach", &Tensor::detach)
+      .def("detach_", [](Tensor& t) {
+        t.impl()->grad_fn = nullptr;
+        t.impl()->requires_grad = false;
+        return t;
+      })
+      .def("_version", &Tensor::version)
+      .def("_same", [](const Tensor& a, const Tensor& b) { return a.same(b); })
+      .def("_shares_storage", [](const Tensor& a, const Tensor& b) {
+        return a.storage() && a.storage() == b.storage();
+      })
+      .def("_set_data", [](Tensor& t, const Tensor& src) {
+        // `t.data = src`: t takes src's contents (storage, shape, dtype).
+        t.impl()->storage = src.storage();
+        t.impl()->meta = src.meta();
+        t.impl()->trace_id = src.impl()->trace_id;
+        t.impl()->value_id = src.impl()->value_id;
+      })
+      .def("item", &item)
+      .def("numpy", &to_numpy)
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data("data_ptr()")); });
+
+  m.def("from_numpy", [](py::array a) { return from_numpy(a, false); });
+  m.def("from_numpy_copy", [](py::array a) { return from_numpy(a, true); });
+  m.def("set_num_threads", &cpu::set_num_threads);
+  m.def("get_num_threads", &cpu::num_threads);
+  m.def("eager_dispatch_count", &eager_dispatch_count);
+}
+
+}  // namespace lucid::python

@@ -1,0 +1,85 @@
+"""Lucid: a deep-learning engine whose whole training step compiles into one
+executable. The Python API follows PyTorch's names and semantics."""
+import os as _os
+import sys as _sys
+
+
+def _preload_blas():
+    # The core links libscipy_openblas through an rpath into the sibling
+    # scipy_openblas32 package; loading it first also covers editable and
+    # relocated installs.
+    if not _sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import scipy_openblas32
+
+        libdir = scipy_openblas32.get_lib_dir()
+        for name in _os.listdir(libdir):
+            if name.startswith("lib") and ".so" in name:
+                ctypes.CDLL(_os.path.join(libdir, name), mode=ctypes.RTLD_GLOBAL)
+    except (ImportError, OSError):
+        pass
+
+
+_preload_blas()
+
+from . import _C  # noqa: E402
+from ._C import InvalidArgument, Tensor, device, dtype  # noqa: E402
+
+bool = dtype.bool  # noqa: A001
+int32 = dtype.int32
+int64 = dtype.int64
+float16 = dtype.float16
+bfloat16 = dtype.bfloat16
+float32 = dtype.float32
+float64 = dtype.float64
+half = float16
+float = float32  # noqa: A001
+double = float64
+int = int32  # noqa: A001
+long = int64
+
+from . import _tensor  # noqa: E402,F401  (adds the Tensor methods)
+from ._creation import (  # noqa: E402
+    arange,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._functions import *  # noqa: E402,F401,F403
+from ._functions import __all__ as _function_names  # noqa: E402
+from .autograd import enable_grad, no_grad, set_grad_enabled, is_grad_enabled  # noqa: E402
+
+get_default_dtype = _C.get_default_dtype
+set_default_dtype = _C.set_default_dtype
+promote_types = _C.promote_types
+manual_seed = _C.manual_seed
+initial_seed = _C.initial_seed
+set_num_threads = _C.set_num_threads
+get_num_threads = _C.get_num_threads
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.dtype.is_floating_point
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,210 @@
+"""Tensor creation: from Python data and NumPy, and the factory functions."""
+import numbers
+
+import numpy as np
+
+from . import _C
+from ._utils import as_shape, to_dtype
+
+_NP_WIDEN = {np.dtype("uint8"): np.int64, np.dtype("int8"): np.int64, np.dtype("int16"): np.int64,
+             np.dtype("uint16"): np.int64, np.dtype("uint32"): np.int64}
+
+
+def _finish(t, dtype, device, requires_grad):
+    if dtype is not None and t.dtype != dtype:
+        t = _C.cast(t, dtype)
+    if device is not None and t.device != _C.device(str(device)):
+        t = _C.to_device(t, device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_array(data):
+    """Python data -> NumPy array with PyTorch's dtype inference: Python
+    floats become the default dtype, ints int64, bools bool."""
+    if isinstance(data, _C.Tensor):
+        return data.detach().numpy()
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, (list, tuple)) and any(isinstance(x, _C.Tensor) for x in _flatten(data)):
+        data = _tensors_to_lists(data)
+    arr = np.asarray(data)
+    if arr.dtype == object:
+        raise TypeError(f"could not convert {type(data).__name__} to a tensor (ragged or non-numeric data)")
+    if arr.dtype.kind == "f" and not _has_numpy_floats(data):
+        arr = arr.astype(_C.get_default_dtype().name if _C.get_default_dtype() != _C.dtype.bfloat16 else "float32")
+    return arr
+
+
+def _flatten(data):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
+
+
+def _tensors_to_lists(data):
+    if isinstance(data, _C.Tensor):
+        if data.ndim == 0:
+            return data.item()
+        return data.detach().numpy().tolist()
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_lists(x) for x in data]
+    return data
+
+
+def _has_numpy_floats(data):
+    if isinstance(data, np.generic):
+        return data.dtype.kind == "f"
+    if isinstance(data, (list, tuple)):
+        return any(isinstance(x, np.floating) for x in _flatten(data))
+    return False
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data` (scalar, nested lists, NumPy)."""
+    dtype = to_dtype(dtype)
+    arr = _infer_array(data)
+    if arr.dtype in _NP_WIDEN:
+        arr = arr.astype(_NP_WIDEN[arr.dtype])
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
+        arr = arr.astype(np.float64)
+    if dtype == _C.dtype.bfloat16:
+        t = _C.cast(_C.from_numpy_copy(np.ascontiguousarray(arr, dtype=np.float32)), dtype)
+    else:
+        t = _C.from_numpy_copy(np.ascontiguousarray(arr))
+    return _finish(t, dtype, device, requires_grad)
+
+
+def from_numpy(arr):
+    """A tensor sharing `arr`'s memory (C-contiguous arrays; others are copied)."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    return _C.from_numpy(arr)
+
+
+def _factory(size, value, dtype, device, requires_grad):
+    t = _C.full(as_shape(size), value, to_dtype(dtype) or (_C.get_default_dtype()), device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(size, 0.0, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(size, 1.0, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _factory(size, 0.0, dtype, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    dtype = to_dtype(dtype)
+    if dtype is None:
+        if isinstance(fill_value, bool):
+            dtype = _C.dtype.bool
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = _C.dtype.int64
+        else:
+            dtype = _C.get_default_dtype()
+    return _factory(as_shape((size,)), fill_value, dtype, device, requires_grad)
+
+
+def _like(t, value, dtype, device, requires_grad):
+    dtype = to_dtype(dtype) or t.dtype
+    out = _C.full(list(t.shape), value, dtype, device if device is not None else t.device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(t, 0.0, dtype, device, requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(t, 1.0, dtype, device, requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    return _like(t, 0.0, dtype, device, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    return _like(t, fill_value, dtype, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, _C.Tensor) else v for v in (start, end, step)]
+    dtype = to_dtype(dtype)
+    if dtype is None:
+        dtype = _C.get_default_dtype() if any(isinstance(v, float) for v in vals) else _C.dtype.int64
+    t = _C.arange(float(vals[0]), float(vals[1]), float(vals[2]), dtype, device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise ValueError("number of steps must be non-negative")
+    dtype = to_dtype(dtype) or _C.get_default_dtype()
+    # PyTorch's symmetric formula: the first half steps up from `start`, the
+    # second half down from `end`, so both endpoints are exact.
+    i = np.arange(steps, dtype=np.float64)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    half = steps // 2
+    vals = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+    return tensor(vals, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    t = _C.eye(n, n if m is None else m, to_dtype(dtype) or _C.get_default_dtype(), device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    t = _C.rand(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    t = _C.randn(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def rand_like(t, dtype=None, device=None):
+    return rand(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def randn_like(t, dtype=None, device=None):
+    return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None):
+    """Integers uniform in [low, high)."""
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    u = _C.rand(as_shape((size,)), _C.dtype.float64, device)
+    v = _C.floor(_C.add(_C.mul(u, float(high - low)), float(low)))
+    return _C.cast(v, to_dtype(dtype) or _C.dtype.int64)
+
+

@@ -1,0 +1,525 @@
+"""The functional op surface (lucid.add, lucid.sum, ...), with PyTorch's
+argument names. Each is a thin wrapper over a C++ op."""
+import numbers
+
+import numpy as np
+
+from . import _C
+from ._utils import as_dims, as_shape, is_number, to_dtype
+
+__all__ = [
+    "abs", "add", "all", "amax", "amin", "any", "argmax", "argmin", "atan2", "broadcast_to", "cat", "chunk",
+    "clamp", "clip", "clone", "concat", "concatenate", "cos", "div", "eq", "erf", "exp", "expm1", "flatten",
+    "floor", "floor_divide", "ceil", "gather", "ge", "gt", "index_add", "index_select", "isfinite", "isinf",
+    "isnan", "le", "log", "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "logsumexp", "lt", "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "bmm", "mul",
+    "multiply", "narrow", "ne", "neg", "negative", "norm", "one_hot", "permute", "pow", "prod", "reciprocal",
+    "relu", "remainder", "reshape", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign", "sin",
+    "softmax", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "subtract", "sum", "tanh",
+    "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
+    "dot", "outer", "square", "sort", "topk", "cumsum", "unbind", "movedim", "swapaxes", "t", "dist",
+    "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave",
+]
+
+
+def _t(x, like=None):
+    """A Python number or array-like -> Tensor (numbers stay numbers)."""
+    if isinstance(x, _C.Tensor) or is_number(x):
+        return x
+    from ._creation import tensor
+
+    return tensor(x)
+
+
+def _binary(fn):
+    def op(input, other, *, out=None):  # noqa: A002
+        if out is not None:
+            raise TypeError("the out= argument is not supported")
+        a, b = _t(input), _t(other)
+        if is_number(a) and is_number(b):
+            from ._creation import tensor
+
+            a = tensor(a)
+        return fn(a, b)
+
+    return op
+
+
+add_ = _C.add
+
+
+def add(input, other, *, alpha=1, out=None):  # noqa: A002
+    if alpha != 1:
+        other = _C.mul(_t(other), alpha)
+    return _binary(_C.add)(input, other, out=out)
+
+
+def sub(input, other, *, alpha=1, out=None):  # noqa: A002
+    if alpha != 1:
+        other = _C.mul(_t(other), alpha)
+    return _binary(_C.sub)(input, other, out=out)
+
+
+subtract = sub
+mul = multiply = _binary(_C.mul)
+true_divide = _binary(_C.div)
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    if rounding_mode is None:
+        return _binary(_C.div)(input, other)
+    if rounding_mode == "floor":
+        return _binary(_C.floor_divide)(input, other)
+    if rounding_mode == "trunc":
+        q = _binary(_C.div)(input, other)
+        r = _C.trunc(q)
+        a = input if isinstance(input, _C.Tensor) else other
+        return _C.cast(r, _C.result_type(a, a)) if not a.dtype.is_floating_point else r
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+floor_divide = _binary(_C.floor_divide)
+remainder = _binary(_C.remainder)
+pow = _binary(_C.pow)  # noqa: A001
+maximum = _binary(_C.maximum)
+minimum = _binary(_C.minimum)
+atan2 = _binary(_C.atan2)
+eq = _binary(_C.eq)
+ne = _binary(_C.ne)
+lt = _binary(_C.lt)
+le = _binary(_C.le)
+gt = _binary(_C.gt)
+ge = _binary(_C.ge)
+logical_and = _binary(_C.logical_and)
+logical_or = _binary(_C.logical_or)
+logical_xor = _binary(_C.logical_xor)
+
+neg = negative = _C.neg
+abs = _C.abs  # noqa: A001
+sign = sgn = _C.sign
+exp = _C.exp
+log = _C.log
+log1p = _C.log1p
+expm1 = _C.expm1
+sqrt = _C.sqrt
+rsqrt = _C.rsqrt
+square = _C.square
+reciprocal = _C.reciprocal
+sin = _C.sin
+cos = _C.cos
+tanh = _C.tanh
+sigmoid = _C.sigmoid
+relu = _C.relu
+erf = _C.erf
+floor = _C.floor
+ceil = _C.ceil
+trunc = _C.trunc
+logical_not = _C.logical_not
+isfinite = _C.isfinite
+isnan = _C.isnan
+isinf = _C.isinf
+clone = _C.clone
+
+
+def exp2(x):
+    return _C.pow(2.0, x)
+
+
+def log2(x):
+    return _C.div(_C.log(x), float(np.log(2.0)))
+
+
+def log10(x):
+    return _C.div(_C.log(x), float(np.log(10.0)))
+
+
+def round(input, decimals=0):  # noqa: A001,A002
+    if decimals == 0:
+        return _C.round(input)
+    scale = 10.0 ** decimals
+    return _C.div(_C.round(_C.mul(input, scale)), scale)
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    return _C.where(condition, _t(input), _t(other))
+
+
+def clamp(input, min=None, max=None):  # noqa: A001,A002
+    if isinstance(min, _C.Tensor) or isinstance(max, _C.Tensor):
+        return _C.clamp_t(input, min, max)
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return _C.clamp(input, min, max)
+
+
+clip = clamp
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
+    return _C.sum(input, as_dims(dim), keepdim, to_dtype(dtype))
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.mean(input, as_dims(dim), keepdim)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.prod(input, as_dims(dim), keepdim)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return float(correction)
+    if unbiased is None:
+        return 1.0
+    return 1.0 if unbiased else 0.0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    if isinstance(dim, bool):  # var(x, False): the unbiased flag
+        dim, unbiased = None, dim
+    return _C.var(input, as_dims(dim), _correction(unbiased, correction), keepdim)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return _C.std(input, as_dims(dim), _correction(unbiased, correction), keepdim)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    return _C.amax(input, as_dims(dim) or None, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    return _C.amin(input, as_dims(dim) or None, keepdim)
+
+
+class _MinMax(tuple):
+    """(values, indices) with attribute access, like torch.return_types."""
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+    if isinstance(dim, _C.Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return _C.amax(input, None, False)
+    return _MinMax(_C.max_dim(input, dim, keepdim))
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+    if isinstance(dim, _C.Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return _C.amin(input, None, False)
+    return _MinMax(_C.min_dim(input, dim, keepdim))
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return _C.all(input, as_dims(dim), keepdim)
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return _C.any(input, as_dims(dim), keepdim)
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    return _C.argmax(input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return _C.argmin(input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    return _C.logsumexp(input, as_dims(dim), keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    if p == "fro" or p is None:
+        p = 2.0
+    elif p == "nuc":
+        raise NotImplementedError("nuclear norm is not supported")
+    return _C.norm(input, float(p), as_dims(dim), keepdim)
+
+
+def dist(input, other, p=2):  # noqa: A002
+    return norm(sub(input, other), p)
+
+
+def matmul(input, other):  # noqa: A002
+    return _C.matmul(input, other)
+
+
+def mm(input, mat2):  # noqa: A002
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    return _C.matmul(input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {input.shape[0]} and "
+                           f"{mat2.shape[0]}")
+    return _C.matmul(input, mat2)
+
+
+def dot(input, other):  # noqa: A002
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return _C.matmul(input, other)
+
+
+def outer(input, vec2):  # noqa: A002
+    return _C.mul(_C.unsqueeze(input, 1), _C.unsqueeze(vec2, 0))
+
+
+def reshape(input, shape):  # noqa: A002
+    return _C.reshape(input, as_shape((shape,)))
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    return _C.flatten(input, start_dim, end_dim)
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    return _C.squeeze(input, as_dims(dim))
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return _C.unsqueeze(input, dim)
+
+
+def permute(input, dims):  # noqa: A002
+    return _C.permute(input, list(dims))
+
+
+def transpose(input, dim0, dim1):  # noqa: A002
+    return _C.transpose(input, dim0, dim1)
+
+
+swapaxes = transpose
+
+
+def t(input):  # noqa: A002
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return _C.transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def movedim(input, source, destination):  # noqa: A002
+    src = [s % input.ndim for s in as_dims(source)]
+    dst = [d % input.ndim for d in as_dims(destination)]
+    order = [d for d in range(input.ndim) if d not in src]
+    perm = [None] * input.ndim
+    for s, d in zip(src, dst):
+        perm[d] = s
+    it = iter(order)
+    perm = [p if p is not None else next(it) for p in perm]
+    return _C.permute(input, perm)
+
+
+def broadcast_to(input, size):  # noqa: A002
+    return _C.broadcast_to(input, as_shape((size,)))
+
+
+def cat(tensors, dim=0):
+    return _C.cat(list(tensors), dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    return _C.stack(list(tensors), dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, numbers.Integral):
+        return tuple(_C.split(tensor, int(split_size_or_sections), dim))
+    return tuple(_C.split(tensor, [int(s) for s in split_size_or_sections], dim))
+
+
+def chunk(input, chunks, dim=0):  # noqa: A002
+    return tuple(_C.chunk(input, chunks, dim))
+
+
+def unbind(input, dim=0):  # noqa: A002
+    return tuple(_C.squeeze(p, [dim]) for p in _C.split(input, 1, dim))
+
+
+def narrow(input, dim, start, length):  # noqa: A002
+    return _C.narrow(input, dim, start, length)
+
+
+def tril(input, diagonal=0):  # noqa: A002
+    return _C.tril(input, diagonal)
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    return _C.triu(input, diagonal)
+
+
+def flip(input, dims):  # noqa: A002
+    dims = [d % input.ndim for d in as_dims(dims)]
+    index = input
+    for d in dims:
+        n = input.shape[d]
+        idx = _C.arange(float(n - 1), -1.0, -1.0, _C.dtype.int64, input.device)
+        index = _C.index_select(index, d, idx)
+    return index
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    if dims is None:
+        return reshape(roll(flatten(input), shifts, 0), input.shape)
+    shifts, dims = as_dims(shifts), as_dims(dims)
+    out = input
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            a, b = _C.split(out, [n - s, s], d)
+            out = _C.cat([b, a], d)
+    return out
+
+
+def index_select(input, dim, index):  # noqa: A002
+    return _C.index_select(input, dim, index)
+
+
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    if alpha != 1:
+        source = _C.mul(source, alpha)
+    return _C.index_add(input, dim, index, source)
+
+
+def gather(input, dim, index):  # noqa: A002
+    return _C.gather(input, dim, index)
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    return _C.scatter_add(input, dim, index, src)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):  # noqa: A002
+    if reduce is not None:
+        if reduce != "add":
+            raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported")
+        return _C.scatter_add(input, dim, index, src)
+    if src is None:
+        src = value
+    if not isinstance(src, _C.Tensor):
+        src = _C.full(list(index.shape), src, input.dtype, input.device)
+    return _C.scatter(input, dim, index, src)
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    if not isinstance(value, _C.Tensor):
+        value = _C.wrap_scalar(value, input)
+    return _C.masked_fill(input, mask, value)
+
+
+def one_hot(tensor, num_classes=-1):
+    return _C.one_hot(tensor, num_classes)
+
+
+def softmax(input, dim, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.softmax(input, dim)
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.log_softmax(input, dim)
+
+
+def numel(input):  # noqa: A002
+    return input.numel()
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    """Indices of non-zero elements (needs concrete values: eager only)."""
+    idx = np.nonzero(input.detach().numpy())
+    from ._creation import tensor
+
+    if as_tuple:
+        return tuple(tensor(np.asarray(i, dtype=np.int64)) for i in idx)
+    return tensor(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+
+
+def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
+    """Sorted values and indices (eager: the permutation is computed on the host)."""
+    arr = input.detach().numpy() if input.dtype != _C.dtype.bfloat16 else _C.cast(input, _C.dtype.float32).numpy()
+    order = np.argsort(-arr if descending else arr, axis=dim, kind="stable")
+    from ._creation import tensor
+
+    indices = tensor(order.astype(np.int64))
+    return _MinMax((_C.gather(input, dim, indices), indices))
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    values, indices = sort(input, dim, descending=largest, stable=True)
+    d = dim % input.ndim
+    return _MinMax((_C.narrow(values, d, 0, k), _C.narrow(indices, d, 0, k)))
+
+
+def cumsum(input, dim, *, dtype=None):  # noqa: A002
+    """Cumulative sum along `dim` (a triangular matmul: differentiable and traceable)."""
+    x = _C.cast(input, to_dtype(dtype)) if dtype is not None else input
+    if not x.dtype.is_floating_point:
+        x = _C.cast(x, _C.dtype.float64)
+        out = cumsum(x, dim)
+        return _C.cast(out, to_dtype(dtype) or _C.dtype.int64)
+    d = dim % x.ndim
+    n = x.shape[d]
+    tri = _C.tril(_C.full([n, n], 1.0, x.dtype, x.device))  # out[i] = sum_{j<=i} x[j]
+    moved = _C.transpose(x, d, -1)
+    out = _C.matmul(moved, _C.transpose(tri, 0, 1))
+    return _C.transpose(out, d, -1)
+
+
+def repeat_interleave(input, repeats, dim=None):  # noqa: A002
+    if dim is None:
+        input, dim = flatten(input), 0
+    n = input.shape[dim]
+    idx = np.repeat(np.arange(n), repeats)
+    from ._creation import tensor
+
+    return _C.index_select(input, dim, tensor(idx.astype(np.int64)))

@@ -1,0 +1,530 @@
+"""Tensor methods and operators (PyTorch's names), attached to _C.Tensor."""
+import builtins
+import numbers
+
+import numpy as np
+
+from . import _C
+from . import _functions as F
+from ._utils import as_dims, as_shape, is_number, to_dtype
+
+Tensor = _C.Tensor
+
+
+def _method(name, fn=None):
+    def deco(f):
+        setattr(Tensor, name, f)
+        return f
+
+    return deco(fn) if fn is not None else deco
+
+
+def _other(x):
+    if isinstance(x, Tensor) or is_number(x):
+        return x
+    from ._creation import tensor
+
+    return tensor(x)
+
+
+# ---------------------------------------------------------------- operators
+def _binop(cfn, reflected=False):
+    def op(self, other):
+        other = _other(other)
+        return cfn(other, self) if reflected else cfn(self, other)
+
+    return op
+
+
+_method("__add__", _binop(_C.add))
+_method("__radd__", _binop(_C.add, True))
+_method("__sub__", _binop(_C.sub))
+_method("__rsub__", _binop(_C.sub, True))
+_method("__mul__", _binop(_C.mul))
+_method("__rmul__", _binop(_C.mul, True))
+_method("__truediv__", _binop(_C.div))
+_method("__rtruediv__", _binop(_C.div, True))
+_method("__floordiv__", _binop(_C.floor_divide))
+_method("__rfloordiv__", _binop(_C.floor_divide, True))
+_method("__mod__", _binop(_C.remainder))
+_method("__rmod__", _binop(_C.remainder, True))
+_method("__pow__", _binop(_C.pow))
+_method("__rpow__", _binop(_C.pow, True))
+_method("__matmul__", lambda self, other: _C.matmul(self, _other(other)))
+_method("__rmatmul__", lambda self, other: _C.matmul(_other(other), self))
+_method("__neg__", _C.neg)
+_method("__pos__", lambda self: self)
+_method("__abs__", _C.abs)
+_method("__invert__", lambda self: _C.logical_not(self) if self.dtype == _C.dtype.bool else _bitwise_error())
+_method("__and__", _binop(_C.logical_and))
+_method("__or__", _binop(_C.logical_or))
+_method("__xor__", _binop(_C.logical_xor))
+_method("__eq__", _binop(_C.eq))
+_method("__ne__", _binop(_C.ne))
+_method("__lt__", _binop(_C.lt))
+_method("__le__", _binop(_C.le))
+_method("__gt__", _binop(_C.gt))
+_method("__ge__", _binop(_C.ge))
+Tensor.__hash__ = object.__hash__
+
+
+def _bitwise_error():
+    raise TypeError("bitwise operations are only supported on bool tensors")
+
+
+# ------------------------------------------------------------- conversions
+@_method("__bool__")
+def _bool(self):
+    if self.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(self.item())
+
+
+_method("__float__", lambda self: builtins.float(self.item()))
+_method("__int__", lambda self: builtins.int(self.item()))
+
+
+@_method("__index__")
+def _index(self):
+    if self.dtype.is_floating_point or self.numel() != 1:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return builtins.int(self.item())
+
+
+@_method("__len__")
+def _len(self):
+    if self.ndim == 0:
+        raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+
+
+@_method("__iter__")
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(F.unbind(self, 0))
+
+
+@_method("__array__")
+def _array(self, dtype=None, copy=None):
+    arr = self.detach().numpy()
+    return arr.astype(dtype) if dtype is not None else arr
+
+
+@_method("tolist")
+def _tolist(self):
+    if self.dtype == _C.dtype.bfloat16:
+        return _C.cast(self.detach(), _C.dtype.float32).numpy().tolist()
+    return self.detach().numpy().tolist()
+
+
+@_method("size")
+def _size(self, dim=None):
+    return self.shape if dim is None else self.shape[dim if dim >= 0 else dim + self.ndim]
+
+
+@_method("to")
+def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
+            dtype = to_dtype(a)
+        else:
+            device = a
+    out = self
+    if dtype is not None and to_dtype(dtype) != out.dtype:
+        out = _C.cast(out, to_dtype(dtype))
+    if device is not None and _C.device(str(device)) != out.device:
+        out = _C.to_device(out, str(device))
+    if copy and out is self:
+        out = _C.clone(self)
+    return out
+
+
+for _name, _dt in [("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                   ("long", "int64"), ("int", "int32"), ("bool", "bool")]:
+    setattr(Tensor, _name, (lambda d: lambda self: _C.cast(self, getattr(_C.dtype, d)))(_dt))
+_method("cpu", lambda self: _to(self, device="cpu"))
+_method("type_as", lambda self, other: _C.cast(self, other.dtype))
+_method("contiguous", lambda self, memory_format=None: self)
+_method("is_contiguous", lambda self, memory_format=None: True)
+_method("is_floating_point", lambda self: self.dtype.is_floating_point)
+_method("clone", lambda self, memory_format=None: _C.clone(self))
+Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
+Tensor.T = property(lambda self: _C.permute(self, list(range(self.ndim - 1, -1, -1))))
+Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
+
+
+Tensor.data = property(lambda self: self.detach(), lambda self, v: self._set_data(v))
+
+
+# ------------------------------------------------------------------- methods
+def _forward(name, fn):
+    setattr(Tensor, name, lambda self, *a, **k: fn(self, *a, **k))
+
+
+for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide", "floor_divide", "remainder", "pow",
+              "maximum", "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+              "logical_xor", "neg", "negative", "abs", "sign", "sgn", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
+              "square", "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "trunc",
+              "round", "logical_not", "isfinite", "isnan", "isinf", "clamp", "clip", "sum", "mean", "prod", "var",
+              "std", "amax", "amin", "max", "min", "all", "any", "argmax", "argmin", "logsumexp", "norm", "matmul",
+              "mm", "bmm", "dot", "outer", "flatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "t",
+              "movedim", "narrow", "tril", "triu", "flip", "roll", "index_select", "index_add", "gather",
+              "scatter_add", "scatter", "masked_fill", "softmax", "log_softmax", "nonzero", "sort", "topk",
+              "cumsum", "unbind", "chunk", "split", "dist", "exp2", "log2", "log10", "repeat_interleave"]:
+    _forward(_name, getattr(F, _name))
+
+
+
+@_method("reshape")
+def _reshape(self, *shape):
+    return _C.reshape(self, as_shape(shape))
+
+
+@_method("view")
+def _view(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], _C.dtype):
+        raise NotImplementedError("view(dtype) is not supported")
+    return _C.reshape(self, as_shape(shape))
+
+
+_method("view_as", lambda self, other: _C.reshape(self, list(other.shape)))
+_method("reshape_as", lambda self, other: _C.reshape(self, list(other.shape)))
+
+
+@_method("permute")
+def _permute(self, *dims):
+    return _C.permute(self, as_shape(dims))
+
+
+@_method("expand")
+def _expand(self, *sizes):
+    return _C.expand(self, as_shape(sizes))
+
+
+_method("expand_as", lambda self, other: _C.broadcast_to(self, list(other.shape)))
+_method("broadcast_to", lambda self, size: _C.broadcast_to(self, as_shape((size,))))
+
+
+@_method("repeat")
+def _repeat(self, *sizes):
+    sizes = as_shape(sizes)
+    if len(sizes) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    x = _C.reshape(self, [1] * (len(sizes) - self.ndim) + list(self.shape))
+    # interleave a size-`r` axis before each dim, broadcast, then merge
+    shape, target = [], []
+    for r, s in zip(sizes, x.shape):
+        shape += [1, s]
+        target += [r, s]
+    out = _C.broadcast_to(_C.reshape(x, shape), target)
+    return _C.reshape(out, [r * s for r, s in zip(sizes, x.shape)])
+
+
+@_method("unflatten")
+def _unflatten(self, dim, sizes):
+    d = dim % self.ndim
+    return _C.reshape(self, list(self.shape[:d]) + list(sizes) + list(self.shape[d + 1:]))
+
+
+@_method("new_zeros")
+def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.full(as_shape(size), 0.0, to_dtype(dtype) or self.dtype, device or self.device)
+
+
+@_method("new_ones")
+def _new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.full(as_shape(size), 1.0, to_dtype(dtype) or self.dtype, device or self.device)
+
+
+@_method("new_full")
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _C.full(as_shape((size,)), fill_value, to_dtype(dtype) or self.dtype, device or self.device)
+
+
+@_method("new_empty")
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return _new_zeros(self, *size, dtype=dtype, device=device)
+
+
+@_method("new_tensor")
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    from ._creation import tensor
+
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+@_method("backward")
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    from .autograd import backward
+
+    if inputs is not None:
+        raise NotImplementedError("backward(inputs=...) is not supported")
+    backward([self], [gradient] if gradient is not None else None, retain_graph, create_graph)
+
+
+# ------------------------------------------------------------------ in-place
+def _inplace(name, compute):
+    def method(self, *args, **kwargs):
+        value = compute(_C.source_for_inplace(self), *args, **kwargs)
+        return _C.assign_(self, value)
+
+    method.__name__ = name
+    setattr(Tensor, name, method)
+
+
+for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "abs", "exp", "log", "sqrt", "sigmoid",
+              "tanh", "relu", "floor", "ceil", "round", "trunc", "sign", "reciprocal", "remainder", "floor_divide",
+              "masked_fill", "tril", "triu", "square", "rsqrt", "sin", "cos", "erf", "log1p", "expm1",
+              "index_add", "scatter_add", "scatter", "maximum", "minimum"]:
+    if hasattr(F, _name):
+        _inplace(_name + "_", getattr(F, _name))
+
+
+@_method("addcmul_")
+def _addcmul_(self, tensor1, tensor2, value=1):
+    return _C.assign_(self, _C.add(_C.source_for_inplace(self), _C.mul(_C.mul(tensor1, tensor2), value)))
+
+
+@_method("addcdiv_")
+def _addcdiv_(self, tensor1, tensor2, value=1):
+    return _C.assign_(self, _C.add(_C.source_for_inplace(self), _C.mul(_C.div(tensor1, tensor2), value)))
+
+
+@_method("lerp_")
+def _lerp_(self, end, weight):
+    src = _C.source_for_inplace(self)
+    return _C.assign_(self, _C.add(src, _C.mul(_C.sub(_other(end), src), weight)))
+
+
+_method("zero_", lambda self: _C.zero_(self))
+_method("fill_", lambda self, value: _C.fill_(self, value.item() if isinstance(value, Tensor) else value))
+_method("copy_", lambda self, src, non_blocking=False: _C.copy_(self, _other(src)))
+
+
+@_method("uniform_")
+def _uniform_(self, a=0.0, b=1.0):
+    u = _C.rand(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
+    return _C.assign_(self, _C.add(_C.mul(u, b - a), a))
+
+
+@_method("normal_")
+def _normal_(self, mean=0.0, std=1.0):
+    n = _C.randn(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
+    return _C.assign_(self, _C.add(_C.mul(n, std), mean))
+
+
+_method("__iadd__", lambda self, o: Tensor.add_(self, _other(o)))
+_method("__isub__", lambda self, o: Tensor.sub_(self, _other(o)))
+_method("__imul__", lambda self, o: Tensor.mul_(self, _other(o)))
+_method("__itruediv__", lambda self, o: Tensor.div_(self, _other(o)))
+
+
+# ------------------------------------------------------------------ indexing
+def _is_index_tensor(k):
+    if isinstance(k, Tensor):
+        return True
+    if isinstance(k, np.ndarray):
+        return True
+    if isinstance(k, (list, tuple)):
+        return True
+    return False
+
+
+def _to_index_tensor(k):
+    from ._creation import tensor
+
+    if isinstance(k, Tensor):
+        return k
+    return tensor(np.asarray(k))
+
+
+def _parse_key(self, key):
+    """-> (slice spec for every input dim, output reshape info, advanced
+    index tensors with the result dims they apply to)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            items.append(k)
+        elif isinstance(k, (bool, np.bool_)):
+            items.append(_to_index_tensor(np.asarray(k)))
+        elif isinstance(k, numbers.Integral):
+            items.append(builtins.int(k))
+        elif _is_index_tensor(k):
+            t = _to_index_tensor(k)
+            if t.dtype == _C.dtype.bool:
+                if t.ndim == 0:
+                    items.append(None)  # x[True]: a new axis (x[False] selects nothing, rare)
+                    if not t.item():
+                        items[-1] = ("empty",)
+                else:
+                    items.extend(F.nonzero(t, as_tuple=True))
+            elif t.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            elif t.ndim == 0 and not isinstance(k, (list, np.ndarray)):
+                items.append(builtins.int(t.item()) if not t.is_symbolic else t)
+            else:
+                items.append(t)
+        else:
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
+                             f"valid indices (got {type(k).__name__})")
+    consumed = builtins.sum(1 for k in items if not (k is None or k is Ellipsis or isinstance(k, tuple)))
+    if builtins.sum(1 for k in items if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+    if Ellipsis in [k for k in items if not isinstance(k, Tensor)]:
+        at = next(i for i, k in enumerate(items) if k is Ellipsis and not isinstance(k, Tensor))
+        items = items[:at] + [slice(None)] * (self.ndim - consumed) + items[at + 1:]
+    else:
+        items = items + [slice(None)] * (self.ndim - consumed)
+    return items
+
+
+def _basic(self, items):
+    """Applies ints, slices and None; returns (tensor, list of (result dim,
+    index tensor)) for the advanced indices."""
+    starts, stops, steps = [], [], []
+    out_shape = []
+    adv = []
+    d = 0
+    for k in items:
+        if k is None:
+            out_shape.append(1)
+            continue
+        if isinstance(k, tuple):  # x[False]
+            out_shape.append(0)
+            continue
+        size = self.shape[d]
+        if isinstance(k, builtins.int):
+            i = k + size if k < 0 else k
+            if not 0 <= i < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        elif isinstance(k, slice):
+            start, stop, step = k.start, k.stop, k.step
+            step = 1 if step is None else builtins.int(step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, _ = slice(start, stop, step).indices(size)
+            stop = builtins.max(stop, start)
+            starts.append(start), stops.append(stop), steps.append(step)
+            out_shape.append((stop - start + step - 1) // step)
+        else:
+            starts.append(0), stops.append(size), steps.append(1)
+            adv.append((len(out_shape), k))
+            out_shape.append(size)
+        d += 1
+    x = _C.slice(self, starts, stops, steps) if self.ndim else self
+    return _C.reshape(x, out_shape), adv
+
+
+@_method("__getitem__")
+def _getitem(self, key):
+    items = _parse_key(self, key)
+    x, adv = _basic(self, items)
+    if not adv:
+        return x
+    dims = [d for d, _ in adv]
+    rest = [d for d in range(x.ndim) if d not in dims]
+    x = _C.permute(x, dims + rest)
+    out = _C.index(x, [t for _, t in adv])
+    # NumPy's rule: adjacent advanced indices keep their place, otherwise the
+    # broadcast index dims go first.
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    if adjacent and dims[0] > 0:
+        nb = out.ndim - len(rest)
+        order = list(range(nb, nb + dims[0])) + list(range(nb)) + list(range(nb + dims[0], out.ndim))
+        out = _C.permute(out, order)
+    return out
+
+
+@_method("__setitem__")
+def _setitem(self, key, value):
+    value = value if isinstance(value, Tensor) else _C.wrap_scalar(value, self) if is_number(value) else _other(value)
+    # A boolean mask over the whole tensor: a select, which also traces.
+    if isinstance(key, Tensor) and key.dtype == _C.dtype.bool and tuple(key.shape) == tuple(self.shape):
+        _C.assign_(self, _C.where(key, value, _C.source_for_inplace(self)))
+        return
+    items = _parse_key(self, key)
+    has_adv = builtins.any(isinstance(k, Tensor) for k in items)
+    if not has_adv:
+        x, _ = _basic(self, items)
+        starts, stops, steps = [], [], []
+        d = 0
+        for k in items:
+            if k is None:
+                continue
+            size = self.shape[d]
+            if isinstance(k, builtins.int):
+                i = k + size if k < 0 else k
+                starts.append(i), stops.append(i + 1), steps.append(1)
+            else:
+                start, stop, step = slice(k.start, k.stop, k.step).indices(size)
+                starts.append(start), stops.append(builtins.max(stop, start)), steps.append(step)
+            d += 1
+        slice_shape = [(b - a + s - 1) // s for a, b, s in zip(starts, stops, steps)]
+        v = _C.broadcast_to(_C.cast(value, self.dtype), list(x.shape))
+        v = _C.reshape(v, slice_shape)
+        _C.assign_(self, _C.slice_scatter(_C.source_for_inplace(self), v, starts, stops, steps))
+        return
+    lead = []
+    for k in items:
+        if isinstance(k, Tensor):
+            lead.append(k)
+        elif isinstance(k, slice) and k == slice(None):
+            break
+        else:
+            raise NotImplementedError("assignment with advanced indices mixed with ints, slices or None is not "
+                                      "supported; index with tensors only (optionally followed by ':')")
+    if builtins.any(not (isinstance(k, slice) and k == slice(None)) for k in items[len(lead):]):
+        raise NotImplementedError("assignment with advanced indices followed by partial slices is not supported")
+    _C.assign_(self, _C.index_put(_C.source_for_inplace(self), lead, value, False))
+
+
+# ---------------------------------------------------------------------- repr
+def _format(arr, dtype):
+    if arr.dtype.kind == "f":
+        finite = arr[np.isfinite(arr)]
+        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+            fmt = lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v))  # noqa: E731
+        elif finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4)):
+            fmt = lambda v: f"{v:.4e}"  # noqa: E731
+        else:
+            fmt = lambda v: f"{v:.4f}"  # noqa: E731
+        body = np.array2string(arr, separator=", ", formatter={"float_kind": fmt}, threshold=1000,
+                               prefix="tensor(")
+    else:
+        body = np.array2string(arr, separator=", ", threshold=1000, prefix="tensor(")
+    return body
+
+
+@_method("__repr__")
+def _repr(self):
+    if self.is_symbolic:
+        return f"tensor(<traced>, shape={list(self.shape)}, dtype={self.dtype})"
+    t = self.detach()
+    if t.dtype == _C.dtype.bfloat16:
+        arr = _C.cast(t, _C.dtype.float32).numpy()
+    else:
+        arr = t.numpy()
+    body = _format(arr, t.dtype)
+    extras = []
+    if t.numel() == 0 and self.ndim > 1:
+        extras.append(f"size={tuple(self.shape)}")
+    if self.dtype not in (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool):
+        extras.append(f"dtype={self.dtype}")
+    if self.device.type != "cpu":
+        extras.append(f"device='{self.device}'")
+    if self.grad_fn is not None:
+        extras.append(f"grad_fn=<{self.grad_fn}>")
+    elif self.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+Tensor.__str__ = _repr

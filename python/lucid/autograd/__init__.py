@@ -1,0 +1,85 @@
+"""Autograd: backward, grad, and the grad-mode switches."""
+import functools
+
+from .. import _C
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    if isinstance(x, _C.Tensor):
+        return [x]
+    return list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    roots = _as_list(tensors)
+    grads = _as_list(grad_tensors) or [None] * len(roots)
+    _C.backward(roots, grads, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Gradients of `outputs` w.r.t. `inputs`, without touching any .grad."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    grads = _as_list(grad_outputs) or [None] * len(outs)
+    return tuple(_C.grad(outs, ins, grads, bool(retain_graph), allow_unused))
+
+
+class _GradModeContext:
+    """A context manager that is also a decorator."""
+
+    enabled = True
+
+    def __enter__(self):
+        self._prev = _C.is_grad_enabled()
+        _C.set_grad_enabled(self.enabled)
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__() if type(self) is not set_grad_enabled else set_grad_enabled(self.enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Disables gradient recording (a context manager or decorator)."""
+
+    enabled = False
+
+
+class enable_grad(_GradModeContext):
+    """Enables gradient recording (a context manager or decorator)."""
+
+    enabled = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Sets gradient recording on or off; takes effect when called, like
+    PyTorch, and restores the previous mode when used as a context manager."""
+
+    def __init__(self, mode):
+        self._prev = _C.is_grad_enabled()
+        self.enabled = bool(mode)
+        _C.set_grad_enabled(self.enabled)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._prev)
+        return False
+
+
+is_grad_enabled = _C.is_grad_enabled
