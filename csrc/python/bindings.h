@@ -72,5 +72,8 @@ void init_errors(py::module_& m);
 void init_tensor(py::module_& m);
 void init_ops(py::module_& m);
 void init_autograd(py::module_& m);
+void init_nn(py::module_& m);
+void init_optim(py::module_& m);
+void init_compile(py::module_& m);
 
 }  // namespace lucid::python

@@ -6,4 +6,7 @@ PYBIND11_MODULE(_C, m) {
   lucid::python::init_tensor(m);
   lucid::python::init_ops(m);
   lucid::python::init_autograd(m);
+  lucid::python::init_nn(m);
+  lucid::python::init_optim(m);
+  lucid::python::init_compile(m);
 }
