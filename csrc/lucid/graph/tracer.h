@@ -19,16 +19,16 @@ class Tracer {
   Tracer& operator=(const Tracer&) = delete;
 
   static Tracer* current();
+  static void set_current(Tracer* t);
   uint64_t id() const { return id_; }
 
   virtual std::vector<Tensor> record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
                                      const std::vector<TensorMeta>& output_metas) = 0;
   // `target` takes `value` as its new contents (an in-place write).
   virtual void assign(const Tensor& target, const Tensor& value) = 0;
-
- protected:
-  friend class TraceScope;
-  static void set_current(Tracer* t);
+  // An int64 [seed, offset] key for `count` random draws: a feed refreshed on
+  // every run, so each compiled step draws new numbers.
+  virtual Tensor random_key(uint64_t count) = 0;
 
  private:
   uint64_t id_;

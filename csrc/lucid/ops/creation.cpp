@@ -4,6 +4,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "lucid/graph/tracer.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -125,6 +126,7 @@ std::pair<uint64_t, uint64_t> next_random_key(uint64_t count) {
 }
 
 Tensor random_key_tensor(uint64_t count, Device device) {
+  if (graph::Tracer* tracer = graph::Tracer::current()) return tracer->random_key(count);
   auto [seed, off] = next_random_key(count);
   Tensor key = Tensor::empty({2}, DType::Int64, Device{});
   int64_t* k = key.data<int64_t>();

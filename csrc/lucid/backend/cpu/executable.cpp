@@ -1,0 +1,222 @@
+// The CPU executable: a static schedule of kernel calls over one pre-planned
+// arena. Per run it binds the arguments, calls the kernels in order on raw
+// pointers (no allocation, no dispatch, no Python) and performs writebacks.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "lucid/graph/executable.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+using graph::Graph;
+using graph::ValueKind;
+
+constexpr size_t kAlign = 64;
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool is_elementwise(OpKind k) {
+  return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Where || k == OpKind::Cast || k == OpKind::Copy;
+}
+
+// Where a value's bytes live during a run.
+struct Location {
+  enum Kind : uint8_t { Arena, Input, Feed, Capture, Alias } kind = Arena;
+  int64_t index = 0;  // arena offset / input, feed or capture index / aliased value id
+};
+
+// Best-fit allocation of byte ranges in the arena, by lifetime.
+class ArenaPlanner {
+ public:
+  size_t allocate(size_t n) {
+    n = aligned(std::max<size_t>(n, 1));
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= n && (best == free_.end() || it->second < best->second)) best = it;
+    if (best != free_.end()) {
+      const size_t off = best->first, size = best->second;
+      free_.erase(best);
+      if (size > n) free_[off + n] = size - n;
+      return off;
+    }
+    const size_t off = top_;
+    top_ += n;
+    return off;
+  }
+  void release(size_t off, size_t n) {
+    n = aligned(std::max<size_t>(n, 1));
+    auto it = free_.emplace(off, n).first;
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+  size_t size() const { return top_; }
+
+ private:
+  std::map<size_t, size_t> free_;
+  size_t top_ = 0;
+};
+
+class CpuExecutable final : public graph::Executable {
+ public:
+  CpuExecutable(Graph g, std::vector<graph::RandomKeyFeed> rf) : Executable(std::move(g), std::move(rf)) { plan(); }
+
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "cpu executable: " << graph_.nodes.size() << " kernels, arena " << arena_bytes_ << " bytes, "
+       << graph_.captures.size() << " captured buffers, " << graph_.writebacks.size() << " writebacks ("
+       << direct_writes_ << " in place)";
+    return os.str();
+  }
+
+ private:
+  void plan() {
+    const int nv = int(graph_.values.size());
+    const int nn = int(graph_.nodes.size());
+    loc_.assign(size_t(nv), {});
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) loc_[graph_.inputs[i]] = {Location::Input, int64_t(i)};
+    for (size_t i = 0; i < graph_.feeds.size(); ++i) loc_[graph_.feeds[i]] = {Location::Feed, int64_t(i)};
+    for (size_t i = 0; i < graph_.captures.size(); ++i)
+      loc_[graph_.captures[i].value] = {Location::Capture, int64_t(i)};
+
+    // Reshapes are views: their output aliases the input's bytes.
+    auto root = [&](int v) {
+      while (loc_[v].kind == Location::Alias) v = int(loc_[v].index);
+      return v;
+    };
+    for (const auto& n : graph_.nodes)
+      if (n.prim->kind() == OpKind::Reshape) loc_[n.outputs[0]] = {Location::Alias, n.inputs[0]};
+
+    // Last use of each (root) value; outputs and writeback sources live to the end.
+    std::vector<int> last_use(size_t(nv), -1);
+    for (int i = 0; i < nn; ++i)
+      for (int v : graph_.nodes[i].inputs) last_use[root(v)] = std::max(last_use[root(v)], i);
+    for (int o : graph_.outputs) last_use[root(o)] = nn;
+    for (const auto& w : graph_.writebacks) last_use[root(w.value)] = nn;
+
+    // A writeback whose value is made by an elementwise node after every read
+    // of the old contents is computed straight into the captured buffer.
+    std::vector<int> direct_target(size_t(nv), -1);
+    for (const auto& w : graph_.writebacks) {
+      const int cap_value = graph_.captures[w.capture].value;
+      const graph::Value& v = graph_.values[w.value];
+      if (v.kind != ValueKind::Node || loc_[w.value].kind == Location::Alias) continue;
+      const auto& producer = graph_.nodes[v.producer];
+      if (!is_elementwise(producer.prim->kind()) || !(v.meta == graph_.values[cap_value].meta)) continue;
+      // Old contents (and views of them) must not be read after the producer.
+      int old_last = last_use[cap_value];
+      if (old_last > v.producer) continue;
+      bool other_target = false;
+      for (const auto& w2 : graph_.writebacks) other_target |= (&w2 != &w && w2.value == w.value);
+      if (other_target) continue;
+      direct_target[w.value] = w.capture;
+      ++direct_writes_;
+    }
+
+    ArenaPlanner arena;
+    std::vector<std::vector<int>> frees_at(size_t(nn) + 1);
+    for (int i = 0; i < nn; ++i) {
+      for (int o : graph_.nodes[i].outputs) {
+        if (loc_[o].kind == Location::Alias) continue;
+        if (direct_target[o] >= 0) {
+          loc_[o] = {Location::Capture, direct_target[o]};
+          continue;
+        }
+        const size_t bytes = size_t(graph_.values[o].meta.numel()) * itemsize(graph_.values[o].meta.dtype);
+        loc_[o] = {Location::Arena, int64_t(arena.allocate(bytes))};
+        // A value nobody reads is freed right after its node.
+        const int end = std::max(last_use[o], i);
+        if (end < nn) frees_at[end].push_back(o);
+      }
+      for (int v : frees_at[i]) {
+        const size_t bytes = size_t(graph_.values[v].meta.numel()) * itemsize(graph_.values[v].meta.dtype);
+        arena.release(size_t(loc_[v].index), bytes);
+      }
+    }
+    arena_bytes_ = arena.size();
+    arena_ = Tensor::empty({int64_t(arena_bytes_ + kAlign)}, DType::Bool, Device{});
+    for (auto& v : loc_) (void)v;
+    resolved_root_.resize(size_t(nv));
+    for (int v = 0; v < nv; ++v) resolved_root_[v] = root(v);
+
+    kernels_.reserve(size_t(nn));
+    for (const auto& n : graph_.nodes) kernels_.push_back(n.prim->kind() == OpKind::Reshape ? nullptr
+                                                          : find_kernel(*n.prim, DeviceType::CPU));
+  }
+
+  void* address(int v, const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) const {
+    const Location& l = loc_[resolved_root_[v]];
+    switch (l.kind) {
+      case Location::Arena: return static_cast<char*>(arena_.raw_data()) + l.index;
+      case Location::Input: return inputs[l.index].raw_data();
+      case Location::Feed: return feeds[l.index].raw_data();
+      case Location::Capture: return graph_.captures[l.index].storage->data();
+      case Location::Alias: break;
+    }
+    return nullptr;
+  }
+
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
+    std::vector<ConstArg> in_args;
+    std::vector<MutArg> out_args;
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const graph::Node& n = graph_.nodes[i];
+      if (!kernels_[i]) continue;  // reshape: a view, nothing to do
+      in_args.clear();
+      out_args.clear();
+      for (int v : n.inputs) in_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
+      for (int v : n.outputs) out_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
+      kernels_[i](*n.prim, in_args, out_args);
+    }
+    for (const auto& w : graph_.writebacks) {
+      void* dst = graph_.captures[w.capture].storage->data();
+      const void* src = address(w.value, inputs, feeds);
+      if (dst != src) {
+        const TensorMeta& m = graph_.values[w.value].meta;
+        std::memcpy(dst, src, size_t(m.numel()) * itemsize(m.dtype));
+      }
+      graph_.captures[w.capture].storage->bump_version();
+    }
+    std::vector<Tensor> outs;
+    for (int o : graph_.outputs) {
+      const TensorMeta& m = graph_.values[o].meta;
+      Tensor t = Tensor::empty(m.shape, m.dtype, m.device);
+      std::memcpy(t.raw_data(), address(o, inputs, feeds), t.nbytes());
+      outs.push_back(t);
+    }
+    return outs;
+  }
+
+  std::vector<Location> loc_;
+  std::vector<int> resolved_root_;
+  std::vector<Kernel> kernels_;
+  Tensor arena_;
+  size_t arena_bytes_ = 0;
+  int direct_writes_ = 0;
+};
+
+std::shared_ptr<graph::Executable> compile_cpu(Graph g, std::vector<graph::RandomKeyFeed> rf) {
+  return std::make_shared<CpuExecutable>(std::move(g), std::move(rf));
+}
+
+struct Registrar {
+  Registrar() { graph::register_compiler(DeviceType::CPU, compile_cpu); }
+} registrar;
+
+}  // namespace
+
+}  // namespace lucid::cpu

@@ -1,0 +1,53 @@
+#pragma once
+// A compiled graph: one call runs the whole traced step (forward, backward,
+// optimizer update) with no Python and no eager dispatch. Backends provide
+// the implementation (backend/cpu/executable.cpp, backend/metal/...).
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lucid/graph/ir.h"
+
+namespace lucid::graph {
+
+struct RandomKeyFeed {
+  int feed = -1;        // index into Graph::feeds
+  uint64_t draws = 0;   // numbers the key covers (the generator advances by this)
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // `inputs` bind the step arguments (validated against the traced metas);
+  // `scalars` fill the non-random feeds in order. Writes back captured
+  // buffers and returns the graph outputs as new tensors.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<double>& scalars);
+  // False when a captured tensor no longer owns the buffer it was bound to
+  // (e.g. `p.data = ...` after compiling): the caller must trace again.
+  bool bindings_valid() const;
+
+  virtual std::string describe() const = 0;
+  size_t num_scalar_feeds() const { return scalar_feeds_.size(); }
+  const Graph& graph() const { return graph_; }
+
+  // Executable runs on this thread, for the cost-model check (one run per step).
+  static uint64_t run_count();
+
+ protected:
+  Executable(Graph graph, std::vector<RandomKeyFeed> random_feeds);
+  // Runs with feeds already laid out in `feed_values` (one host tensor per feed).
+  virtual std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feed_values) = 0;
+
+  Graph graph_;
+  std::vector<RandomKeyFeed> random_feeds_;
+  std::vector<int> scalar_feeds_;  // feed indices filled from `scalars`
+  std::vector<Tensor> feed_buffers_;
+};
+
+using Compiler = std::shared_ptr<Executable> (*)(Graph graph, std::vector<RandomKeyFeed> random_feeds);
+void register_compiler(DeviceType device, Compiler c);
+// Optimises `graph` (passes.h) and compiles it for `device`.
+std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> random_feeds, DeviceType device);
+
+}  // namespace lucid::graph

@@ -1,0 +1,174 @@
+#include "lucid/graph/passes.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lucid/ops/dispatch.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::graph {
+
+namespace {
+
+// Replaces every use of value `from` by value `to`.
+void replace_uses(Graph& g, const std::unordered_map<int, int>& repl) {
+  if (repl.empty()) return;
+  auto r = [&](int v) {
+    for (auto it = repl.find(v); it != repl.end(); it = repl.find(v)) v = it->second;
+    return v;
+  };
+  for (auto& n : g.nodes)
+    for (auto& i : n.inputs) i = r(i);
+  for (auto& o : g.outputs) o = r(o);
+  for (auto& w : g.writebacks) w.value = r(w.value);
+}
+
+void renumber_producers(Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (size_t k = 0; k < g.nodes[i].outputs.size(); ++k) {
+      g.values[g.nodes[i].outputs[k]].producer = int(i);
+      g.values[g.nodes[i].outputs[k]].index = int(k);
+    }
+}
+
+}  // namespace
+
+void eliminate_dead_code(Graph& g) {
+  std::vector<bool> live(g.values.size(), false);
+  for (int o : g.outputs) live[o] = true;
+  for (const auto& w : g.writebacks) live[w.value] = true;
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    bool any = false;
+    for (int o : n.outputs) any |= live[o];
+    if (!any) continue;
+    keep[i] = true;
+    for (int in : n.inputs) live[in] = true;
+  }
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (keep[i]) nodes.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(nodes);
+  renumber_producers(g);
+}
+
+void eliminate_common_subexpressions(Graph& g) {
+  struct Key {
+    const Primitive* prim;
+    const std::vector<int>* inputs;
+  };
+  std::unordered_map<size_t, std::vector<int>> seen;  // hash -> node indices
+  std::unordered_map<int, int> repl;
+  std::vector<Node> nodes;
+  auto resolve = [&](int v) {
+    for (auto it = repl.find(v); it != repl.end(); it = repl.find(v)) v = it->second;
+    return v;
+  };
+  for (auto& n : g.nodes) {
+    for (auto& i : n.inputs) i = resolve(i);
+    size_t h = n.prim->hash();
+    for (int i : n.inputs) h = hash_mix(h, size_t(i));
+    bool merged = false;
+    for (int j : seen[h]) {
+      const Node& m = nodes[j];
+      if (m.inputs == n.inputs && m.prim->equals(*n.prim)) {
+        for (size_t k = 0; k < n.outputs.size(); ++k) repl[n.outputs[k]] = m.outputs[k];
+        merged = true;
+        break;
+      }
+    }
+    if (merged) continue;
+    seen[h].push_back(int(nodes.size()));
+    nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  replace_uses(g, repl);
+  renumber_producers(g);
+}
+
+void fold_constants(Graph& g) {
+  std::unordered_set<int> constant;  // values known at compile time
+  std::unordered_map<int, Tensor> data;
+  for (const auto& c : g.captures) (void)c;
+  std::unordered_map<int, int> repl;
+  std::vector<Node> nodes;
+  for (auto& n : g.nodes) {
+    const OpKind k = n.prim->kind();
+    bool foldable = k != OpKind::Random;
+    for (int i : n.inputs) foldable &= constant.count(i) > 0;
+    // Only small results are folded: a large constant would cost memory in
+    // every executable instead of a cheap fill per run.
+    int64_t out_elems = 0;
+    for (int o : n.outputs) out_elems += g.values[o].meta.numel();
+    if (!foldable || out_elems > 4096) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    std::vector<Tensor> ins;
+    for (int i : n.inputs) ins.push_back(data.at(i));
+    std::vector<Tensor> outs = lucid::apply(n.prim, ins);  // no tracer is active while compiling
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const int cap = int(g.captures.size());
+      const int v = g.add_value(g.values[n.outputs[j]].meta, ValueKind::Capture, -1, cap);
+      g.captures.push_back({v, outs[j].storage(), {}});
+      constant.insert(v);
+      data[v] = outs[j];
+      repl[n.outputs[j]] = v;
+    }
+  }
+  g.nodes = std::move(nodes);
+  replace_uses(g, repl);
+  renumber_producers(g);
+}
+
+void fold_transposes_into_matmul(Graph& g) {
+  for (auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Matmul) continue;
+    const auto& mm = static_cast<const Matmul&>(*n.prim);
+    bool flags[2] = {mm.trans_a, mm.trans_b};
+    bool changed = false;
+    for (int side = 0; side < 2; ++side) {
+      const Value& v = g.values[n.inputs[side]];
+      if (v.kind != ValueKind::Node) continue;
+      const Node& p = g.nodes[v.producer];
+      if (p.prim->kind() != OpKind::Permute) continue;
+      const auto& perm = static_cast<const Permute&>(*p.prim).perm;
+      const int nd = int(perm.size());
+      bool swap_last = nd >= 2 && perm[nd - 1] == nd - 2 && perm[nd - 2] == nd - 1;
+      for (int d = 0; d + 2 < nd; ++d) swap_last &= perm[d] == d;
+      if (!swap_last) continue;
+      n.inputs[side] = p.inputs[0];
+      flags[side] = !flags[side];
+      changed = true;
+    }
+    if (changed) n.prim = std::make_shared<const Matmul>(flags[0], flags[1]);
+  }
+}
+
+void simplify_reshapes(Graph& g) {
+  std::unordered_map<int, int> repl;
+  for (auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Reshape) continue;
+    for (auto it = repl.find(n.inputs[0]); it != repl.end(); it = repl.find(n.inputs[0])) n.inputs[0] = it->second;
+    const Value& in = g.values[n.inputs[0]];
+    if (in.meta.shape == g.values[n.outputs[0]].meta.shape) {
+      repl[n.outputs[0]] = n.inputs[0];
+      continue;
+    }
+    if (in.kind == ValueKind::Node && g.nodes[in.producer].prim->kind() == OpKind::Reshape)
+      n.inputs[0] = g.nodes[in.producer].inputs[0];
+  }
+  replace_uses(g, repl);
+}
+
+void optimize(Graph& g) {
+  eliminate_dead_code(g);
+  fold_constants(g);
+  simplify_reshapes(g);
+  eliminate_common_subexpressions(g);
+  fold_transposes_into_matmul(g);
+  eliminate_dead_code(g);
+}
+
+}  // namespace lucid::graph

@@ -1,0 +1,24 @@
+#pragma once
+// Graph-to-graph passes run before a backend compiles a trace. Each keeps
+// value ids stable and rewrites uses in place.
+#include "lucid/graph/ir.h"
+
+namespace lucid::graph {
+
+// Drops nodes whose outputs reach no output or writeback.
+void eliminate_dead_code(Graph& g);
+// Merges nodes with equal primitives (attributes included) and equal inputs.
+void eliminate_common_subexpressions(Graph& g);
+// Evaluates nodes whose inputs are all constants (creation primitives and
+// their pure consumers) once, at compile time; results become constant
+// captures.
+void fold_constants(Graph& g);
+// Folds a transpose of the last two dims into the consuming matmul's flags.
+void fold_transposes_into_matmul(Graph& g);
+// Removes reshapes of reshapes and reshapes to the same shape.
+void simplify_reshapes(Graph& g);
+
+// The standard pipeline, in order.
+void optimize(Graph& g);
+
+}  // namespace lucid::graph

@@ -1,0 +1,156 @@
+"""make_step and fused_step: a training step traced once per signature and
+run as one executable per call."""
+import collections
+import time
+
+from .. import _C
+from ._trace import as_tensor_args, describe_change, tensor_meta, tracing
+
+CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
+
+
+class _Entry:
+    """What a compiled signature needs besides its executable."""
+
+    def __init__(self):
+        self.executable = None
+        self.compile_seconds = 0.0
+        self.new_grad_params = []  # params whose new .grad is an output of the run
+        self.scalar_plan = []      # callables giving the host scalar feeds, in order
+        self.after_run = []        # host bookkeeping after a successful run (step counts)
+
+
+class _CompiledStepBase:
+    def __init__(self, model, loss_fn, cache_size):
+        if not callable(loss_fn):
+            raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+        self.model = model
+        self.loss_fn = loss_fn
+        self._cache = _C.ExecutableCache(cache_size)
+        self._entries = {}
+        self._last_signature = None
+        self._last_miss = None
+
+    # -- signature ---------------------------------------------------------
+    def _params(self):
+        return list(self.model.parameters())
+
+    def _signature(self, args):
+        parts = {
+            "inputs": tuple(tensor_meta(a) for a in args),
+            "parameters": tuple((id(p), p.requires_grad, tensor_meta(p)) for p in self._params()),
+            "training": getattr(self.model, "training", None),
+            "loss_fn": id(self.loss_fn),
+            "autocast": _autocast_state(),
+        }
+        parts.update(self._extra_signature())
+        return parts
+
+    def _extra_signature(self):
+        return {}
+
+    # -- calls ---------------------------------------------------------------
+    def __call__(self, *args):
+        if not args:
+            raise TypeError("a compiled step needs at least the model input")
+        args = as_tensor_args(args)
+        parts = self._signature(args)
+        key = repr(tuple(parts.items()))
+        exe = self._cache.get(key)
+        entry = self._entries.get(key)
+        if exe is None or entry is None or not exe.bindings_valid():
+            self._last_miss = describe_change(self._last_signature, parts) if exe is None else \
+                "captured buffers were rebound (e.g. a parameter's .data was replaced)"
+            entry = self._compile(args)
+            for evicted in self._cache.put(key, entry.executable, entry.compile_seconds):
+                self._entries.pop(evicted, None)
+            self._entries[key] = entry
+        self._last_signature = parts
+        scalars = [f() for f in entry.scalar_plan]
+        outs = entry.executable.run(args, scalars)
+        self._after_run(entry, outs)
+        for f in entry.after_run:
+            f()
+        return outs[0]
+
+    def _compile(self, args):
+        start = time.perf_counter()
+        tracer = _C.GraphTracer()
+        device = str(args[0].device)
+        sym = [tracer.input(list(a.shape), a.dtype, str(a.device)) for a in args]
+        entry = _Entry()
+        params = [p for p in self._params() if p.requires_grad]
+        saved_grads = {id(p): p.grad for p in params}
+        try:
+            with tracing(tracer):
+                out = self.model(sym[0])
+                loss = self.loss_fn(out, *sym[1:])
+                if not isinstance(loss, _C.Tensor) or loss.numel() != 1:
+                    raise RuntimeError("loss_fn must return a scalar tensor to compile a training step")
+                self._prepare_grads(params)
+                loss.backward()
+                tracer.output(loss.detach())
+                self._trace_update(tracer, params, saved_grads, entry)
+        finally:
+            for p in params:
+                p.grad = saved_grads[id(p)]
+        entry.executable = tracer.compile(device)
+        entry.compile_seconds = time.perf_counter() - start
+        return entry
+
+    def cache_info(self):
+        return CacheInfo(self._cache.hits, self._cache.misses, len(self._cache), self._cache.compile_seconds,
+                         self._last_miss)
+
+    @property
+    def cache_size(self):
+        return self._cache.capacity
+
+    @cache_size.setter
+    def cache_size(self, n):
+        self._cache.capacity = n
+
+
+def _autocast_state():
+    try:
+        from ..amp import autocast_state
+    except ImportError:
+        return None
+    return autocast_state()
+
+
+class MakeStep(_CompiledStepBase):
+    """Forward + loss + backward as one executable; gradients land in .grad
+    as loss.backward() would leave them (accumulating into existing ones)."""
+
+    def __init__(self, model, loss_fn, cache_size=8):
+        super().__init__(model, loss_fn, cache_size)
+
+    def _extra_signature(self):
+        # Whether each parameter already has a gradient decides accumulate vs create.
+        return {"grads": tuple(None if p.grad is None else tensor_meta(p.grad) for p in self._params())}
+
+    def _prepare_grads(self, params):
+        pass  # existing .grad buffers are captured and accumulated into in place
+
+    def _trace_update(self, tracer, params, saved_grads, entry):
+        # A parameter that had no .grad gets a new one, returned by the run;
+        # an existing .grad was accumulated into in place (a writeback).
+        for p in params:
+            if saved_grads[id(p)] is None and p.grad is not None:
+                tracer.output(p.grad)
+                entry.new_grad_params.append(p)
+
+    def _after_run(self, entry, outs):
+        for p, g in zip(entry.new_grad_params, outs[1:]):
+            p.grad = g
+
+
+def make_step(model, loss_fn, *, cache_size=8):
+    """Compiles ``model`` + ``loss_fn`` + backward into one executable.
+
+    ``step(x, *targets)`` returns the loss and leaves gradients in ``.grad``
+    exactly as ``loss_fn(model(x), *targets).backward()`` would; the caller
+    drives the optimizer.
+    """
+    return MakeStep(model, loss_fn, cache_size)
