@@ -90,10 +90,13 @@ void eliminate_common_subexpressions(Graph& g) {
 void fold_constants(Graph& g) {
   std::unordered_set<int> constant;  // values known at compile time
   std::unordered_map<int, Tensor> data;
-  for (const auto& c : g.captures) (void)c;
   std::unordered_map<int, int> repl;
   std::vector<Node> nodes;
   for (auto& n : g.nodes) {
+    for (auto& i : n.inputs) {
+      auto it = repl.find(i);
+      if (it != repl.end()) i = it->second;
+    }
     const OpKind k = n.prim->kind();
     bool foldable = k != OpKind::Random;
     for (int i : n.inputs) foldable &= constant.count(i) > 0;
