@@ -72,9 +72,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
         arr = arr.astype(np.float64)
     if dtype == _C.dtype.bfloat16:
-        t = _C.cast(_C.from_numpy_copy(np.ascontiguousarray(arr, dtype=np.float32)), dtype)
+        t = _C.cast(_C.from_numpy_copy(np.require(arr, np.float32, "C")), dtype)
     else:
-        t = _C.from_numpy_copy(np.ascontiguousarray(arr))
+        t = _C.from_numpy_copy(np.require(arr, requirements="C"))
     return _finish(t, dtype, device, requires_grad)
 
 
