@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "lucid/backend/cpu/fusion.h"
 #include "lucid/graph/executable.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/primitives.h"
@@ -77,13 +78,20 @@ class CpuExecutable final : public graph::Executable {
 
   std::string describe() const override {
     std::ostringstream os;
-    os << "cpu executable: " << graph_.nodes.size() << " kernels, arena " << arena_bytes_ << " bytes, "
+    os << "cpu executable: " << steps_.size() << " steps (" << groups_.size() << " fused groups) for "
+       << graph_.nodes.size() << " nodes, arena " << arena_bytes_ << " bytes, "
        << graph_.captures.size() << " captured buffers, " << graph_.writebacks.size() << " writebacks ("
        << direct_writes_ << " in place)";
     return os.str();
   }
 
  private:
+  // One entry of the schedule: a kernel call, or a fused elementwise group.
+  struct Step {
+    int node = -1;    // >= 0: a single kernel
+    int group = -1;   // >= 0: index into groups_
+  };
+
   void plan() {
     const int nv = int(graph_.values.size());
     const int nn = int(graph_.nodes.size());
@@ -94,68 +102,109 @@ class CpuExecutable final : public graph::Executable {
       loc_[graph_.captures[i].value] = {Location::Capture, int64_t(i)};
 
     // Reshapes are views: their output aliases the input's bytes.
+    for (const auto& n : graph_.nodes)
+      if (n.prim->kind() == OpKind::Reshape) loc_[n.outputs[0]] = {Location::Alias, n.inputs[0]};
     auto root = [&](int v) {
       while (loc_[v].kind == Location::Alias) v = int(loc_[v].index);
       return v;
     };
-    for (const auto& n : graph_.nodes)
-      if (n.prim->kind() == OpKind::Reshape) loc_[n.outputs[0]] = {Location::Alias, n.inputs[0]};
 
-    // Last use of each (root) value; outputs and writeback sources live to the end.
+    // Last reading node of each value; outputs and writeback sources live to the end.
     std::vector<int> last_use(size_t(nv), -1);
     for (int i = 0; i < nn; ++i)
-      for (int v : graph_.nodes[i].inputs) last_use[root(v)] = std::max(last_use[root(v)], i);
-    for (int o : graph_.outputs) last_use[root(o)] = nn;
-    for (const auto& w : graph_.writebacks) last_use[root(w.value)] = nn;
+      for (int v : graph_.nodes[i].inputs) last_use[v] = std::max(last_use[v], i);
+    for (int o : graph_.outputs) last_use[o] = nn;
+    for (const auto& w : graph_.writebacks) last_use[w.value] = nn;
+    // A reshape's readers read its root too.
+    for (int v = nv - 1; v >= 0; --v)
+      if (loc_[v].kind == Location::Alias) last_use[root(v)] = std::max(last_use[root(v)], last_use[v]);
 
-    // A writeback whose value is made by an elementwise node after every read
-    // of the old contents is computed straight into the captured buffer.
+    // Schedule: fused groups replace their member nodes (at the last member).
+    groups_ = plan_fusion(graph_, last_use);
+    std::vector<int> group_of(size_t(nn), -1);
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (int m : groups_[gi].nodes) group_of[m] = int(gi);
+    std::vector<int> step_of_node(size_t(nn), 0);
+    for (int i = 0; i < nn; ++i) {
+      if (graph_.nodes[i].prim->kind() == OpKind::Reshape) {
+        step_of_node[i] = int(steps_.size());
+        continue;
+      }
+      if (group_of[i] >= 0) {
+        if (groups_[group_of[i]].nodes.back() == i) steps_.push_back({-1, group_of[i]});
+        step_of_node[i] = int(steps_.size());  // members execute with the group
+        continue;
+      }
+      steps_.push_back({i, -1});
+      step_of_node[i] = int(steps_.size()) - 1;
+    }
+    for (int i = 0; i < nn; ++i)
+      if (group_of[i] >= 0) step_of_node[i] = int(std::find_if(steps_.begin(), steps_.end(), [&](const Step& s) {
+                                                     return s.group == group_of[i];
+                                                   }) - steps_.begin());
+    const int ns = int(steps_.size());
+    // Lifetimes in steps (root values only).
+    std::vector<int> last_step(size_t(nv), -1);
+    for (int v = 0; v < nv; ++v) {
+      if (last_use[v] < 0) continue;
+      const int s = last_use[v] >= nn ? ns : step_of_node[last_use[v]];
+      last_step[root(v)] = std::max(last_step[root(v)], s);
+    }
+    std::vector<bool> materialized(size_t(nv), true);
+    for (const auto& grp : groups_) {
+      for (int m : grp.nodes) materialized[graph_.nodes[m].outputs[0]] = false;
+      for (const auto& o : grp.outputs) materialized[o.value] = true;
+    }
+
+    // A writeback whose value is made elementwise after every read of the old
+    // contents is computed straight into the captured buffer.
     std::vector<int> direct_target(size_t(nv), -1);
     for (const auto& w : graph_.writebacks) {
       const int cap_value = graph_.captures[w.capture].value;
       const graph::Value& v = graph_.values[w.value];
       if (v.kind != ValueKind::Node || loc_[w.value].kind == Location::Alias) continue;
-      const auto& producer = graph_.nodes[v.producer];
-      if (!is_elementwise(producer.prim->kind()) || !(v.meta == graph_.values[cap_value].meta)) continue;
-      // Old contents (and views of them) must not be read after the producer.
-      int old_last = last_use[cap_value];
-      if (old_last > v.producer) continue;
-      bool other_target = false;
-      for (const auto& w2 : graph_.writebacks) other_target |= (&w2 != &w && w2.value == w.value);
-      if (other_target) continue;
+      const int producer_step = step_of_node[v.producer];
+      if (!is_elementwise(graph_.nodes[v.producer].prim->kind()) || !(v.meta == graph_.values[cap_value].meta))
+        continue;
+      if (last_step[cap_value] > producer_step) continue;
+      bool shared = false;
+      for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && w2.value == w.value);
+      if (shared) continue;
       direct_target[w.value] = w.capture;
       ++direct_writes_;
     }
 
     ArenaPlanner arena;
-    std::vector<std::vector<int>> frees_at(size_t(nn) + 1);
-    for (int i = 0; i < nn; ++i) {
-      for (int o : graph_.nodes[i].outputs) {
-        if (loc_[o].kind == Location::Alias) continue;
-        if (direct_target[o] >= 0) {
-          loc_[o] = {Location::Capture, direct_target[o]};
-          continue;
-        }
-        const size_t bytes = size_t(graph_.values[o].meta.numel()) * itemsize(graph_.values[o].meta.dtype);
-        loc_[o] = {Location::Arena, int64_t(arena.allocate(bytes))};
-        // A value nobody reads is freed right after its node.
-        const int end = std::max(last_use[o], i);
-        if (end < nn) frees_at[end].push_back(o);
+    std::vector<std::vector<int>> frees_at(size_t(ns) + 1);
+    auto place = [&](int o, int s) {
+      if (!materialized[o] || loc_[o].kind == Location::Alias) return;
+      if (direct_target[o] >= 0) {
+        loc_[o] = {Location::Capture, direct_target[o]};
+        return;
       }
-      for (int v : frees_at[i]) {
+      const size_t bytes = size_t(graph_.values[o].meta.numel()) * itemsize(graph_.values[o].meta.dtype);
+      loc_[o] = {Location::Arena, int64_t(arena.allocate(bytes))};
+      const int end = std::max(last_step[o], s);  // unread values die with their step
+      if (end < ns) frees_at[end].push_back(o);
+    };
+    for (int s = 0; s < ns; ++s) {
+      if (steps_[s].node >= 0) {
+        for (int o : graph_.nodes[steps_[s].node].outputs) place(o, s);
+      } else {
+        for (const auto& o : groups_[steps_[s].group].outputs) place(o.value, s);
+      }
+      for (int v : frees_at[s]) {
         const size_t bytes = size_t(graph_.values[v].meta.numel()) * itemsize(graph_.values[v].meta.dtype);
         arena.release(size_t(loc_[v].index), bytes);
       }
     }
     arena_bytes_ = arena.size();
     arena_ = Tensor::empty({int64_t(arena_bytes_ + kAlign)}, DType::Bool, Device{});
-    for (auto& v : loc_) (void)v;
     resolved_root_.resize(size_t(nv));
     for (int v = 0; v < nv; ++v) resolved_root_[v] = root(v);
-
-    kernels_.reserve(size_t(nn));
-    for (const auto& n : graph_.nodes) kernels_.push_back(n.prim->kind() == OpKind::Reshape ? nullptr
-                                                          : find_kernel(*n.prim, DeviceType::CPU));
+    kernels_.assign(size_t(nn), nullptr);
+    for (const auto& st : steps_)
+      if (st.node >= 0) kernels_[st.node] = find_kernel(*graph_.nodes[st.node].prim, DeviceType::CPU);
   }
 
   void* address(int v, const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) const {
@@ -173,14 +222,24 @@ class CpuExecutable final : public graph::Executable {
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
     std::vector<ConstArg> in_args;
     std::vector<MutArg> out_args;
-    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
-      const graph::Node& n = graph_.nodes[i];
-      if (!kernels_[i]) continue;  // reshape: a view, nothing to do
+    std::vector<const void*> fin;
+    std::vector<void*> fout;
+    for (const Step& st : steps_) {
+      if (st.group >= 0) {
+        const FusedGroup& grp = groups_[st.group];
+        fin.clear();
+        fout.clear();
+        for (const auto& in : grp.inputs) fin.push_back(address(in.value, inputs, feeds));
+        for (const auto& o : grp.outputs) fout.push_back(address(o.value, inputs, feeds));
+        run_fused(grp, fin, fout);
+        continue;
+      }
+      const graph::Node& n = graph_.nodes[st.node];
       in_args.clear();
       out_args.clear();
       for (int v : n.inputs) in_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
       for (int v : n.outputs) out_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
-      kernels_[i](*n.prim, in_args, out_args);
+      kernels_[st.node](*n.prim, in_args, out_args);
     }
     for (const auto& w : graph_.writebacks) {
       void* dst = graph_.captures[w.capture].storage->data();
@@ -201,6 +260,8 @@ class CpuExecutable final : public graph::Executable {
     return outs;
   }
 
+  std::vector<Step> steps_;
+  std::vector<FusedGroup> groups_;
   std::vector<Location> loc_;
   std::vector<int> resolved_root_;
   std::vector<Kernel> kernels_;
