@@ -1,0 +1,134 @@
+// CPU kernels of Im2Col and Col2Im. Im2Col's rows (c, i, j) x image n are
+// independent, so they are split across the pool; Col2Im is split by
+// (image, channel) plane, which no two tasks share, so accumulation needs no
+// atomics.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/ops/conv.h"
+#include "lucid/ops/kernels.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+// The padding value in T: clamped to T's range for integers (-inf pads an
+// integer max-pool with the lowest value).
+template <class T>
+T pad_as(double v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v > 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(v)) return T(0);
+    if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return T(v);
+  } else {
+    T out;
+    store(&out, 0, compute_t<T>(v));
+    return out;
+  }
+}
+
+// The output columns [lo, hi) whose tap at input column offset `off`
+// (= ow*sw + off) falls inside [0, width).
+inline void valid_range(int64_t off, int64_t sw, int64_t width, int64_t ow_count, int64_t& lo, int64_t& hi) {
+  // ow*sw + off >= 0  <=>  ow >= ceil(-off / sw)
+  lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  // ow*sw + off <= width-1  <=>  ow <= floor((width-1-off) / sw)
+  hi = width - 1 - off < 0 ? 0 : (width - 1 - off) / sw + 1;
+  lo = std::min(lo, ow_count);
+  hi = std::clamp(hi, lo, ow_count);
+}
+
+template <class T>
+void im2col_impl(const Window2d& w, const T* x, T* cols, int64_t n, int64_t c, int64_t h, int64_t wd, T pad) {
+  const int64_t oh = w.out_h(h), ow = w.out_w(wd), l = oh * ow, kk = w.kh * w.kw;
+  const int64_t tasks = c * kk * n;
+  parallel_for(tasks, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t row = q / n, img = q % n;
+      const int64_t ch = row / kk, i = (row / w.kw) % w.kh, j = row % w.kw;
+      const T* plane = x + (img * c + ch) * h * wd;
+      T* dst = cols + q * l;
+      const int64_t col_off = j * w.dw - w.pad_left;
+      int64_t lo, hi;
+      valid_range(col_off, w.sw, wd, ow, lo, hi);
+      for (int64_t r = 0; r < oh; ++r, dst += ow) {
+        const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
+        if (ih < 0 || ih >= h) {
+          std::fill(dst, dst + ow, pad);
+          continue;
+        }
+        const T* src = plane + ih * wd;
+        std::fill(dst, dst + lo, pad);
+        if (w.sw == 1) {
+          if (hi > lo) std::memcpy(dst + lo, src + lo + col_off, size_t(hi - lo) * sizeof(T));
+        } else {
+          for (int64_t q2 = lo; q2 < hi; ++q2) dst[q2] = src[q2 * w.sw + col_off];
+        }
+        std::fill(dst + hi, dst + ow, pad);
+      }
+    }
+  });
+}
+
+template <class T>
+void col2im_impl(const Window2d& w, const T* cols, T* x, int64_t n, int64_t c, int64_t h, int64_t wd) {
+  using A = compute_t<T>;
+  const int64_t oh = w.out_h(h), ow = w.out_w(wd), l = oh * ow, kk = w.kh * w.kw;
+  parallel_for(n * c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(kk * l, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> acc(size_t(h * wd));
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t img = p / c, ch = p % c;
+      std::fill(acc.begin(), acc.end(), A(0));
+      for (int64_t i = 0; i < w.kh; ++i)
+        for (int64_t j = 0; j < w.kw; ++j) {
+          const int64_t row = ch * kk + i * w.kw + j;
+          const T* src = cols + (row * n + img) * l;
+          const int64_t col_off = j * w.dw - w.pad_left;
+          int64_t lo, hi;
+          valid_range(col_off, w.sw, wd, ow, lo, hi);
+          for (int64_t r = 0; r < oh; ++r) {
+            const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
+            if (ih < 0 || ih >= h) continue;
+            A* dst = acc.data() + ih * wd;
+            const T* s = src + r * ow;
+            for (int64_t q = lo; q < hi; ++q) dst[q * w.sw + col_off] += A(load(s, q));
+          }
+        }
+      T* out = x + p * h * wd;
+      for (int64_t k = 0; k < h * wd; ++k) store(out, k, acc[size_t(k)]);
+    }
+  });
+}
+
+void im2col_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Im2Col&>(p);
+  const Shape& s = in[0].meta->shape;
+  if (out[0].meta->numel() == 0) return;
+  LUCID_DISPATCH_ALL(in[0].meta->dtype, "im2col", [&] {
+    im2col_impl<T>(prim.win, static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data), s[0], s[1], s[2], s[3],
+                   pad_as<T>(prim.pad_value));
+  });
+}
+LUCID_REGISTER_KERNEL(Im2Col, CPU, im2col_kernel);
+
+void col2im_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Col2Im&>(p);
+  const Shape& s = out[0].meta->shape;
+  if (out[0].meta->numel() == 0) return;
+  LUCID_DISPATCH_NUMERIC(out[0].meta->dtype, "col2im", [&] {
+    col2im_impl<T>(prim.win, static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data), s[0], s[1], s[2], s[3]);
+  });
+}
+LUCID_REGISTER_KERNEL(Col2Im, CPU, col2im_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

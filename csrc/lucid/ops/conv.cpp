@@ -1,0 +1,289 @@
+// Im2Col / Col2Im (each the other's VJP) and the convolution and pooling ops
+// composed from them: conv = im2col + one GEMM, pooling = im2col + a
+// reduction over the window axis.
+#include "lucid/ops/conv.h"
+
+#include <cmath>
+#include <limits>
+
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+int64_t Window2d::out_h(int64_t h) const { return floor_div(h + pad_top + pad_bottom - dh * (kh - 1) - 1, sh) + 1; }
+int64_t Window2d::out_w(int64_t w) const { return floor_div(w + pad_left + pad_right - dw * (kw - 1) - 1, sw) + 1; }
+bool Window2d::operator==(const Window2d& o) const {
+  return kh == o.kh && kw == o.kw && sh == o.sh && sw == o.sw && dh == o.dh && dw == o.dw && pad_top == o.pad_top &&
+         pad_bottom == o.pad_bottom && pad_left == o.pad_left && pad_right == o.pad_right;
+}
+size_t Window2d::hash(size_t seed) const {
+  for (int64_t v : {kh, kw, sh, sw, dh, dw, pad_top, pad_bottom, pad_left, pad_right})
+    seed = hash_mix(seed, std::hash<int64_t>()(v));
+  return seed;
+}
+std::string Window2d::str() const {
+  return detail::concat("kernel=(", kh, ", ", kw, "), stride=(", sh, ", ", sw, "), dilation=(", dh, ", ", dw,
+                        "), padding=(", pad_top, ", ", pad_bottom, ", ", pad_left, ", ", pad_right, ")");
+}
+
+static void check_window(const char* op, const Window2d& w) {
+  LUCID_CHECK(w.kh > 0 && w.kw > 0, op, ": kernel size should be greater than zero, but got (", w.kh, ", ", w.kw, ")");
+  LUCID_CHECK(w.sh > 0 && w.sw > 0, op, ": non-positive stride is not supported, got (", w.sh, ", ", w.sw, ")");
+  LUCID_CHECK(w.dh > 0 && w.dw > 0, op, ": dilation should be greater than zero, got (", w.dh, ", ", w.dw, ")");
+  LUCID_CHECK(w.pad_top >= 0 && w.pad_bottom >= 0 && w.pad_left >= 0 && w.pad_right >= 0, op,
+              ": negative padding is not supported, got (", w.pad_top, ", ", w.pad_bottom, ", ", w.pad_left, ", ",
+              w.pad_right, ")");
+}
+
+static void check_output(const char* op, const Window2d& w, int64_t h, int64_t wd) {
+  if (w.out_h(h) >= 1 && w.out_w(wd) >= 1) return;
+  fail(op, ": calculated padded input size per channel: (", h + w.pad_top + w.pad_bottom, " x ",
+       wd + w.pad_left + w.pad_right, "). Kernel size: (", w.dh * (w.kh - 1) + 1, " x ", w.dw * (w.kw - 1) + 1,
+       "). Kernel size can't be greater than actual input size");
+}
+
+// ------------------------------------------------------------------ Im2Col
+std::string Im2Col::name() const { return "im2col"; }
+bool Im2Col::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& p = static_cast<const Im2Col&>(o);
+  return p.win == win && (p.pad_value == pad_value || (std::isnan(p.pad_value) && std::isnan(pad_value)));
+}
+size_t Im2Col::hash() const { return hash_mix(win.hash(size_t(kind())), std::hash<double>()(pad_value)); }
+std::vector<TensorMeta> Im2Col::infer(const std::vector<TensorMeta>& in) const {
+  const Shape& s = in[0].shape;
+  LUCID_CHECK(s.size() == 4, "im2col: expected a 4-D input [N, C, H, W], got ", shape_str(s));
+  check_window("im2col", win);
+  check_output("im2col", win, s[2], s[3]);
+  return {{{s[1] * win.kh * win.kw, s[0], win.out_h(s[2]) * win.out_w(s[3])}, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Im2Col::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  const Shape& s = in[0].shape();
+  return {col2im(cot[0], win, s[2], s[3])};
+}
+
+Tensor im2col(const Tensor& x, const Window2d& win, double pad_value) { return call<Im2Col>({x}, win, pad_value); }
+
+// ------------------------------------------------------------------ Col2Im
+std::string Col2Im::name() const { return "col2im"; }
+bool Col2Im::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& p = static_cast<const Col2Im&>(o);
+  return p.win == win && p.height == height && p.width == width;
+}
+size_t Col2Im::hash() const { return hash_mix(hash_mix(win.hash(size_t(kind())), height), width); }
+std::vector<TensorMeta> Col2Im::infer(const std::vector<TensorMeta>& in) const {
+  const Shape& s = in[0].shape;
+  LUCID_CHECK(s.size() == 3, "col2im: expected a 3-D input [C*kH*kW, N, L], got ", shape_str(s));
+  check_window("col2im", win);
+  LUCID_CHECK(height >= 0 && width >= 0, "col2im: negative output size (", height, ", ", width, ")");
+  check_output("col2im", win, height, width);
+  const int64_t kk = win.kh * win.kw;
+  LUCID_CHECK(s[0] % kk == 0, "col2im: expected size(0) of the input ", shape_str(s),
+              " to be divisible by the product of the kernel size (", kk, ")");
+  const int64_t l = win.out_h(height) * win.out_w(width);
+  LUCID_CHECK(s[2] == l, "col2im: given output size (", height, ", ", width, ") and ", win.str(),
+              ", expected size(2) of the input to be ", l, ", but got ", s[2]);
+  LUCID_CHECK_T(TypeError, in[0].dtype != DType::Bool, "col2im: not implemented for bool");
+  return {{{s[1], s[0] / kk, height, width}, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Col2Im::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {im2col(cot[0], win, 0.0)};
+}
+
+Tensor col2im(const Tensor& cols, const Window2d& win, int64_t height, int64_t width) {
+  return call<Col2Im>({cols}, win, height, width);
+}
+
+// ------------------------------------------------------------ convolution
+static void check_conv_args(const char* op, int64_t groups) {
+  LUCID_CHECK(groups > 0, op, ": non-positive groups is not supported");
+}
+
+// x [N, C, H, W], weight [O, C/groups, kh, kw]: the shared body of conv1d and
+// conv2d (which validate and reshape their own arguments).
+static Tensor conv_impl(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& win,
+                        int64_t groups, const Shape& user_weight_shape, const Shape& user_input_shape) {
+  LUCID_CHECK_T(TypeError, is_floating(x.dtype()), op, ": expected a floating-point input, got ",
+                dtype_name(x.dtype()));
+  LUCID_CHECK_T(TypeError, x.dtype() == weight.dtype(), op, ": Input type (", dtype_name(x.dtype()),
+                ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
+  const int64_t c = x.shape()[1], o = weight.shape()[0];
+  LUCID_CHECK(o % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ", groups,
+              " at dimension 0, but got weight of size ", shape_str(user_weight_shape), " instead");
+  LUCID_CHECK(c == weight.shape()[1] * groups, op, ": Given groups=", groups, ", weight of size ",
+              shape_str(user_weight_shape), ", expected input", shape_str(user_input_shape), " to have ",
+              weight.shape()[1] * groups, " channels, but got ", c, " channels instead");
+  if (bias.defined()) {
+    LUCID_CHECK(bias.ndim() == 1 && bias.shape()[0] == o, op, ": Given weight of size ", shape_str(user_weight_shape),
+                ", expected bias to be 1-dimensional with ", o, " elements, but got bias of size ",
+                shape_str(bias.shape()), " instead");
+    LUCID_CHECK_T(TypeError, bias.dtype() == x.dtype(), op, ": Input type (", dtype_name(x.dtype()),
+                  ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+  }
+  check_window(op, win);
+  check_output(op, win, x.shape()[2], x.shape()[3]);
+
+  const Tensor cols = im2col(x, win, 0.0);  // [C*kk, N, L]
+  const int64_t n = cols.shape()[1], l = cols.shape()[2];
+  Tensor out;
+  if (groups == 1) {
+    out = matmul(reshape(weight, {o, -1}), reshape(cols, {cols.shape()[0], n * l}));  // [O, N*L]
+  } else {
+    // Rows of group g's channels are contiguous in cols: one batched GEMM.
+    out = reshape(matmul(reshape(weight, {groups, o / groups, -1}), reshape(cols, {groups, -1, n * l})), {o, n * l});
+  }
+  if (bias.defined()) out = add(out, reshape(bias, {o, 1}));
+  out = permute(reshape(out, {o, n, l}), {1, 0, 2});
+  return reshape(out, {n, o, win.out_h(x.shape()[2]), win.out_w(x.shape()[3])});
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Quad padding, Pair dilation,
+              int64_t groups) {
+  check_conv_args("conv2d", groups);
+  LUCID_CHECK(x.ndim() == 3 || x.ndim() == 4, "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
+              "input of size: ", shape_str(x.shape()));
+  LUCID_CHECK(weight.ndim() == 4, "conv2d: expected a 4-D weight [out_channels, in_channels/groups, kH, kW], got "
+              "weight of size ", shape_str(weight.shape()));
+  const bool unbatched = x.ndim() == 3;
+  const Tensor x4 = unbatched ? unsqueeze(x, 0) : x;
+  Window2d win{weight.shape()[2], weight.shape()[3], stride[0], stride[1], dilation[0], dilation[1],
+               padding[0],        padding[1],        padding[2], padding[3]};
+  Tensor out = conv_impl("conv2d", x4, weight, bias, win, groups, weight.shape(), x.shape());
+  return unbatched ? squeeze(out, std::vector<int64_t>{0}) : out;
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, Pair padding,
+              int64_t dilation, int64_t groups) {
+  check_conv_args("conv1d", groups);
+  LUCID_CHECK(x.ndim() == 2 || x.ndim() == 3, "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+              "input of size: ", shape_str(x.shape()));
+  LUCID_CHECK(weight.ndim() == 3, "conv1d: expected a 3-D weight [out_channels, in_channels/groups, kW], got "
+              "weight of size ", shape_str(weight.shape()));
+  const bool unbatched = x.ndim() == 2;
+  const Tensor x3 = unbatched ? unsqueeze(x, 0) : x;
+  const Tensor x4 = unsqueeze(x3, 2);  // [N, C, 1, L]
+  const Tensor w4 = unsqueeze(weight, 2);
+  Window2d win{1, weight.shape()[2], 1, stride, 1, dilation, 0, 0, padding[0], padding[1]};
+  Tensor out = squeeze(conv_impl("conv1d", x4, w4, bias, win, groups, weight.shape(), x.shape()),
+                       std::vector<int64_t>{2});
+  return unbatched ? squeeze(out, std::vector<int64_t>{0}) : out;
+}
+
+// ---------------------------------------------------------------- pooling
+// PyTorch's pooling output size (ceil_mode drops a last window that would
+// start in the right padding).
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const int64_t out = floor_div(in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  return (ceil_mode && (out - 1) * s >= in + p) ? out - 1 : out;
+}
+
+struct PoolGeometry {
+  Tensor x4;  // [N, C, H, W]
+  bool unbatched;
+  int64_t oh, ow;
+  Window2d win;  // symmetric padding plus what ceil_mode adds at the bottom/right
+};
+
+static PoolGeometry pool_geometry(const char* op, const Tensor& x, Pair k, Pair s, Pair p, Pair d, bool ceil_mode,
+                                  bool dilated) {
+  LUCID_CHECK(x.ndim() == 3 || x.ndim() == 4, op, ": Expected 3D or 4D (batch mode) tensor for input, got input of "
+              "size: ", shape_str(x.shape()));
+  LUCID_CHECK(k[0] > 0 && k[1] > 0, op, ": kernel_size must be greater than zero, but got (", k[0], ", ", k[1], ")");
+  LUCID_CHECK(s[0] > 0 && s[1] > 0, op, ": stride must be greater than zero, but got (", s[0], ", ", s[1], ")");
+  LUCID_CHECK(d[0] > 0 && d[1] > 0, op, ": dilation must be greater than zero, but got (", d[0], ", ", d[1], ")");
+  for (int i = 0; i < 2; ++i) {
+    const int64_t eff = d[i] * (k[i] - 1) + 1;
+    LUCID_CHECK(p[i] >= 0 && p[i] <= (dilated ? eff : k[i]) / 2, op, ": pad should be at most half of ",
+                dilated ? "effective " : "", "kernel size, but got pad=", p[i], ", kernel_size=", k[i],
+                dilated ? detail::concat(" and dilation=", d[i]) : std::string());
+  }
+  PoolGeometry g;
+  g.unbatched = x.ndim() == 3;
+  g.x4 = g.unbatched ? unsqueeze(x, 0) : x;
+  const int64_t h = g.x4.shape()[2], w = g.x4.shape()[3];
+  g.oh = pool_out(h, k[0], s[0], p[0], d[0], ceil_mode);
+  g.ow = pool_out(w, k[1], s[1], p[1], d[1], ceil_mode);
+  LUCID_CHECK(g.oh >= 1 && g.ow >= 1, op, ": Given input size: (", g.x4.shape()[1], "x", h, "x", w,
+              "). Calculated output size: (", g.x4.shape()[1], "x", g.oh, "x", g.ow, "). Output size is too small");
+  const int64_t pb = std::max(p[0], (g.oh - 1) * s[0] + d[0] * (k[0] - 1) + 1 - h - p[0]);
+  const int64_t pr = std::max(p[1], (g.ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - w - p[1]);
+  g.win = Window2d{k[0], k[1], s[0], s[1], d[0], d[1], p[0], pb, p[1], pr};
+  LUCID_CHECK(g.win.out_h(h) == g.oh && g.win.out_w(w) == g.ow, "internal: pooling geometry mismatch");
+  return g;
+}
+
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                                     bool ceil_mode, bool with_indices) {
+  const PoolGeometry g = pool_geometry("max_pool2d", x, kernel, stride, padding, dilation, ceil_mode, true);
+  LUCID_CHECK_T(TypeError, g.x4.dtype() != DType::Bool, "max_pool2d: not implemented for bool");
+  const int64_t n = g.x4.shape()[0], c = g.x4.shape()[1], h = g.x4.shape()[2], w = g.x4.shape()[3];
+  // One channel per image row so the window axis is the only reduced one.
+  const Tensor cols = im2col(reshape(g.x4, {n * c, 1, h, w}), g.win, -std::numeric_limits<double>::infinity());
+  // Gathering at the argmax sends the gradient to the first maximum only,
+  // as PyTorch does (a max reduction's VJP would split it between ties).
+  const Tensor idx = argmax(cols, 0, true);  // [1, N*C, L]
+  const Shape out_shape{n, c, g.oh, g.ow};
+  Tensor out = reshape(gather(cols, 0, idx), out_shape);
+  Tensor flat;
+  if (with_indices) {
+    // Window tap t = (i, j) of output (r, q) read input (r*sh - pt + i*dh, q*sw - pl + j*dw).
+    const Tensor t = reshape(idx, {n, c, g.oh, g.ow});
+    const Tensor ti = floor_divide(t, scalar_tensor(g.win.kw, DType::Int64, x.device()));
+    const Tensor tj = remainder(t, scalar_tensor(g.win.kw, DType::Int64, x.device()));
+    const Tensor rows = reshape(arange(0, double(g.oh), 1, DType::Int64, x.device()), {g.oh, 1});
+    const Tensor colsq = arange(0, double(g.ow), 1, DType::Int64, x.device());
+    const Tensor ih = add(sub(mul(rows, int64_t(g.win.sh)), int64_t(g.win.pad_top)), mul(ti, int64_t(g.win.dh)));
+    const Tensor iw = add(sub(mul(colsq, int64_t(g.win.sw)), int64_t(g.win.pad_left)), mul(tj, int64_t(g.win.dw)));
+    flat = add(mul(ih, int64_t(w)), iw);
+  }
+  if (g.unbatched) {
+    out = squeeze(out, std::vector<int64_t>{0});
+    if (flat.defined()) flat = squeeze(flat, std::vector<int64_t>{0});
+  }
+  return {out, flat};
+}
+
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  const PoolGeometry g = pool_geometry("avg_pool2d", x, kernel, stride, padding, {1, 1}, ceil_mode, false);
+  LUCID_CHECK_T(TypeError, is_floating(g.x4.dtype()), "avg_pool2d: expected a floating-point input, got ",
+                dtype_name(g.x4.dtype()));
+  LUCID_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
+  const int64_t n = g.x4.shape()[0], c = g.x4.shape()[1], h = g.x4.shape()[2], w = g.x4.shape()[3];
+  const Window2d& win = g.win;
+  const Tensor sums = sum(im2col(reshape(g.x4, {n * c, 1, h, w}), win, 0.0), {0});  // [N*C, L]
+  Tensor out;
+  const bool extra = win.pad_bottom != win.pad_top || win.pad_right != win.pad_left;
+  const bool padded = win.pad_top || win.pad_left || extra;
+  if (divisor_override) {
+    out = div(sums, double(*divisor_override));
+  } else if (!padded || (count_include_pad && !extra)) {
+    out = div(sums, double(win.kh * win.kw));
+  } else {
+    // Per-window element counts: windows are counted up to the symmetric
+    // padding (count_include_pad) or over real elements only, never over
+    // what ceil_mode adds.
+    Tensor ones_img;
+    Window2d cwin = win;
+    if (count_include_pad) {
+      ones_img = ones({1, 1, h + win.pad_top * 2, w + win.pad_left * 2}, g.x4.dtype(), x.device());
+      cwin.pad_bottom -= win.pad_top;
+      cwin.pad_right -= win.pad_left;
+      cwin.pad_top = cwin.pad_left = 0;
+    } else {
+      ones_img = ones({1, 1, h, w}, g.x4.dtype(), x.device());
+    }
+    out = div(sums, sum(im2col(ones_img, cwin, 0.0), {0}));
+  }
+  out = reshape(out, {n, c, g.oh, g.ow});
+  return g.unbatched ? squeeze(out, std::vector<int64_t>{0}) : out;
+}
+
+}  // namespace lucid

@@ -1,0 +1,88 @@
+#pragma once
+// Sliding-window primitives — Im2Col and its adjoint Col2Im — and the
+// convolution and pooling ops built on them.
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lucid/ops/ops.h"
+#include "lucid/ops/primitive.h"
+
+namespace lucid {
+
+// The geometry of a 2-D sliding window over [N, C, H, W]: kernel, stride,
+// dilation, and padding per side (so 'same' with an even kernel and pooling's
+// ceil_mode, which pad one side more, need no separate pad op).
+struct Window2d {
+  int64_t kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1;
+  int64_t dh = 1, dw = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+
+  // Output extent along H / W (may be <= 0 for a window larger than the
+  // padded input; Im2Col rejects that).
+  int64_t out_h(int64_t h) const;
+  int64_t out_w(int64_t w) const;
+  bool operator==(const Window2d& o) const;
+  size_t hash(size_t seed) const;
+  std::string str() const;
+};
+
+// [N, C, H, W] -> [C*kh*kw, N, OH*OW]. Row (c, i, j) holds, for every image
+// and output position, the input element under kernel tap (i, j) of channel
+// c; taps over the padding read `pad_value` (-inf for max pooling). The
+// window axis leads so that a convolution is one GEMM over the whole batch
+// and pooling reduces axis 0.
+struct Im2Col final : Primitive {
+  Window2d win;
+  double pad_value;
+  Im2Col(Window2d win, double pad_value) : Primitive(OpKind::Im2Col), win(win), pad_value(pad_value) {}
+  std::string name() const override;
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  uint8_t saved() const override { return 0; }
+};
+
+// The adjoint of Im2Col: [C*kh*kw, N, OH*OW] -> [N, C, height, width], each
+// input element receiving the sum of the taps that read it.
+struct Col2Im final : Primitive {
+  Window2d win;
+  int64_t height, width;
+  Col2Im(Window2d win, int64_t height, int64_t width)
+      : Primitive(OpKind::Col2Im), win(win), height(height), width(width) {}
+  std::string name() const override;
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  uint8_t saved() const override { return 0; }
+};
+
+Tensor im2col(const Tensor& x, const Window2d& win, double pad_value = 0);
+Tensor col2im(const Tensor& cols, const Window2d& win, int64_t height, int64_t width);
+
+using Pair = std::array<int64_t, 2>;
+using Quad = std::array<int64_t, 4>;  // top, bottom, left, right
+
+// x [N, C, H, W] or unbatched [C, H, W]; weight [O, C/groups, kh, kw]; bias
+// [O] or undefined.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Quad padding, Pair dilation,
+              int64_t groups);
+// x [N, C, L] or [C, L]; weight [O, C/groups, k]; padding (left, right).
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, Pair padding,
+              int64_t dilation, int64_t groups);
+
+// Max over each window; with `indices`, also the position of the (first)
+// maximum as a flat index into H*W, as PyTorch returns it.
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                                     bool ceil_mode, bool indices);
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override);
+
+}  // namespace lucid
