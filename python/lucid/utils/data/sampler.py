@@ -1,0 +1,138 @@
+"""Samplers: which indices a DataLoader fetches, in what order and groups
+(PyTorch's torch.utils.data.sampler)."""
+import itertools
+import numbers
+
+import numpy as np
+
+from ... import _C
+from ._random import as_generator, rng
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got {name}={value}")
+    return int(value)
+
+
+class Sampler:
+    """Base class: subclasses implement `__iter__` (and `__len__` if known)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation (each epoch a new one), or `num_samples` draws with
+    replacement. Without a generator each epoch seeds from the global RNG."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = as_generator(generator)
+        if num_samples is not None:
+            _positive_int("num_samples", num_samples)
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else int(self._num_samples)
+
+    def __iter__(self):
+        n = len(self.data_source)
+        if n == 0:
+            return iter(())
+        g = rng(self.generator)
+        if self.replacement:
+            return iter(g.integers(0, n, size=self.num_samples).tolist())
+        full, rest = divmod(self.num_samples, n)
+        perms = [g.permutation(n) for _ in range(full)] + ([g.permutation(n)[:rest]] if rest else [])
+        return iter(np.concatenate(perms).tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = as_generator(generator)
+
+    def __iter__(self):
+        perm = rng(self.generator).permutation(len(self.indices))
+        return (self.indices[i] for i in perm.tolist())
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probability proportional to `weights`."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        num_samples = _positive_int("num_samples", num_samples)
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        if isinstance(weights, _C.Tensor):
+            weights = weights.detach().numpy() if weights.dtype != _C.dtype.bfloat16 else \
+                _C.cast(weights.detach(), _C.dtype.float32).numpy()
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("weights must be finite, non-negative and not all zero")
+        if not replacement and num_samples > np.count_nonzero(w):
+            raise ValueError("cannot draw more samples than there are non-zero weights without replacement")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = as_generator(generator)
+
+    def __iter__(self):
+        p = self.weights / self.weights.sum()
+        return iter(rng(self.generator).choice(len(p), self.num_samples, replace=self.replacement, p=p).tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Groups another sampler's indices into lists of `batch_size`."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        self.batch_size = _positive_int("batch_size", batch_size)
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        it = iter(self.sampler)
+        while True:
+            batch = list(itertools.islice(it, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
