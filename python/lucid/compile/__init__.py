@@ -7,6 +7,7 @@ baked in, and reading a value inside the step (``.item()``, ``.numpy()``)
 raises. ``loss_fn`` is part of the signature by identity, so passing a fresh
 lambda on every call recompiles every time.
 """
-from ._step import make_step
+from ._optimizer import compile_optimizer
+from ._step import fused_step, make_step
 
-__all__ = ["make_step"]
+__all__ = ["compile_optimizer", "fused_step", "make_step"]

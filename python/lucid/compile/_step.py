@@ -4,6 +4,7 @@ import collections
 import time
 
 from .. import _C
+from . import _bridge
 from ._trace import as_tensor_args, describe_change, tensor_meta, tracing
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
@@ -16,11 +17,11 @@ class _Entry:
         self.executable = None
         self.compile_seconds = 0.0
         self.new_grad_params = []  # params whose new .grad is an output of the run
-        self.scalar_plan = []      # callables giving the host scalar feeds, in order
+        self.scalar_fn = None      # gives the host scalar feeds of one call, in trace order
         self.after_run = []        # host bookkeeping after a successful run (step counts)
 
 
-class _CompiledStepBase:
+class _TracedStep:
     def __init__(self, model, loss_fn, cache_size):
         if not callable(loss_fn):
             raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
@@ -66,7 +67,7 @@ class _CompiledStepBase:
                 self._entries.pop(evicted, None)
             self._entries[key] = entry
         self._last_signature = parts
-        scalars = [f() for f in entry.scalar_plan]
+        scalars = entry.scalar_fn() if entry.scalar_fn else []
         outs = entry.executable.run(args, scalars)
         self._after_run(entry, outs)
         for f in entry.after_run:
@@ -119,7 +120,7 @@ def _autocast_state():
     return autocast_state()
 
 
-class MakeStep(_CompiledStepBase):
+class MakeStep(_TracedStep):
     """Forward + loss + backward as one executable; gradients land in .grad
     as loss.backward() would leave them (accumulating into existing ones)."""
 
@@ -154,3 +155,68 @@ def make_step(model, loss_fn, *, cache_size=8):
     drives the optimizer.
     """
     return MakeStep(model, loss_fn, cache_size)
+
+
+class FusedStep(_TracedStep):
+    """Forward + loss + backward + optimizer update as one executable."""
+
+    def __init__(self, model, loss_fn, optimizer, grad_scaler=None, cache_size=8):
+        super().__init__(model, loss_fn, cache_size)
+        if grad_scaler is not None:
+            raise NotImplementedError("fused_step(grad_scaler=...) is not supported yet")
+        _bridge.check_supported(optimizer)
+        model_params = {id(p) for p in model.parameters()}
+        for _, _, p in _bridge.param_slots(optimizer):
+            if id(p) not in model_params:
+                raise RuntimeError("fused_step: the optimizer holds a parameter that is not one of the model's "
+                                   "parameters; pass the model that owns every optimized parameter")
+        self.optimizer = optimizer
+
+    def _extra_signature(self):
+        opt = self.optimizer
+        return {
+            "groups": tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups),
+            "structure": _bridge.structural_signature(opt),
+            "state": tuple(e.state_generation for e in opt._engines),
+        }
+
+    def _prepare_grads(self, params):
+        # The eager loop starts from zero_grad(): every gradient is fresh.
+        for p in params:
+            p.grad = None
+
+    def _trace_update(self, tracer, params, saved_grads, entry):
+        opt = self.optimizer
+        slots = []
+        for gi, i, p in _bridge.param_slots(opt):
+            g = p.grad
+            if g is None or not p.requires_grad:
+                continue  # no gradient: skipped entirely, as in the eager step
+            _bridge.emit_update(tracer, opt, gi, i, p, g)
+            slots.append((gi, i))
+        entry.scalar_fn = lambda: _bridge.host_scalars(opt, slots)
+        entry.after_run.append(lambda: _bridge.advance(opt, slots))
+
+    def _after_run(self, entry, outs):
+        pass
+
+
+def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, cache_size=8):
+    """Compiles the whole training step into one executable.
+
+    ``step = fused_step(model, loss_fn, opt)`` then ``loss = step(x, *targets)``
+    behaves like ``opt.zero_grad(); loss = loss_fn(model(x), *targets);
+    loss.backward(); opt.step()`` — parameters and optimizer state are updated
+    in place and the loss is returned — but runs as one executable per call.
+    Hyper-parameters are read from ``optimizer.param_groups`` on every call.
+
+    >>> import lucid, lucid.nn as nn, lucid.nn.functional as F
+    >>> from lucid.compile import fused_step
+    >>> model = nn.Linear(4, 2)
+    >>> opt = lucid.optim.SGD(model.parameters(), lr=0.1)
+    >>> step = fused_step(model, F.mse_loss, opt)
+    >>> loss = step(lucid.ones(3, 4), lucid.zeros(3, 2))
+    >>> loss.shape
+    ()
+    """
+    return FusedStep(model, loss_fn, optimizer, grad_scaler, cache_size)

@@ -1,0 +1,148 @@
+"""compile_optimizer: an optimizer whose step() runs as one executable over
+every parameter of every group."""
+import time
+
+from .. import _C
+from . import _bridge
+from ._trace import tensor_meta
+
+SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
+             "Rprop")
+
+
+class _CompiledStepBase:
+    """A drop-in for the optimizer it wraps: ``step``, ``zero_grad``,
+    ``param_groups``, ``state``, ``state_dict`` and ``load_state_dict``. The
+    state is the wrapped optimizer's engine state, updated in place, so
+    checkpoints keep PyTorch's layout and move freely between eager and
+    compiled runs."""
+
+    def __init__(self, optimizer, cache_size=8):
+        self.optimizer = optimizer
+        self._cache = _C.ExecutableCache(cache_size)
+        self._entries = {}
+        self._last_miss = None
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none)
+
+    def add_param_group(self, group):
+        self.optimizer.add_param_group(group)
+
+    def state_dict(self):
+        return self.optimizer._eager_state_dict()
+
+    def load_state_dict(self, state_dict):
+        self.optimizer._eager_load_state_dict(state_dict)
+
+    def _signature(self, slots):
+        opt = self.optimizer
+        return repr((
+            tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots),
+            _bridge.structural_signature(opt),
+            tuple(e.state_generation for e in opt._engines),
+        ))
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        opt = self.optimizer
+        slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(opt) if p.grad is not None]
+        if not slots:
+            return loss
+        key = self._signature(slots)
+        exe = self._cache.get(key)
+        if exe is None or not exe.bindings_valid():
+            self._last_miss = "first call" if not self._entries else "signature changed"
+            exe = self._compile(slots, key)
+        positions = [(gi, i) for gi, i, _ in slots]
+        scalars = _bridge.host_scalars(opt, positions)
+        exe.run([p.grad for _, _, p in slots], scalars)
+        _bridge.advance(opt, positions)
+        return loss
+
+    def _compile(self, slots, key):
+        start = time.perf_counter()
+        tracer = _C.GraphTracer()
+        sym = [tracer.input(list(p.grad.shape), p.grad.dtype, str(p.grad.device)) for _, _, p in slots]
+        tracer.enter()
+        try:
+            with _no_grad():
+                for (gi, i, p), g in zip(slots, sym):
+                    _bridge.emit_update(tracer, self.optimizer, gi, i, p, g)
+        finally:
+            tracer.exit()
+        exe = tracer.compile(str(slots[0][2].device))
+        for evicted in self._cache.put(key, exe, time.perf_counter() - start):
+            self._entries.pop(evicted, None)
+        self._entries[key] = exe
+        return exe
+
+    def cache_info(self):
+        from ._step import CacheInfo
+
+        return CacheInfo(self._cache.hits, self._cache.misses, len(self._cache), self._cache.compile_seconds,
+                         self._last_miss)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.optimizer!r})"
+
+
+def _enable_grad():
+    from ..autograd import enable_grad
+
+    return enable_grad()
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()
+
+
+_wrapper_classes = {}
+
+
+def compile_optimizer(optimizer, *, cache_size=8):
+    """Returns a drop-in optimizer whose ``step()`` is one executable.
+
+    Compiling the same optimizer again returns the same wrapper; from then on
+    ``optimizer.step()``, ``state_dict()`` and ``load_state_dict()`` act on
+    the wrapper's (shared) state.
+
+    >>> import lucid
+    >>> w = lucid.ones(3, requires_grad=True)
+    >>> opt = lucid.compile.compile_optimizer(lucid.optim.SGD([w], lr=0.5))
+    >>> w.grad = lucid.ones(3)
+    >>> opt.step()
+    >>> w.tolist()
+    [0.5, 0.5, 0.5]
+    """
+    name = type(optimizer).__name__
+    existing = getattr(optimizer, "_compiled", None)
+    if existing is not None:
+        return existing
+    if name not in SUPPORTED or getattr(optimizer, "_engines", None) is None:
+        raise TypeError(f"compile_optimizer does not support {name}; supported: {', '.join(SUPPORTED)}")
+    if not any(g["params"] for g in optimizer.param_groups):
+        raise ValueError("compile_optimizer: the optimizer has no parameters")
+    cls = _wrapper_classes.get(name)
+    if cls is None:
+        cls = _wrapper_classes[name] = type(f"_Compiled{name}", (_CompiledStepBase,), {})
+    wrapper = cls(optimizer, cache_size)
+    optimizer._compiled = wrapper
+    return wrapper
