@@ -9,8 +9,9 @@ File format (version 1, all integers little-endian):
     offset 12  uint64    H, length of the header
     offset 20  H bytes   header: UTF-8 JSON (below)
     zero padding to a multiple of 64 bytes; the data section starts there
-    data section: each tensor's raw bytes, C order, at its offset (relative to
-    the data section, a multiple of 64), nothing after the last tensor
+    data section, D bytes, the end of the file: each tensor's raw bytes in C
+    order at its offset (relative to the data section, a multiple of 64),
+    zero padding between
 
 The header is {"format": "lucid", "data_size": D, "tensors": [...], "root": V}.
 Each tensor entry is {"dtype": name, "shape": [...], "offset": o,
@@ -39,7 +40,6 @@ import collections
 import io
 import json
 import math
-import numbers
 import os
 import struct
 import tempfile
@@ -281,7 +281,9 @@ def _check_entry(r, k, e, data_size):
         r.fail(f"tensor {k}: nbytes {nbytes} does not match shape {shape} of {name} ({expected} bytes)")
     if offset + nbytes > data_size:
         r.fail(f"tensor {k}: bytes [{offset}, {offset + nbytes}) lie outside the data section of {data_size} bytes")
-    if not isinstance(e.get("device", "cpu"), str):
+    try:
+        _C.device(e.get("device", "cpu"))
+    except (TypeError, ValueError):
         r.fail(f"tensor {k} has an invalid device {e.get('device')!r}")
 
 
@@ -438,7 +440,8 @@ def load(f, map_location=None, *, weights_only=True, mmap=None):
         if not (hasattr(f, "seek") and (seekable is None or seekable())):
             f = io.BytesIO(f.read())
         start = f.tell()
-        size = f.seek(0, io.SEEK_END) - start
+        f.seek(0, io.SEEK_END)
+        size = f.tell() - start
         f.seek(start)
         # a stream may hold more after this checkpoint: no trailing-bytes check
         return _load(_Reader(f, name, start), size, map_location, exact_size=False)
