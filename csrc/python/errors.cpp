@@ -1,23 +1,36 @@
-// Core errors -> Python exceptions, messages unchanged.
+// Core errors -> Python exceptions, messages unchanged. Each kind is its
+// Python counterpart (InvalidArgument is a ValueError) and also a
+// RuntimeError, the kind PyTorch raises for nearly every failed op, so code
+// written against PyTorch (`except RuntimeError`) catches Lucid's errors too.
 #include "bindings.h"
 
 namespace lucid::python {
 
+static PyObject* new_error(py::module_& m, const char* name, PyObject* base) {
+  py::tuple bases = py::make_tuple(py::handle(base), py::handle(PyExc_RuntimeError));
+  PyObject* cls = PyErr_NewException((std::string("lucid.") + name).c_str(), bases.ptr(), nullptr);
+  if (!cls) throw py::error_already_set();
+  m.add_object(name, py::handle(cls));
+  return cls;  // one reference kept for the life of the process
+}
+
 void init_errors(py::module_& m) {
-  static py::exception<InvalidArgument> invalid(m, "InvalidArgument", PyExc_ValueError);
+  static PyObject* invalid = new_error(m, "InvalidArgument", PyExc_ValueError);
+  static PyObject* type_error = new_error(m, "TypeError", PyExc_TypeError);
+  static PyObject* index_error = new_error(m, "IndexError", PyExc_IndexError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InvalidArgument& e) {
-      py::set_error(invalid, e.what());
+      PyErr_SetString(invalid, e.what());
     } catch (const TypeError& e) {
-      py::set_error(PyExc_TypeError, e.what());
+      PyErr_SetString(type_error, e.what());
     } catch (const IndexError& e) {
-      py::set_error(PyExc_IndexError, e.what());
+      PyErr_SetString(index_error, e.what());
     } catch (const NotImplementedError& e) {
-      py::set_error(PyExc_NotImplementedError, e.what());
+      PyErr_SetString(PyExc_NotImplementedError, e.what());  // already a RuntimeError
     } catch (const Error& e) {
-      py::set_error(PyExc_RuntimeError, e.what());
+      PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
 }

@@ -18,7 +18,7 @@ __all__ = [
     "softmax", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "subtract", "sum", "tanh",
     "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
     "dot", "outer", "square", "sort", "topk", "cumsum", "unbind", "movedim", "swapaxes", "t", "dist",
-    "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave",
+    "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
 ]
 
 
@@ -46,6 +46,19 @@ def _binary(fn):
 
 
 add_ = _C.add
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's promotion gives an op over the two operands
+    (tensors or Python numbers)."""
+    a, b = _t(tensor1), _t(tensor2)
+    if is_number(a) and is_number(b):
+        raise TypeError("result_type: at least one argument must be a Tensor")
+    if is_number(a):
+        a = _C.wrap_scalar(a, b)
+    if is_number(b):
+        b = _C.wrap_scalar(b, a)
+    return _C.result_type(a, b)
 
 
 def add(input, other, *, alpha=1, out=None):  # noqa: A002

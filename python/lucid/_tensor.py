@@ -52,9 +52,9 @@ _method("__pow__", _binop(_C.pow))
 _method("__rpow__", _binop(_C.pow, True))
 _method("__matmul__", lambda self, other: _C.matmul(self, _other(other)))
 _method("__rmatmul__", lambda self, other: _C.matmul(_other(other), self))
-_method("__neg__", _C.neg)
+_method("__neg__", lambda self: _C.neg(self))
 _method("__pos__", lambda self: self)
-_method("__abs__", _C.abs)
+_method("__abs__", lambda self: _C.abs(self))
 _method("__invert__", lambda self: _C.logical_not(self) if self.dtype == _C.dtype.bool else _bitwise_error())
 _method("__and__", _binop(_C.logical_and))
 _method("__or__", _binop(_C.logical_or))
@@ -66,6 +66,8 @@ _method("__le__", _binop(_C.le))
 _method("__gt__", _binop(_C.gt))
 _method("__ge__", _binop(_C.ge))
 Tensor.__hash__ = object.__hash__
+# NumPy defers to the Tensor's reflected operators (np.float32(2) * t is a Tensor).
+Tensor.__array_priority__ = 1000
 
 
 def _bitwise_error():

@@ -225,11 +225,11 @@ std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const std::vector
         }
         break;
       case BinaryOp::Maximum: case BinaryOp::Minimum: {
-        // Ties split the gradient evenly, as in PyTorch.
+        // PyTorch's rule: ties split the gradient evenly, the losing side
+        // gets none, and a NaN on either side passes it to both.
         Tensor mine = i == 0 ? a : b, other = i == 0 ? b : a;
-        Tensor wins = op == BinaryOp::Maximum ? gt(mine, other) : lt(mine, other);
-        Tensor half = mul(g, 0.5);
-        r = where(wins, g, where(eq(mine, other), half, zeros_like(g)));
+        Tensor loses = op == BinaryOp::Maximum ? lt(mine, other) : gt(mine, other);
+        r = where(loses, zeros_like(g), where(eq(mine, other), mul(g, 0.5), g));
         break;
       }
       case BinaryOp::Atan2: {
@@ -333,8 +333,11 @@ std::vector<Tensor> Where::vjp(const std::vector<Tensor>& in, const std::vector<
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  LUCID_CHECK_T(TypeError, cond.dtype() == DType::Bool,
+                "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+                dtype_name(cond.dtype()));
   const DType dt = result_type(a, b);
-  return call<Where>({cast(cond, DType::Bool), cast(a, dt), cast(b, dt)});
+  return call<Where>({cond, cast(a, dt), cast(b, dt)});
 }
 
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {

@@ -16,7 +16,7 @@ inline C unary_apply(C x) {
     switch (op) {
       case UnaryOp::Neg: return -x;
       case UnaryOp::Abs: return std::abs(x);
-      case UnaryOp::Sign: return C((x > 0) - (x < 0)) + (x != x ? x : C(0));
+      case UnaryOp::Sign: return C((x > 0) - (x < 0));  // NaN -> 0, like PyTorch
       case UnaryOp::Exp: return std::exp(x);
       case UnaryOp::Log: return std::log(x);
       case UnaryOp::Log1p: return std::log1p(x);
