@@ -1,0 +1,217 @@
+"""Shared test helpers: PyTorch is the oracle.
+
+- ``to_torch`` / ``to_lucid`` convert tensors through NumPy (bfloat16 through
+  float32, which holds every bfloat16 value exactly).
+- ``assert_close(actual, expected)`` compares a lucid tensor with a torch
+  tensor: shape, dtype, then values with per-dtype default tolerances.
+- ``check(fn, *inputs)`` runs ``fn(lib, *tensors)`` with ``lib`` = lucid and
+  lib = torch on the same inputs, compares the outputs and then, after a
+  backward pass with a random upstream gradient, the input gradients.
+- ``gradcheck(fn, *arrays)`` checks lucid's analytic gradients against
+  central finite differences in float64.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import lucid  # noqa: E402
+
+# Same thread count on both sides (and reproducible reduction orders).
+torch.set_num_threads(max(1, lucid.get_num_threads()))
+
+_DTYPES = [
+    ("bool", torch.bool), ("int32", torch.int32), ("int64", torch.int64), ("float16", torch.float16),
+    ("bfloat16", torch.bfloat16), ("float32", torch.float32), ("float64", torch.float64),
+]
+LUCID_TO_TORCH = {getattr(lucid, n): t for n, t in _DTYPES}
+TORCH_TO_LUCID = {t: getattr(lucid, n) for n, t in _DTYPES}
+FLOAT_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+
+# (rtol, atol) by dtype, PyTorch's assert_close defaults.
+DEFAULT_TOL = {
+    torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def to_torch(t, requires_grad=False):
+    """A lucid tensor -> a torch tensor with the same values and dtype."""
+    t = t.detach()
+    if t.dtype == lucid.bfloat16:
+        out = torch.from_numpy(np.array(t.float().numpy())).to(torch.bfloat16)
+    else:
+        out = torch.from_numpy(np.array(t.numpy()))
+    return out.requires_grad_(requires_grad)
+
+
+def to_lucid(t, requires_grad=False):
+    """A torch tensor (or NumPy array) -> a lucid tensor with the same values and dtype."""
+    if isinstance(t, np.ndarray):
+        return lucid.tensor(t, requires_grad=requires_grad)
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        out = lucid.tensor(t.float().numpy()).to(lucid.bfloat16)
+    else:
+        out = lucid.tensor(t.numpy())
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def _as_numpy(t):
+    """Values of a lucid or torch tensor as a float64/int/bool NumPy array."""
+    if isinstance(t, torch.Tensor):
+        t = t.detach()
+        return (t.double() if t.dtype in (torch.float16, torch.bfloat16) else t).numpy()
+    t = t.detach()
+    return (t.double() if t.dtype in (lucid.float16, lucid.bfloat16) else t).numpy()
+
+
+def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True, equal_nan=True, msg=""):
+    """`actual` (lucid) matches `expected` (torch) in shape, dtype and value.
+
+    Tuples/lists are compared element-wise; Python numbers against numbers.
+    """
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)), f"{msg}expected a sequence, got {type(actual).__name__}"
+        assert len(actual) == len(expected), f"{msg}length {len(actual)} != {len(expected)}"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_close(a, e, rtol, atol, check_dtype, equal_nan, msg=f"{msg}[{i}] ")
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert not isinstance(actual, lucid.Tensor), f"{msg}expected a number, got a tensor"
+        np.testing.assert_allclose(actual, expected, rtol=rtol or 1e-7, atol=atol or 0, err_msg=msg)
+        return
+    assert isinstance(actual, lucid.Tensor), f"{msg}expected a lucid.Tensor, got {type(actual).__name__}"
+    assert tuple(actual.shape) == tuple(expected.shape), f"{msg}shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    if check_dtype:
+        assert LUCID_TO_TORCH[actual.dtype] == expected.dtype, f"{msg}dtype {actual.dtype} != {expected.dtype}"
+    d_rtol, d_atol = DEFAULT_TOL.get(expected.dtype, (0, 0))
+    a, e = _as_numpy(actual), _as_numpy(expected)
+    if a.dtype == bool or e.dtype == bool or e.dtype.kind in "iu":
+        if not check_dtype:
+            a, e = a.astype(np.float64), e.astype(np.float64)
+        else:
+            np.testing.assert_array_equal(a, e, err_msg=msg)
+            return
+    np.testing.assert_allclose(a, e, rtol=d_rtol if rtol is None else rtol, atol=d_atol if atol is None else atol,
+                               equal_nan=equal_nan, err_msg=msg)
+
+
+def rnd(*shape, dtype="float32", low=None, high=None, seed=0):
+    """A NumPy array of random numbers: normal floats, or uniform in
+    [low, high) when bounds are given; integers uniform in [low, high)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return np.asarray(rng.random(shape) < 0.5)
+    if dtype in ("int32", "int64"):
+        return np.asarray(rng.integers(-5 if low is None else low, 6 if high is None else high, size=shape), dtype)
+    if low is not None or high is not None:
+        x = rng.uniform(0.0 if low is None else low, 1.0 if high is None else high, size=shape)
+    else:
+        x = rng.standard_normal(shape)
+    return np.asarray(x, "float32" if dtype == "bfloat16" else dtype)
+
+
+def _make(lib, value, dtype, requires_grad):
+    """A NumPy array -> a tensor of `lib` (bfloat16 via `dtype`)."""
+    if lib is torch:
+        t = torch.from_numpy(np.array(value))
+        if dtype == "bfloat16":
+            t = t.to(torch.bfloat16)
+    else:
+        t = lucid.tensor(np.array(value))
+        if dtype == "bfloat16":
+            t = t.to(lucid.bfloat16)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def check(fn, *inputs, grad=True, rtol=None, atol=None, grad_rtol=None, grad_atol=None, dtypes=None, seed=1):
+    """Runs fn(lib, *args) for lib in (lucid, torch) and compares.
+
+    NumPy arrays in `inputs` become tensors on both sides (floating ones
+    require grad when `grad`); anything else is passed through unchanged.
+    `dtypes` can name a dtype per input (e.g. "bfloat16", which NumPy lacks).
+    Gradients: every floating output is back-propagated with the same random
+    upstream gradient on both sides, and each input's .grad is compared
+    (including which inputs got none).
+    """
+    dtypes = dtypes or [None] * len(inputs)
+    sides = {}
+    for lib in (lucid, torch):
+        args, leaves = [], []
+        for v, dt in zip(inputs, dtypes):
+            if isinstance(v, np.generic):  # arithmetic on 0-d arrays gives NumPy scalars
+                v = np.asarray(v)
+            if isinstance(v, np.ndarray):
+                dt = dt or v.dtype.name
+                rg = grad and dt in FLOAT_DTYPES
+                t = _make(lib, v, dt, rg)
+                args.append(t)
+                leaves.append(t if rg else None)
+            else:
+                args.append(v)
+        sides[lib] = (fn(lib, *args), leaves)
+    (l_out, l_leaves), (t_out, t_leaves) = sides[lucid], sides[torch]
+    assert_close(l_out, t_out, rtol, atol)
+    if not grad:
+        return l_out
+    t_outs = [o for o in _outputs(t_out) if isinstance(o, torch.Tensor) and o.requires_grad]
+    l_outs = [o for o, t in zip(_outputs(l_out), _outputs(t_out)) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not t_outs:
+        return l_out
+    for o in l_outs:
+        assert o.requires_grad, "lucid output does not require grad but torch's does"
+    rng = np.random.default_rng(seed)
+    ups = [rng.standard_normal(tuple(o.shape)).astype(np.float64) for o in t_outs]
+    torch.autograd.backward(t_outs, [torch.from_numpy(u).to(o.dtype) for u, o in zip(ups, t_outs)])
+    lucid.autograd.backward(l_outs, [lucid.tensor(u).to(o.dtype) for u, o in zip(ups, l_outs)])
+    g_rtol = grad_rtol if grad_rtol is not None else (None if rtol is None else rtol)
+    g_atol = grad_atol if grad_atol is not None else (None if atol is None else atol)
+    for i, (lt, tt) in enumerate(zip(l_leaves, t_leaves)):
+        if tt is None:
+            continue
+        if tt.grad is None:
+            assert lt.grad is None, f"input {i}: torch has no gradient, lucid has one"
+            continue
+        assert lt.grad is not None, f"input {i}: lucid has no gradient"
+        # Gradients go through more float32 steps than the forward value.
+        r = g_rtol if g_rtol is not None else (1e-4 if tt.dtype == torch.float32 else None)
+        assert_close(lt.grad, tt.grad, r, g_atol if g_atol is not None else (1e-5 if r else None),
+                     msg=f"grad of input {i}: ")
+    return l_out
+
+
+def gradcheck(fn, *arrays, eps=1e-6, rtol=1e-5, atol=1e-8, directions=3, seed=0):
+    """lucid's gradient of fn(*tensors) (float64) against central finite
+    differences along random directions: <grad, v> == d/dt f(x + t v) . g."""
+    rng = np.random.default_rng(seed)
+    xs = [np.asarray(a, dtype=np.float64) for a in arrays]
+    leaves = [lucid.tensor(x, requires_grad=True) for x in xs]
+    out = fn(*leaves)
+    up = rng.standard_normal(tuple(out.shape))
+    lucid.autograd.backward([out], [lucid.tensor(up)])
+    for i, (x, leaf) in enumerate(zip(xs, leaves)):
+        assert leaf.grad is not None, f"input {i} got no gradient"
+        g = leaf.grad.numpy()
+        for _ in range(directions):
+            v = rng.standard_normal(x.shape)
+            plus = [lucid.tensor(x + eps * v if j == i else xj) for j, xj in enumerate(xs)]
+            minus = [lucid.tensor(x - eps * v if j == i else xj) for j, xj in enumerate(xs)]
+            with lucid.no_grad():
+                fd = (fn(*plus).numpy() - fn(*minus).numpy()) / (2 * eps)
+            numeric = float(np.sum(fd * up))
+            analytic = float(np.sum(g * v))
+            assert abs(numeric - analytic) <= atol + rtol * max(abs(numeric), abs(analytic), 1.0), (
+                f"input {i}: analytic {analytic} vs numeric {numeric}")
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    lucid.manual_seed(0)
+    torch.manual_seed(0)
+    yield

@@ -1,0 +1,487 @@
+"""Elementwise ops against PyTorch: forward, gradient, broadcasting, dtype
+promotion, 16-bit floats, finite-difference gradients and error cases."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import lucid
+from conftest import LUCID_TO_TORCH, assert_close, check, gradcheck, rnd
+
+
+def _nnf(name):
+    """torch.nn.functional's op and lucid's counterpart (lucid.nn.functional
+    when present, otherwise the core op it wraps)."""
+    try:
+        import lucid.nn.functional as LF
+
+        lf = getattr(LF, name, None)
+    except ImportError:
+        lf = None
+    if lf is None:
+        core = {
+            "gelu": lambda x, approximate="none": lucid._C.gelu(x, approximate == "tanh"),
+            "silu": lucid._C.silu,
+            "softplus": lucid._C.softplus,
+            "relu": lucid.relu,
+        }
+        lf = core[name]
+    return lf, getattr(torch.nn.functional, name)
+
+
+def nnf(m, name):
+    lf, tf = _nnf(name)
+    return lf if m is lucid else tf
+
+
+# ---------------------------------------------------------------- unary ops
+POSITIVE = {"log", "sqrt", "rsqrt", "log1p", "reciprocal"}
+UNARY = ["neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+         "erf", "square", "reciprocal", "sign", "floor", "ceil", "round", "trunc"]
+
+
+def _unary_input(name, shape, dtype="float32", seed=0):
+    x = rnd(*shape, dtype=dtype, seed=seed) if dtype != "float64" else rnd(*shape, dtype="float64", seed=seed)
+    if name in POSITIVE:
+        x = np.abs(x) + 0.2
+    if name == "abs":  # keep away from the kink
+        x = np.where(np.abs(x) < 0.05, 0.3, x).astype(x.dtype)
+    return x
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_function_and_method(name):
+    x = _unary_input(name, (3, 5))
+    check(lambda m, a: getattr(m, name)(a), x)
+    check(lambda m, a: getattr(a, name)(), x)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (2, 0, 3)])
+def test_unary_edge_shapes(name, shape):
+    check(lambda m, a: getattr(m, name)(a), _unary_input(name, shape))
+
+
+@pytest.mark.parametrize("name,dtype", [(n, d) for n in ["exp", "log", "sqrt", "sin", "tanh", "sigmoid", "erf", "abs",
+                                                          "neg"]
+                                         for d in ["int32", "int64", "bool"] if (n, d) != ("abs", "bool")])
+def test_unary_integer_inputs(name, dtype):
+    """Transcendental ops on integers compute in the default float dtype;
+    abs/neg keep the integer dtype; neg of bool is an error (checked below)."""
+    x = rnd(2, 3, dtype=dtype, low=1 if name in ("log", "sqrt") else None, seed=3)
+    if dtype == "bool" and name == "neg":
+        for m in (lucid, torch):
+            with pytest.raises(RuntimeError):
+                m.neg(m.tensor(x) if m is torch else lucid.tensor(x))
+        return
+    check(lambda m, a: getattr(m, name)(a), x, grad=False)
+
+
+def test_unary_special_values():
+    x = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-30, 88.0, -88.0, 1e30], dtype=np.float32)
+    for name in ["exp", "log1p", "expm1", "sqrt", "sin", "tanh", "sigmoid", "relu", "erf", "abs", "sign", "floor",
+                 "round", "trunc", "square", "reciprocal"]:
+        with np.errstate(all="ignore"):
+            check(lambda m, a: getattr(m, name)(a), x, grad=False)
+
+
+def test_round_half_to_even():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999], dtype=np.float32)
+    check(lambda m, a: m.round(a), x, grad=False)
+    check(lambda m, a: m.round(a, decimals=2), np.array([1.2345, -2.5551, 0.005], dtype=np.float32), grad=False,
+          atol=1e-6)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(approximate):
+    x = rnd(4, 6, seed=5) * 3
+    check(lambda m, a: nnf(m, "gelu")(a, approximate=approximate), x)
+    gradcheck(lambda a: nnf(lucid, "gelu")(a, approximate=approximate), rnd(7, dtype="float64") * 2)
+
+
+def test_silu_softplus():
+    x = rnd(4, 6, seed=6) * 4
+    check(lambda m, a: nnf(m, "silu")(a), x)
+    check(lambda m, a: nnf(m, "softplus")(a), x)
+    check(lambda m, a: nnf(m, "softplus")(a, beta=2.0, threshold=3.0), x)
+    big = np.array([-100.0, -20.0, 0.0, 19.0, 21.0, 100.0], dtype=np.float32)
+    check(lambda m, a: nnf(m, "softplus")(a), big)
+    gradcheck(lambda a: nnf(lucid, "silu")(a), rnd(6, dtype="float64"))
+    gradcheck(lambda a: nnf(lucid, "softplus")(a, beta=1.5), rnd(6, dtype="float64"))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+                                  "erf", "square", "reciprocal", "abs", "neg", "relu"])
+def test_unary_gradcheck(name):
+    x = _unary_input(name, (5,), dtype="float64", seed=11)
+    if name == "relu":
+        x = np.where(np.abs(x) < 0.05, 0.3, x)
+    gradcheck(lambda a: getattr(lucid, name)(a), x)
+
+
+# --------------------------------------------------------------- binary ops
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "remainder", "floor_divide"]
+NO_GRAD = {"floor_divide"}  # torch does not differentiate it
+SHAPE_PAIRS = [
+    ((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)), ((), (3, 2)), ((3, 2), ()),
+    ((), ()), ((1,), (5,)), ((0, 3), (3,)), ((0, 3), (1, 3)), ((2, 0), (2, 1)),
+]
+
+
+def _binary_inputs(name, sa, sb, dtype="float32"):
+    a = rnd(*sa, dtype=dtype, seed=1)
+    b = rnd(*sb, dtype=dtype, seed=2)
+    if name == "pow":
+        a = np.abs(a) + 0.5
+    if name in ("div", "remainder", "floor_divide"):
+        b = np.where(np.abs(b) < 0.3, 1.3, b).astype(b.dtype)
+    if name in ("maximum", "minimum"):  # no ties
+        b = b + np.float32(0.01)
+    return a, b
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("sa,sb", SHAPE_PAIRS)
+def test_binary_broadcasting(name, sa, sb):
+    a, b = _binary_inputs(name, sa, sb)
+    check(lambda m, x, y: getattr(m, name)(x, y), a, b, grad=name not in NO_GRAD)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "//", "%", "**"])
+def test_operators(op):
+    a = np.abs(rnd(3, 4, seed=1)) + 0.5
+    b = np.abs(rnd(4, seed=2)) + 0.5
+    fn = eval(f"lambda m, x, y: x {op} y")
+    check(fn, a, b, grad=op != "//")
+    # with Python numbers on either side
+    check(eval(f"lambda m, x: x {op} 2.5"), a, grad=op != "//")
+    # torch has no derivative of remainder w.r.t. its second argument
+    check(eval(f"lambda m, x: 1.5 {op} x"), a, grad=op not in ("//", "%"))
+    check(eval(f"lambda m, x: x {op} 3"), a, grad=op != "//")
+    check(eval(f"lambda m, x: 3 {op} x"), a, grad=op not in ("//", "%"))
+
+
+def test_unary_operators():
+    a = rnd(3, 4, seed=4)
+    check(lambda m, x: -x, a)
+    check(lambda m, x: abs(x), a)
+    check(lambda m, x: +x, a)
+    b = rnd(3, 4, dtype="bool", seed=5)
+    check(lambda m, x: ~x, b, grad=False)
+
+
+@pytest.mark.parametrize("name", ["remainder", "floor_divide"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32"])
+def test_python_modulo_semantics(name, dtype):
+    """Sign follows the divisor, like Python (and PyTorch)."""
+    a = np.array([7, -7, 7, -7, 0, 5, -6], dtype=dtype)
+    b = np.array([3, 3, -3, -3, 2, 5, 4], dtype=dtype)
+    check(lambda m, x, y: getattr(m, name)(x, y), a, b, grad=False)
+
+
+def test_integer_division_by_zero_floats():
+    a = np.array([1.0, -1.0, 0.0], dtype=np.float32)
+    b = np.zeros(3, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        check(lambda m, x, y: x / y, a, b, grad=False)
+        check(lambda m, x, y: x // y, a, b, grad=False)
+        check(lambda m, x, y: x % y, a, b, grad=False)
+
+
+def test_integer_pow():
+    a = np.array([2, -3, 0, 1, 5], dtype=np.int64)
+    b = np.array([3, 2, 0, 7, 1], dtype=np.int64)
+    check(lambda m, x, y: x ** y, a, b, grad=False)
+    check(lambda m, x: x ** 2, a, grad=False)
+    check(lambda m, x: 2 ** x, b, grad=False)
+
+
+def test_pow_gradient_edge_cases():
+    # zero base with positive/zero exponents, negative base with integer exponent
+    a = np.array([0.0, 0.0, -2.0, 1.5, 2.0], dtype=np.float64)
+    b = np.array([2.0, 0.0, 3.0, 0.0, -1.0], dtype=np.float64)
+    check(lambda m, x, y: x ** y, a, b)
+    check(lambda m, x: x ** 2, a)
+    check(lambda m, x: x ** 0.5, np.abs(a) + 1)
+    check(lambda m, x: 2.0 ** x, b)
+
+
+def test_maximum_minimum_ties_and_nan():
+    a = np.array([1.0, 2.0, np.nan, 3.0, -0.0], dtype=np.float32)
+    b = np.array([1.0, 1.0, 1.0, np.nan, 0.0], dtype=np.float32)
+    check(lambda m, x, y: m.maximum(x, y), a, b)
+    check(lambda m, x, y: m.minimum(x, y), a, b)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder"])
+def test_binary_gradcheck(name):
+    a, b = _binary_inputs(name, (3, 1), (4,), dtype="float64")
+    if name == "pow":
+        a = np.abs(a) + 0.5
+    gradcheck(lambda x, y: getattr(lucid, name)(x, y), a, b)
+
+
+def test_add_sub_alpha():
+    a, b = rnd(3, seed=1), rnd(3, seed=2)
+    check(lambda m, x, y: m.add(x, y, alpha=2.5), a, b)
+    check(lambda m, x, y: m.sub(x, y, alpha=-2), a, b)
+
+
+def test_div_rounding_modes():
+    a = np.array([7.5, -7.5, 3.0, -2.0], dtype=np.float32)
+    b = np.array([2.0, 2.0, -2.0, 3.0], dtype=np.float32)
+    for mode in ["trunc", "floor"]:
+        check(lambda m, x, y: m.div(x, y, rounding_mode=mode), a, b, grad=False)
+    ai, bi = a.astype(np.int64), b.astype(np.int64)
+    for mode in [None, "trunc", "floor"]:
+        check(lambda m, x, y: m.div(x, y, rounding_mode=mode), ai, bi, grad=False)
+
+
+# --------------------------------------------------------- type promotion
+TENSOR_DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+def _values(dtype, shape, seed):
+    if dtype == "bool":
+        return rnd(*shape, dtype="bool", seed=seed)
+    if dtype in ("int32", "int64"):
+        return rnd(*shape, dtype=dtype, low=1, high=5, seed=seed)
+    return np.abs(rnd(*shape, dtype="float32", seed=seed)) + 0.5
+
+
+@pytest.mark.parametrize("da,db", list(itertools.product(TENSOR_DTYPES, TENSOR_DTYPES)))
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((), (3,)), ((3,), ())])
+def test_promotion_tensor_tensor(da, db, shapes):
+    a, b = _values(da, shapes[0], 1), _values(db, shapes[1], 2)
+    ops = ["add", "mul", "div", "maximum", "eq", "lt", "logical_and"]
+    if "bool" not in (da, db):
+        ops += ["sub"]
+    for name in ops:
+        check(lambda m, x, y: getattr(m, name)(x, y), a, b, dtypes=[da, db], grad=False, rtol=1e-2, atol=1e-2)
+    lt = lucid.tensor(a).to(getattr(lucid, da))
+    rt = lucid.tensor(b).to(getattr(lucid, db))
+    tt = torch.from_numpy(np.array(a)).to(LUCID_TO_TORCH[getattr(lucid, da)])
+    tu = torch.from_numpy(np.array(b)).to(LUCID_TO_TORCH[getattr(lucid, db)])
+    assert LUCID_TO_TORCH[lucid.result_type(lt, rt)] == torch.result_type(tt, tu)
+    assert LUCID_TO_TORCH[lucid.promote_types(lt.dtype, rt.dtype)] == torch.promote_types(tt.dtype, tu.dtype)
+
+
+@pytest.mark.parametrize("dtype", TENSOR_DTYPES)
+@pytest.mark.parametrize("scalar", [True, 2, -3, 2.5, 1e10])
+def test_promotion_tensor_python_scalar(dtype, scalar):
+    a = _values(dtype, (4,), 3)
+    for fn in [lambda m, x: x + scalar, lambda m, x: scalar * x, lambda m, x: x / scalar, lambda m, x: x > scalar,
+               lambda m, x: m.maximum(x, m.tensor(scalar)), lambda m, x: m.where(x > 1, x, scalar)]:
+        if isinstance(scalar, float) and scalar > 1e5 and dtype in ("float16",):
+            continue  # overflows to inf on both sides; values compared elsewhere
+        check(fn, a, dtypes=[dtype], grad=False, rtol=1e-2, atol=1e-2)
+    lt = lucid.tensor(a).to(getattr(lucid, dtype))
+    tt = torch.from_numpy(np.array(a)).to(LUCID_TO_TORCH[getattr(lucid, dtype)])
+    assert LUCID_TO_TORCH[lucid.result_type(lt, scalar)] == torch.result_type(tt, scalar)
+
+
+def test_promotion_zero_dim_tensors():
+    # a 0-d tensor only widens within a category when the other is also 0-d
+    cases = [("int64", "float64"), ("float32", "float64"), ("int32", "int64"), ("bool", "int64"), ("float16", "int64"),
+             ("int32", "float16"), ("bfloat16", "float16")]
+    for da, db in cases:
+        for sa, sb in [((3,), ()), ((), (3,)), ((), ())]:
+            check(lambda m, x, y: x + y, _values(da, sa, 1), _values(db, sb, 2), dtypes=[da, db], grad=False,
+                  rtol=1e-2, atol=1e-2)
+
+
+def test_bool_arithmetic():
+    a, b = rnd(5, dtype="bool", seed=1), rnd(5, dtype="bool", seed=2)
+    check(lambda m, x, y: x + y, a, b, grad=False)
+    check(lambda m, x, y: x * y, a, b, grad=False)
+    check(lambda m, x, y: x & y, a, b, grad=False)
+    check(lambda m, x, y: x | y, a, b, grad=False)
+    check(lambda m, x, y: x ^ y, a, b, grad=False)
+    check(lambda m, x: x + 1, a, grad=False)
+    check(lambda m, x: x * 1.5, a, grad=False)
+
+
+def test_int_float_gradient_flows_to_float_only():
+    a = rnd(3, dtype="int64", seed=1)
+    b = rnd(3, seed=2)
+    check(lambda m, x, y: x * y, a, b)
+    check(lambda m, x, y: x + y, b, a)
+
+
+def test_mixed_precision_gradient_dtype():
+    # the gradient of each input has that input's dtype
+    a = rnd(3, seed=1)
+    b = rnd(3, dtype="float64", seed=2)
+    check(lambda m, x, y: x * y, a, b)
+    check(lambda m, x, y: x * y, a, b, dtypes=["float16", "float32"], rtol=1e-2, atol=1e-2)
+
+
+# ----------------------------------------------------- comparisons, logic
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_comparison_operators(op):
+    a = rnd(3, 4, dtype="int64", seed=1).astype(np.float32)
+    b = rnd(4, dtype="int64", seed=2).astype(np.float32)
+    check(eval(f"lambda m, x, y: x {op} y"), a, b, grad=False)
+    check(eval(f"lambda m, x: x {op} 1"), a, grad=False)
+    check(eval(f"lambda m, x: 1.0 {op} x"), a, grad=False)
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"])
+def test_comparison_functions(name):
+    a = rnd(2, 3, dtype="int32", seed=1)
+    b = rnd(3, dtype="int64", seed=2)
+    check(lambda m, x, y: getattr(m, name)(x, y), a, b, grad=False)
+    check(lambda m, x, y: getattr(x, name)(y), a, b, grad=False)
+
+
+def test_logical_not_and_nan_comparisons():
+    a = np.array([0.0, 1.0, np.nan, -2.0], dtype=np.float32)
+    check(lambda m, x: m.logical_not(x), a, grad=False)
+    check(lambda m, x: x == x, a, grad=False)
+    check(lambda m, x: x != x, a, grad=False)
+    check(lambda m, x: x < 0.5, a, grad=False)
+
+
+@pytest.mark.parametrize("name", ["isfinite", "isnan", "isinf"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "bool"])
+def test_isfinite_family(name, dtype):
+    a = np.array([0.0, np.inf, -np.inf, np.nan, 1.0, -3.5], dtype=np.float64)
+    if dtype in ("int64", "bool"):
+        a = np.array([0, 1, 5, -1], dtype=np.int64)
+        a = a.astype(dtype)
+    else:
+        a = a.astype(dtype)
+    check(lambda m, x: getattr(m, name)(x), a, grad=False)
+    check(lambda m, x: getattr(x, name)(), a, grad=False)
+
+
+# ------------------------------------------------------- where, clamp
+@pytest.mark.parametrize("sc,sa,sb", [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), ()), ((4,), (3, 4), (3, 1)),
+                                      ((), (2,), (2,)), ((0, 2), (2,), ())])
+def test_where(sc, sa, sb):
+    c = rnd(*sc, dtype="bool", seed=7)
+    check(lambda m, cond, x, y: m.where(cond, x, y), c, rnd(*sa, seed=1), rnd(*sb, seed=2))
+
+
+def test_where_scalars_and_promotion():
+    c = rnd(5, dtype="bool", seed=3)
+    x = rnd(5, seed=4)
+    check(lambda m, cond, a: m.where(cond, a, 0.0), c, x)
+    check(lambda m, cond, a: m.where(cond, 2, a), c, x)
+    check(lambda m, cond, a: m.where(cond, a, 2), c, x.astype(np.int32), grad=False)
+    check(lambda m, cond, a, b: m.where(cond, a, b), c, x.astype(np.int64), x.astype(np.float64))
+    check(lambda m, cond: m.where(cond, 1.0, 0.0), c, grad=False)
+    check(lambda m, cond: m.where(cond, 1, 0), c, grad=False)
+    check(lambda m, a, b: m.where(a > 0, a, b), x, rnd(5, seed=8))
+
+
+def test_where_gradcheck():
+    c = lucid.tensor(rnd(3, 4, dtype="bool", seed=9))
+    gradcheck(lambda a, b: lucid.where(c, a, b), rnd(3, 1, dtype="float64"), rnd(4, dtype="float64", seed=2))
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (None, 0.2), (-0.2, None), (0.5, -0.5), (-1, 1)])
+def test_clamp_scalars(lo, hi):
+    x = rnd(4, 5, seed=3)
+    check(lambda m, a: m.clamp(a, lo, hi), x)
+    check(lambda m, a: a.clamp(min=lo, max=hi), x)
+    check(lambda m, a: a.clip(lo, hi), x)
+
+
+def test_clamp_tensors_and_ints():
+    x, lo, hi = rnd(4, 5, seed=3), rnd(5, seed=4) - 0.5, rnd(4, 1, seed=5) + 0.5
+    check(lambda m, a, b, c: m.clamp(a, b, c), x, lo, hi)
+    check(lambda m, a, b: m.clamp(a, min=b), x, lo)
+    check(lambda m, a, c: m.clamp(a, max=c), x, hi)
+    check(lambda m, a: m.clamp(a, -2, 3), rnd(6, dtype="int64", seed=6), grad=False)
+    check(lambda m, a: m.clamp(a, -2.5, 3.5), rnd(6, dtype="int64", seed=6), grad=False)
+    nan = np.array([np.nan, 1.0, -5.0], dtype=np.float32)
+    check(lambda m, a: m.clamp(a, -1, 1), nan, grad=False)
+
+
+def test_clamp_requires_a_bound():
+    for m in (lucid, torch):
+        x = m.ones(3)
+        with pytest.raises(RuntimeError):
+            m.clamp(x)
+
+
+# ------------------------------------------------------------ 16-bit floats
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_arithmetic(dtype):
+    a, b = rnd(4, 8, seed=1), np.abs(rnd(8, seed=2)) + 0.5
+    tol = dict(rtol=1e-2 if dtype == "bfloat16" else 1e-3, atol=1e-3)
+    for fn in [lambda m, x, y: x + y, lambda m, x, y: x * y, lambda m, x, y: x / y, lambda m, x, y: x - 2 * y,
+               lambda m, x, y: m.exp(x) + m.sqrt(y), lambda m, x, y: m.tanh(x) * m.sigmoid(y),
+               lambda m, x, y: m.maximum(x, y)]:
+        check(fn, a, b, dtypes=[dtype, dtype], grad_rtol=2e-2, grad_atol=2e-2, **tol)
+    check(lambda m, x: nnf(m, "gelu")(x), a, dtypes=[dtype], grad_rtol=2e-2, grad_atol=2e-2, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_storage_round_trip(dtype):
+    vals = np.array([0.0, -0.0, 1.0, -2.5, 65504.0, 6.1e-5, 5.96e-8, 1e-3, 3.14159, np.inf, -np.inf, np.nan],
+                    dtype=np.float32)
+    if dtype == "bfloat16":
+        vals = np.concatenate([vals, np.array([3e38, 1e-38, 9.2e-41], dtype=np.float32)])
+    t_ref = torch.from_numpy(vals).to(LUCID_TO_TORCH[getattr(lucid, dtype)])
+    lt = lucid.tensor(vals).to(getattr(lucid, dtype))
+    assert_close(lt, t_ref, rtol=0, atol=0)  # rounding to nearest even, bit for bit
+    assert_close(lt.float(), t_ref.float(), rtol=0, atol=0)
+    # random values across many binades
+    x = (rnd(1000, seed=3) * np.exp(rnd(1000, seed=4) * 4)).astype(np.float32)
+    assert_close(lucid.tensor(x).to(getattr(lucid, dtype)), torch.from_numpy(x).to(LUCID_TO_TORCH[getattr(lucid, dtype)]),
+                 rtol=0, atol=0)
+    if dtype == "float16":  # NumPy has float16: round trip through it (overflow to inf is expected)
+        x = x[np.abs(x) < 65504]
+        h = lucid.tensor(x.astype(np.float16))
+        assert h.dtype == lucid.float16
+        np.testing.assert_array_equal(h.numpy(), x.astype(np.float16))
+
+
+# ---------------------------------------------------------------- errors
+def _raises_like_torch(fn, *arrays, match=None):
+    """fn(lib, *tensors) raises on both sides; lucid's error is an instance
+    of torch's error type, and its message matches `match`."""
+    t_args = [torch.from_numpy(np.array(a)) for a in arrays]
+    l_args = [lucid.tensor(np.array(a)) for a in arrays]
+    with pytest.raises(Exception) as t_err:
+        fn(torch, *t_args)
+    with pytest.raises(type(t_err.value), match=match):
+        fn(lucid, *l_args)
+
+
+def test_broadcast_mismatch_error():
+    _raises_like_torch(lambda m, x, y: x + y, rnd(2, 3), rnd(4), match=r"\[2, 3\].*\[4\]")
+    _raises_like_torch(lambda m, x, y: m.maximum(x, y), rnd(2, 3), rnd(3, 2), match=r"\[2, 3\].*\[3, 2\]")
+    _raises_like_torch(lambda m, x, y, z: m.where(x > 0, y, z), rnd(2), rnd(3), rnd(2), match=r"\[2\].*\[3\]")
+
+
+def test_bool_subtraction_and_negation_errors():
+    b = rnd(3, dtype="bool")
+    _raises_like_torch(lambda m, x: x - x, b, match="logical_xor")
+    _raises_like_torch(lambda m, x: -x, b, match="logical_not")
+
+
+def test_where_condition_must_be_bool():
+    x = rnd(3)
+    _raises_like_torch(lambda m, a: m.where(a, a, a), x, match="bool")
+
+
+def test_unsupported_operand():
+    x = lucid.ones(2)
+    with pytest.raises(TypeError):
+        x + "a"
+    with pytest.raises(TypeError):
+        x * object()
+
+
+def test_failed_op_changes_nothing():
+    x = lucid.tensor([1.0, 2.0, 3.0])
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError):
+        x.add_(lucid.ones(4))
+    np.testing.assert_array_equal(x.numpy(), before)
+    assert x._version() == 0
