@@ -65,7 +65,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (b.ndim() == 2) {
     // Fold a's batch dims into M: one GEMM.
     Shape lead(a.shape().begin(), a.shape().end() - 1);
-    Tensor r = call<Matmul>({reshape(a, {-1, k_a}), b});
+    Tensor r = call<Matmul>({reshape(a, {numel(lead), k_a}), b});
     lead.push_back(b.shape()[1]);
     out = reshape(r, lead);
   } else {

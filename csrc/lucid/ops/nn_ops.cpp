@@ -22,7 +22,10 @@ std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<T
 }
 
 static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
-  Tensor in = is_floating(x.dtype()) ? x : cast(x, default_float_dtype());
+  LUCID_CHECK_T(TypeError, is_floating(x.dtype()), log ? "log_softmax" : "softmax",
+                "(): expected a floating point input, got ", dtype_name(x.dtype()),
+                " (pass dtype= to compute in a floating type)");
+  const Tensor& in = x;
   if (in.ndim() == 0) return reshape(call<Softmax>({reshape(in, {1})}, 0, log), {});
   return call<Softmax>({in}, normalize_axis(dim, in.ndim()), log);
 }

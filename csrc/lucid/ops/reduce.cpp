@@ -49,8 +49,8 @@ std::vector<TensorMeta> Reduce::infer(const std::vector<TensorMeta>& in) const {
   if (op == ReduceOp::All || op == ReduceOp::Any) dt = DType::Bool;
   if ((op == ReduceOp::Max || op == ReduceOp::Min) && in[0].numel() == 0)
     for (int a : axes)
-      LUCID_CHECK(in[0].shape[a] != 0, reduce_op_name(op), "(): expected reduction dim ", a,
-                  " to have non-zero size (input shape ", shape_str(in[0].shape), ")");
+      LUCID_CHECK_T(IndexError, in[0].shape[a] != 0, reduce_op_name(op), "(): Expected reduction dim ", a,
+                    " to have non-zero size (input shape ", shape_str(in[0].shape), ")");
   return {{reduced_shape(in[0].shape, axes, keepdim), dt, in[0].device}};
 }
 
@@ -62,8 +62,17 @@ std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& in, const std::vector
     case ReduceOp::Sum:
       return {broadcast_to(g, x.shape())};
     case ReduceOp::Prod: {
+      // d/dx_i prod(x) = prod_{j != i} x_j: y / x_i where the slice has no
+      // zero; at a lone zero, the product of the others; zero otherwise.
       Tensor y = keepdim ? out[0] : detail::unsqueeze_axes(out[0], axes);
-      return {div(mul(g, y), x)};
+      Tensor zero = wrap_scalar(0.0, x), one = wrap_scalar(1.0, x);
+      Tensor is_zero = eq(x, zero);
+      Tensor x_safe = where(is_zero, one, x);
+      Tensor lone_zero = eq(sum(cast(is_zero, DType::Int64), detail::to_i64(axes), true),
+                            scalar_tensor(int64_t(1), DType::Int64, x.device()));
+      Tensor others = prod(x_safe, detail::to_i64(axes), true);
+      Tensor d = where(is_zero, where(lone_zero, others, zeros_like(others)), div(y, x_safe));
+      return {mul(g, d)};
     }
     case ReduceOp::Max: case ReduceOp::Min: {
       // Ties share the gradient evenly (PyTorch's amax/amin rule).
@@ -102,9 +111,12 @@ Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  // The max of booleans is any(), the min all(); the empty-dim check is Max's.
+  if (x.dtype() == DType::Bool && x.numel() > 0) return any(x, dims, keepdim);
   return reduce(ReduceOp::Max, x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (x.dtype() == DType::Bool && x.numel() > 0) return all(x, dims, keepdim);
   return reduce(ReduceOp::Min, x, dims, keepdim);
 }
 Tensor all(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -184,8 +196,8 @@ bool ArgReduce::equals(const Primitive& o) const {
 }
 size_t ArgReduce::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), size_t(op)), axis), keepdim); }
 std::vector<TensorMeta> ArgReduce::infer(const std::vector<TensorMeta>& in) const {
-  LUCID_CHECK(in[0].shape.empty() || in[0].shape[axis] != 0, name(), "(): expected reduction dim ", axis,
-              " to have non-zero size (input shape ", shape_str(in[0].shape), ")");
+  LUCID_CHECK_T(IndexError, in[0].shape.empty() || in[0].shape[axis] != 0, name(), "(): Expected reduction dim ",
+                axis, " to have non-zero size (input shape ", shape_str(in[0].shape), ")");
   return {{in[0].shape.empty() ? Shape{} : reduced_shape(in[0].shape, {axis}, keepdim), DType::Int64, in[0].device}};
 }
 std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,

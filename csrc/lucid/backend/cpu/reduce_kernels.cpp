@@ -55,22 +55,34 @@ struct AnyOp {
 template <class T>
 using acc_t = compute_t<T>;
 
+// Sum of a contiguous run: 8 interleaved partial sums (vectorisable) over
+// blocks of at most 1024, combined pairwise, so the rounding error grows with
+// log(n) rather than n.
+template <class T, class A>
+A sum_run(const T* row, int64_t r) {
+  if (r > 1024) {
+    const int64_t h = (r / 2 + 7) / 8 * 8;
+    return sum_run<T, A>(row, h) + sum_run<T, A>(row + h, r - h);
+  }
+  A part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= r; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += A(load(row, i + j));
+  A acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  for (; i < r; ++i) acc += A(load(row, i));
+  return acc;
+}
+
 template <class Op, class T, class A>
 void reduce_ori(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
+  constexpr bool is_sum = std::is_same_v<Op, SumOp<A>>;
   if (inner == 1) {
-    // Contiguous rows. Sums use 8 interleaved partial sums: vectorisable, and
-    // more accurate than one running sum.
     parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) {
         const T* row = x + o * r;
         A acc;
-        if constexpr (std::is_same_v<Op, SumOp<A>>) {
-          A part[8] = {};
-          int64_t i = 0;
-          for (; i + 8 <= r; i += 8)
-            for (int j = 0; j < 8; ++j) part[j] += A(load(row, i + j));
-          acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-          for (; i < r; ++i) acc += A(load(row, i));
+        if constexpr (is_sum) {
+          acc = sum_run<T, A>(row, r);
         } else {
           acc = Op::init();
           for (int64_t i = 0; i < r; ++i) acc = Op::fold(acc, A(load(row, i)));
@@ -81,20 +93,34 @@ void reduce_ori(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
     return;
   }
   // Reduce across rows of length `inner`: accumulate whole rows (vectorises
-  // along inner). Split over outer, or over inner when outer is small.
+  // along inner). Split over outer, or over inner when outer is small. Sums
+  // add blocks of rows into a partial first, bounding the error growth.
+  constexpr int64_t kBlock = 64;
   const int64_t work_per_inner = r;
   parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(work_per_inner, 1)),
                [&](int64_t b, int64_t e) {
-                 std::vector<A> acc;
+                 std::vector<A> acc, part;
                  int64_t pos = b;
                  while (pos < e) {
                    const int64_t o = pos / inner, i0 = pos % inner;
                    const int64_t cnt = std::min(inner - i0, e - pos);
                    acc.assign(size_t(cnt), Op::init());
                    const T* base = x + o * r * inner + i0;
-                   for (int64_t k = 0; k < r; ++k) {
-                     const T* row = base + k * inner;
-                     for (int64_t i = 0; i < cnt; ++i) acc[i] = Op::fold(acc[i], A(load(row, i)));
+                   if constexpr (is_sum) {
+                     part.resize(size_t(cnt));
+                     for (int64_t k0 = 0; k0 < r; k0 += kBlock) {
+                       std::fill(part.begin(), part.end(), A(0));
+                       for (int64_t k = k0; k < std::min(r, k0 + kBlock); ++k) {
+                         const T* row = base + k * inner;
+                         for (int64_t i = 0; i < cnt; ++i) part[i] += A(load(row, i));
+                       }
+                       for (int64_t i = 0; i < cnt; ++i) acc[i] += part[i];
+                     }
+                   } else {
+                     for (int64_t k = 0; k < r; ++k) {
+                       const T* row = base + k * inner;
+                       for (int64_t i = 0; i < cnt; ++i) acc[i] = Op::fold(acc[i], A(load(row, i)));
+                     }
                    }
                    for (int64_t i = 0; i < cnt; ++i) store(out + o * inner + i0, i, acc[i]);
                    pos += cnt;
