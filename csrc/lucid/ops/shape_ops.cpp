@@ -278,15 +278,28 @@ std::vector<Tensor> Concat::vjp(const std::vector<Tensor>& in, const std::vector
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   LUCID_CHECK(!xs.empty(), "cat(): expected a non-empty list of Tensors");
-  // PyTorch skips legacy 1-D empty tensors.
-  std::vector<Tensor> parts;
+  // PyTorch accepts legacy 1-D empty tensors next to any shape: they become
+  // empty slices of the others' shape (so they still get a gradient).
   DType dt = xs[0].dtype();
   for (const auto& t : xs) dt = promote_types(dt, t.dtype());
+  auto legacy_empty = [](const Tensor& t) { return t.ndim() == 1 && t.numel() == 0; };
+  const Tensor* like = nullptr;
   for (const auto& t : xs)
-    if (!(t.ndim() == 1 && t.numel() == 0)) parts.push_back(cast(t, dt));
-  if (parts.empty()) return clone(cast(xs[0], dt));
-  LUCID_CHECK(parts[0].ndim() > 0, "zero-dimensional tensor cannot be concatenated");
-  const int axis = normalize_axis(dim, parts[0].ndim());
+    if (!legacy_empty(t) && !like) like = &t;
+  if (!like) return clone(cast(xs[0], dt));
+  LUCID_CHECK(like->ndim() > 0, "zero-dimensional tensor cannot be concatenated");
+  const int axis = normalize_axis(dim, like->ndim());
+  std::vector<Tensor> parts;
+  for (const auto& t : xs) {
+    if (legacy_empty(t) && like->ndim() != 1) {
+      Shape s = like->shape();
+      s[axis] = 0;
+      parts.push_back(cast(reshape(t, s), dt));
+    } else {
+      LUCID_CHECK(t.ndim() > 0, "zero-dimensional tensor (at position ", parts.size(), ") cannot be concatenated");
+      parts.push_back(cast(t, dt));
+    }
+  }
   if (parts.size() == 1) return clone(parts[0]);
   return call<Concat>(parts, axis);
 }
