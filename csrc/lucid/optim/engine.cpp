@@ -1,0 +1,255 @@
+#include "lucid/optim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/graph/tracer.h"
+#include "lucid/ops/dispatch.h"
+#include "lucid/ops/ops.h"
+#include "lucid/optim/kinds.h"
+
+namespace lucid::optim {
+
+namespace {
+
+const std::map<std::string, const Algorithm& (*)()>& registry() {
+  static const std::map<std::string, const Algorithm& (*)()> r = {
+      {"sgd", &sgd_algorithm},           {"adam", &adam_algorithm},       {"adamw", &adam_algorithm},
+      {"rmsprop", &rmsprop_algorithm},   {"adagrad", &adagrad_algorithm}, {"adadelta", &adadelta_algorithm},
+      {"adamax", &adamax_algorithm},     {"nadam", &nadam_algorithm},     {"radam", &radam_algorithm},
+      {"asgd", &asgd_algorithm},         {"rprop", &rprop_algorithm},
+  };
+  return r;
+}
+
+DType state_dtype() { return default_float_dtype() == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+double scalar_value(const Tensor& t) {
+  graph::TraceScope no_trace(nullptr);
+  return cast(t, DType::Float64).data<double>("optimizer state")[0];
+}
+
+}  // namespace
+
+double round_to_state_dtype(double v) { return state_dtype() == DType::Float64 ? v : double(float(v)); }
+
+double state_mul(double a, double b) {
+  return state_dtype() == DType::Float64 ? a * b : double(float(a) * float(b));
+}
+
+bool has_engine(const std::string& kind) { return registry().count(kind) != 0; }
+
+const Algorithm& algorithm(const std::string& kind) {
+  auto it = registry().find(kind);
+  if (it == registry().end()) fail("no engine optimizer named '", kind, "'");
+  return it->second();
+}
+
+void validate(const std::string& kind, const Hyper& h) {
+  if (kind == "sparse_adam") {
+    if (!(0.0 < h.num("lr"))) fail("Invalid learning rate: ", h.repr("lr"));
+    if (!(0.0 < h.num("eps"))) fail("Invalid epsilon value: ", h.repr("eps"));
+    check_betas(h);
+  } else if (kind == "lbfgs") {
+    check_lr(h);
+  } else {
+    algorithm(kind).validate(h);
+  }
+  if (h.flag("differentiable"))
+    fail<NotImplementedError>("differentiable=True is not supported: optimizer steps do not record autograd history");
+  if (h.flag("fused") && h.flag("foreach")) fail<Error>("`fused` and `foreach` cannot be `True` together.");
+}
+
+// ------------------------------------------------------------ EngineOptimizer
+EngineOptimizer::EngineOptimizer(const std::string& kind, std::vector<Tensor> params, const Hyper& group,
+                                 const Hyper& defaults)
+    : kind_(kind), algo_(&optim::algorithm(kind)), params_(std::move(params)), defaults_(defaults) {
+  validate(kind_, group);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    LUCID_CHECK_T(TypeError, p.defined(), "optimizer parameter ", i, " is undefined");
+    LUCID_CHECK_T(TypeError, is_floating(p.dtype()), "optimizer can only optimize floating-point tensors, but parameter ",
+                  i, " is ", dtype_name(p.dtype()));
+    if (p.is_symbolic()) fail<Error>("optimizer parameter ", i, " is a tensor from a compiled step's trace");
+  }
+  states_.resize(params_.size());
+}
+
+const Tensor& EngineOptimizer::param(size_t i) const {
+  if (i >= params_.size()) fail<IndexError>("parameter index ", i, " out of range for a group of ", params_.size());
+  return params_[i];
+}
+
+const ParamState& EngineOptimizer::state(size_t i) const {
+  param(i);
+  return states_[i];
+}
+
+ParamState& EngineOptimizer::state_mut(size_t i) {
+  param(i);
+  return states_[i];
+}
+
+void EngineOptimizer::check(const Hyper& h) const {
+  validate(kind_, h);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (g.shape() != p.shape())
+      fail("the gradient of parameter ", i, " has shape ", shape_str(g.shape()), " but the parameter has shape ",
+           shape_str(p.shape()));
+    LUCID_CHECK_T(TypeError, g.dtype() == p.dtype(), "the gradient of parameter ", i, " is ", dtype_name(g.dtype()),
+                  " but the parameter is ", dtype_name(p.dtype()));
+    LUCID_CHECK_T(TypeError, g.device() == p.device(), "the gradient of parameter ", i, " is on ", g.device().str(),
+                  " but the parameter is on ", p.device().str());
+    if (g.is_symbolic() || p.is_symbolic())
+      fail<Error>("optimizer step: parameter ", i, " or its gradient is a tensor from a compiled step's trace");
+  }
+}
+
+void EngineOptimizer::step(const Hyper& h) {
+  check(h);
+  std::vector<size_t> active;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].grad().defined()) active.push_back(i);
+  // Allocate first, so that running out of memory leaves every parameter as it was.
+  for (size_t i : active) algo_->init_state(states_[i], params_[i], h, defaults_);
+  for (size_t i : active) {
+    ParamState& st = states_[i];
+    algo_->fused_update(params_[i], params_[i].grad(), st, algo_->host_scalars(st, h), h);
+    algo_->advance(st, h);
+  }
+}
+
+void EngineOptimizer::init_state(size_t i, const Hyper& h) {
+  algo_->init_state(state_mut(i), params_[i], h, defaults_);
+}
+
+StateEntries EngineOptimizer::state_entries(size_t i) const {
+  const ParamState& st = state(i);
+  StateEntries out;
+  if (!st.exists) return out;
+  graph::TraceScope no_trace(nullptr);
+  if (algo_->has_step()) out.emplace_back("step", scalar_tensor(st.step, state_dtype()));
+  const auto& snames = algo_->scalar_state_names();
+  for (size_t k = 0; k < snames.size() && k < st.scalars.size(); ++k)
+    out.emplace_back(snames[k], scalar_tensor(st.scalars[k], state_dtype()));
+  const auto& bnames = algo_->buffer_names();
+  for (size_t k = 0; k < bnames.size() && k < st.buffers.size(); ++k)
+    if (st.buffers[k].defined()) out.emplace_back(bnames[k], st.buffers[k]);
+  return out;
+}
+
+void EngineOptimizer::check_state(size_t i, const StateEntries& entries) const {
+  const Tensor& p = param(i);
+  if (entries.empty()) return;
+  const auto& bnames = algo_->buffer_names();
+  const auto& snames = algo_->scalar_state_names();
+  std::map<std::string, const Tensor*> seen;
+  for (const auto& [name, value] : entries) {
+    const bool known = (name == "step" && algo_->has_step()) ||
+                       std::find(bnames.begin(), bnames.end(), name) != bnames.end() ||
+                       std::find(snames.begin(), snames.end(), name) != snames.end();
+    if (!known) fail("state of parameter ", i, ": unexpected entry '", name, "' for ", kind_);
+    if (!seen.emplace(name, &value).second) fail("state of parameter ", i, ": entry '", name, "' appears twice");
+    LUCID_CHECK_T(TypeError, value.defined(), "state of parameter ", i, ": entry '", name, "' is undefined");
+    if (value.is_symbolic()) fail<Error>("state of parameter ", i, ": entry '", name, "' is a traced tensor");
+    LUCID_CHECK_T(TypeError, is_floating(value.dtype()) || (name == "step" && is_integral(value.dtype())),
+                  "state of parameter ", i, ": entry '", name, "' must be floating point, got ",
+                  dtype_name(value.dtype()));
+  }
+  auto require = [&](const std::string& name) {
+    if (!seen.count(name)) fail("state of parameter ", i, ": missing entry '", name, "' for ", kind_);
+  };
+  if (algo_->has_step()) {
+    require("step");
+    const Tensor& s = *seen["step"];
+    LUCID_CHECK(s.numel() == 1, "state of parameter ", i, ": 'step' must be a single number, got shape ",
+                shape_str(s.shape()));
+    const double v = scalar_value(s);
+    LUCID_CHECK(std::isfinite(v) && v >= 0, "state of parameter ", i, ": 'step' must be a non-negative count, got ",
+                py_float_repr(v));
+  }
+  for (const auto& n : snames) {
+    require(n);
+    LUCID_CHECK(seen[n]->numel() == 1, "state of parameter ", i, ": '", n, "' must be a single number, got shape ",
+                shape_str(seen[n]->shape()));
+  }
+  const uint32_t required = algo_->required_buffers();
+  for (size_t k = 0; k < bnames.size(); ++k) {
+    if (required >> k & 1) require(bnames[k]);
+    auto it = seen.find(bnames[k]);
+    if (it == seen.end()) continue;
+    const Tensor& b = *it->second;
+    if (b.shape() != p.shape())
+      fail("state of parameter ", i, ": '", bnames[k], "' has shape ", shape_str(b.shape()),
+           " but the parameter has shape ", shape_str(p.shape()));
+  }
+}
+
+void EngineOptimizer::set_state(size_t i, const StateEntries& entries) {
+  check_state(i, entries);
+  ParamState& st = state_mut(i);
+  const Tensor& p = params_[i];
+  graph::TraceScope no_trace(nullptr);
+  autograd::NoGradGuard no_grad;
+  const auto& bnames = algo_->buffer_names();
+  const auto& snames = algo_->scalar_state_names();
+  ParamState next;
+  next.buffers.resize(bnames.size());
+  next.scalars.resize(snames.size());
+  for (const auto& [name, value] : entries) {
+    if (name == "step") {
+      next.step = scalar_value(value);
+      continue;
+    }
+    auto s = std::find(snames.begin(), snames.end(), name);
+    if (s != snames.end()) {
+      next.scalars[size_t(s - snames.begin())] = round_to_state_dtype(scalar_value(value));
+      continue;
+    }
+    const size_t k = size_t(std::find(bnames.begin(), bnames.end(), name) - bnames.begin());
+    const Tensor v = to_device(cast(value, p.dtype()), p.device());
+    // Copy into the existing buffer where there is one: a compiled step holds its storage.
+    const bool reuse = k < st.buffers.size() && st.buffers[k].defined() && st.buffers[k].shape() == p.shape() &&
+                       st.buffers[k].dtype() == p.dtype() && st.buffers[k].device() == p.device();
+    if (reuse) {
+      next.buffers[k] = st.buffers[k];
+      assign_data(next.buffers[k], v);
+    } else {
+      next.buffers[k] = clone(v);
+    }
+  }
+  next.exists = !entries.empty();
+  if (entries.empty()) next = ParamState{};
+  st = std::move(next);
+}
+
+std::vector<std::string> EngineOptimizer::host_scalar_names() const {
+  std::vector<std::string> out;
+  for (const char* n : algo_->host_scalar_names()) out.emplace_back(n);
+  return out;
+}
+
+std::vector<double> EngineOptimizer::host_scalars(size_t i, const Hyper& h) const {
+  const ParamState& st = state(i);
+  if (st.buffers.size() != algo_->buffer_names().size() || st.scalars.size() != algo_->scalar_state_names().size())
+    fail<Error>(kind_, ": parameter ", i, " has no optimizer state yet (init_state creates it)");
+  return algo_->host_scalars(st, h);
+}
+
+void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tensor& grad,
+                                      const std::vector<Tensor>& scalars, const Hyper& h) {
+  ParamState& st = state_mut(i);
+  LUCID_CHECK(param.shape() == params_[i].shape() && grad.shape() == param.shape(), kind_,
+              ": update_with_ops: parameter/gradient shapes ", shape_str(param.shape()), " and ",
+              shape_str(grad.shape()), " do not match parameter ", i, "'s ", shape_str(params_[i].shape()));
+  algo_->ops_update(param, grad, st, scalars, h);
+}
+
+void EngineOptimizer::advance(size_t i, const Hyper& h) { algo_->advance(state_mut(i), h); }
+
+}  // namespace lucid::optim

@@ -1,0 +1,122 @@
+#pragma once
+// Engine optimizers: one EngineOptimizer per param group. It owns the state
+// of its parameters (named buffers as lucid::Tensor, the step count and any
+// per-parameter host scalars) and runs the group's update, either
+//   - eagerly: per parameter, one fused multi-threaded pass over its memory
+//     applying the kind's rule (rules.h) with V = the compute type, or
+//   - through ops: the same rule with V = Tensor (update_with_ops), which
+//     under a graph::Tracer records the update into the compiled step.
+// A kind (sgd, adam, ...) is an Algorithm; each is implemented once from its
+// traits (kinds_*.cpp) by AlgorithmImpl (algorithm_impl.h).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+#include "lucid/optim/hyper.h"
+
+namespace lucid::optim {
+
+struct ParamState {
+  bool exists = false;          // torch would list the parameter in `state`
+  double step = 0;              // completed steps
+  std::vector<Tensor> buffers;  // one slot per buffer name; undefined while absent
+  std::vector<double> scalars;  // per-parameter host scalars (NAdam's mu_product; ASGD's eta, mu)
+  uint32_t fresh = 0;           // bit k: buffer k was created for the step in progress
+};
+
+// A state entry by name, as state_dict()/load_state_dict() see it: buffers
+// are tensors; "step" and the per-parameter scalars are one-element tensors.
+using StateEntries = std::vector<std::pair<std::string, Tensor>>;
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual const char* name() const = 0;
+  // InvalidArgument (torch's message) for a hyper-parameter torch rejects.
+  virtual void validate(const Hyper& h) const = 0;
+  virtual const std::vector<std::string>& buffer_names() const = 0;
+  virtual const std::vector<std::string>& scalar_state_names() const = 0;
+  virtual bool has_step() const = 0;  // "step" is part of the state (all but SGD)
+  // Buffers the group's flags need (bit k = buffer k), and those every state
+  // of this kind has whatever the flags.
+  virtual uint32_t needed_buffers(const Hyper& h) const = 0;
+  virtual uint32_t required_buffers() const = 0;
+  // Creates the state the flags need that is missing (concrete tensors, even
+  // under a tracer). `defaults` are the optimizer's constructor values.
+  virtual void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const = 0;
+  virtual std::vector<const char*> host_scalar_names() const = 0;
+  // The rule's scalars for the next step, in host_scalar_names() order.
+  virtual std::vector<double> host_scalars(const ParamState& st, const Hyper& h) const = 0;
+  // The fused eager pass (CPU memory), given host_scalars().
+  virtual void fused_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<double>& scalars,
+                            const Hyper& h) const = 0;
+  // The same rule through ops; scalars are one-element tensors.
+  virtual void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
+                          const Hyper& h) const = 0;
+  // Host-side bookkeeping once a step is applied: step count, host scalars.
+  virtual void advance(ParamState& st, const Hyper& h) const = 0;
+};
+
+// The engine for `kind` ("sgd", "adam", "adamw", "rmsprop", "adagrad",
+// "adadelta", "adamax", "nadam", "radam", "asgd", "rprop"); InvalidArgument
+// for any other name.
+const Algorithm& algorithm(const std::string& kind);
+bool has_engine(const std::string& kind);
+// Hyper-parameter validation for every optimizer kind, the engine kinds and
+// the Python-level ones ("sparse_adam", "lbfgs"). The one place these rules
+// live: constructors, add_param_group and every step use it.
+void validate(const std::string& kind, const Hyper& h);
+
+class EngineOptimizer {
+ public:
+  // Validates `group`; params must be floating tensors.
+  EngineOptimizer(const std::string& kind, std::vector<Tensor> params, const Hyper& group, const Hyper& defaults);
+
+  const std::string& kind() const { return kind_; }
+  const Algorithm& algorithm() const { return *algo_; }
+  size_t num_params() const { return params_.size(); }
+  const Tensor& param(size_t i) const;
+
+  // Validates the hyper-parameters and every gradient; changes nothing.
+  void check(const Hyper& h) const;
+  // check(), then updates every parameter that has a gradient (a parameter
+  // whose grad is None is skipped: no state, no step).
+  void step(const Hyper& h);
+
+  // Creates parameter i's state now (Adagrad does at construction; a
+  // compiled step does before tracing).
+  void init_state(size_t i, const Hyper& h);
+  bool has_state(size_t i) const { return state(i).exists; }
+  const ParamState& state(size_t i) const;
+  // The state as named entries in torch's key order (step as float32).
+  StateEntries state_entries(size_t i) const;
+  // Loading: check_state() validates names, shapes and dtypes without
+  // changing anything; set_state() replaces the state (copying into the
+  // existing buffers, so their storage stays the same); empty = no state.
+  void check_state(size_t i, const StateEntries& entries) const;
+  void set_state(size_t i, const StateEntries& entries);
+
+  // The ops path (what the compiled step emits), in three parts.
+  std::vector<std::string> host_scalar_names() const;
+  std::vector<double> host_scalars(size_t i, const Hyper& h) const;
+  void update_with_ops(size_t i, const Tensor& param, const Tensor& grad, const std::vector<Tensor>& scalars,
+                       const Hyper& h);
+  void advance(size_t i, const Hyper& h);
+
+ private:
+  ParamState& state_mut(size_t i);
+  std::string kind_;
+  const Algorithm* algo_;
+  std::vector<Tensor> params_;
+  std::vector<ParamState> states_;
+  Hyper defaults_;
+};
+
+// torch's scalar state dtype: float64 when the default dtype is, else float32.
+// Per-parameter scalars (step, mu_product, eta, mu) are rounded to it.
+double round_to_state_dtype(double v);
+
+}  // namespace lucid::optim

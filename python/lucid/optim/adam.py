@@ -1,0 +1,239 @@
+"""The Adam family: Adam, AdamW, Adamax, NAdam, RAdam (engine optimizers) and
+SparseAdam, with torch.optim's arguments, defaults and math."""
+from __future__ import annotations
+
+import math
+
+from .. import _C
+from ..autograd import enable_grad, no_grad
+from .optimizer import Optimizer
+
+Tensor = _C.Tensor
+
+__all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam"]
+
+
+def _check_tensor_hypers(lr, betas, foreach, capturable):
+    # torch's constructor-only checks on tensor-valued hyper-parameters
+    if isinstance(lr, Tensor) and foreach and not capturable:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+    b0, b1 = betas
+    if isinstance(b0, Tensor) != isinstance(b1, Tensor):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i, b in enumerate(betas):
+        if isinstance(b, Tensor):
+            if foreach and not capturable:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+            if b.numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+    if isinstance(b0, Tensor):
+        return (b0.item(), b1.item())
+    return tuple(betas)
+
+
+class Adam(Optimizer):
+    """Adam (torch.optim.Adam); ``decoupled_weight_decay=True`` makes it AdamW.
+
+    State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq`` and, with
+    amsgrad, ``max_exp_avg_sq``.
+    """
+
+    _kind = "adam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        betas = _check_tensor_hypers(lr, betas, foreach, capturable)
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def _group_defaults(self, group):
+        for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None), ("capturable", False),
+                           ("differentiable", False), ("decoupled_weight_decay", False), ("fused", None)):
+            group.setdefault(key, value)
+
+
+class AdamW(Adam):
+    """AdamW (torch.optim.AdamW): Adam with decoupled weight decay."""
+
+    _kind = "adamw"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def _group_defaults(self, group):
+        super()._group_defaults(group)
+        group["decoupled_weight_decay"] = True  # as torch: always, even for loaded groups
+
+
+class Adamax(Optimizer):
+    """Adamax (torch.optim.Adamax). State: ``step``, ``exp_avg``, ``exp_inf``."""
+
+    _kind = "adamax"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    def _group_defaults(self, group):
+        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
+                           ("capturable", False)):
+            group.setdefault(key, value)
+
+
+class NAdam(Optimizer):
+    """NAdam (torch.optim.NAdam). State: ``step``, ``mu_product``, ``exp_avg``,
+    ``exp_avg_sq``."""
+
+    _kind = "nadam"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum_decay": momentum_decay,
+            "decoupled_weight_decay": decoupled_weight_decay,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def _group_defaults(self, group):
+        for key, value in (("maximize", False), ("foreach", None), ("capturable", False),
+                           ("differentiable", False), ("decoupled_weight_decay", False)):
+            group.setdefault(key, value)
+
+
+class RAdam(Optimizer):
+    """RAdam (torch.optim.RAdam). State: ``step``, ``exp_avg``, ``exp_avg_sq``."""
+
+    _kind = "radam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "decoupled_weight_decay": decoupled_weight_decay,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def _group_defaults(self, group):
+        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
+                           ("capturable", False), ("decoupled_weight_decay", False)):
+            group.setdefault(key, value)
+
+
+class SparseAdam(Optimizer):
+    """SparseAdam (torch.optim.SparseAdam) for Lucid's dense gradients: the
+    non-zero entries of a gradient are its sparse entries, so the result
+    equals torch's SparseAdam fed ``grad.to_sparse()``. Moments and
+    parameters change only where the gradient is non-zero; the step count
+    advances for every parameter that has a gradient.
+
+    State per parameter (in ``state``): ``step`` (an int), ``exp_avg``,
+    ``exp_avg_sq``.
+    """
+
+    _kind = "sparse_adam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._validate(group)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group):
+        beta1, beta2 = group["betas"]
+        eps = group["eps"]
+        lr = float(group["lr"])
+        maximize = group.get("maximize", False)
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = 0
+                state["exp_avg"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
+                state["exp_avg_sq"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
+            state["step"] += 1
+            step = state["step"]
+            grad = grad.detach()
+            if maximize:
+                grad = -grad
+            mask = grad != 0
+            if not bool(_C.any(mask)):
+                continue  # torch skips an empty sparse gradient (the step still counts)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            # old <- b * old + (1 - b) * new  <=>  old += (1 - b) * (new - old), on the entries present
+            avg_update = (grad - exp_avg) * (1 - beta1)
+            sq_update = (grad * grad - exp_avg_sq) * (1 - beta2)
+            numer = avg_update + exp_avg
+            denom = _C.sqrt(sq_update + exp_avg_sq) + eps
+            _C.assign_(exp_avg, _C.where(mask, exp_avg + avg_update, exp_avg))
+            _C.assign_(exp_avg_sq, _C.where(mask, exp_avg_sq + sq_update, exp_avg_sq))
+            bias_correction1 = 1 - beta1**step
+            bias_correction2 = 1 - beta2**step
+            step_size = lr * math.sqrt(bias_correction2) / bias_correction1
+            update = (numer / denom) * -step_size
+            _C.assign_(p, _C.where(mask, p.detach() + update, p.detach()))
+
+    def _import_param_state(self, gi, j, param, entries):
+        out = super()._import_param_state(gi, j, param, entries)
+        if out:
+            if set(out) != {"step", "exp_avg", "exp_avg_sq"}:
+                raise ValueError(f"SparseAdam state must have 'step', 'exp_avg' and 'exp_avg_sq', got {sorted(out)}")
+            for name in ("exp_avg", "exp_avg_sq"):
+                if not isinstance(out[name], Tensor) or tuple(out[name].shape) != tuple(param.shape):
+                    raise ValueError(f"SparseAdam state '{name}' must have the parameter's shape {tuple(param.shape)}")
+            out["step"] = int(out["step"].item() if isinstance(out["step"], Tensor) else out["step"])
+        return out

@@ -1,0 +1,471 @@
+"""The optimizer base class.
+
+An :class:`Optimizer` holds ``param_groups`` (plain dicts: ``"params"`` plus
+every hyper-parameter) and ``state``, with torch.optim's semantics, argument
+names, errors and ``state_dict`` layout.
+
+The element-wise optimizers run on engine optimizers (``lucid._C.optim``):
+one C++ object per param group owns the state buffers and applies the update
+in one fused, multi-threaded pass over each parameter. Every step reads the
+hyper-parameters from ``param_groups`` again (so schedulers and hand edits
+take effect) and validates them first: a bad value raises
+``lucid.InvalidArgument`` and nothing is updated.
+
+A compiled wrapper (``lucid.compile.compile_optimizer``) takes over an
+instance by setting ``optimizer._compiled``: ``step``, ``state_dict`` and
+``load_state_dict`` then delegate to it.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import defaultdict
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import _C
+from ..autograd import enable_grad
+
+Tensor = _C.Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _materialize(optimizer):
+    # Lazy backends compute on demand; after an update the parameters must
+    # hold their new values. CPU tensors always do.
+    sync = getattr(_C, "materialize", None)
+    if sync is None:
+        return
+    tensors = [p for g in optimizer.param_groups for p in g["params"] if p.device.type != "cpu"]
+    if tensors:
+        sync(tensors)
+
+
+def _wrap_step(step):
+    if getattr(step, "_lucid_step", False):
+        return step
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        compiled = self.__dict__.get("_compiled")
+        if compiled is not None:
+            return compiled.step(*args, **kwargs)
+        out = step(self, *args, **kwargs)
+        _materialize(self)
+        return out
+
+    wrapper._lucid_step = True
+    return wrapper
+
+
+# ---------------------------------------------------------------- conversions
+def _as_array(value, name):
+    """A state value from a checkpoint (NumPy array, Lucid or torch tensor,
+    number) as a NumPy array."""
+    if isinstance(value, Tensor):
+        value = value.detach()
+        if value.dtype == _C.dtype.bfloat16:
+            value = _C.cast(value, _C.dtype.float32)
+        return np.array(value.numpy())
+    try:
+        return np.array(value)
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(f"state entry '{name}' is not an array or number: {type(value).__name__}") from e
+
+
+def _to_lucid(value, name, dtype=None):
+    arr = _as_array(value, name)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise TypeError(f"state entry '{name}' must be numeric, got an array of {arr.dtype}")
+    t = _C.from_numpy_copy(np.ascontiguousarray(arr))
+    if dtype is not None and t.dtype != dtype:
+        t = _C.cast(t, dtype)
+    return t
+
+
+def _export(t):
+    """An engine state tensor as a NumPy array (sharing memory where NumPy can
+    represent the dtype, as torch's state_dict shares its tensors)."""
+    t = t.detach()
+    if t.dtype == _C.dtype.bfloat16:
+        return _C.cast(t, _C.dtype.float32).numpy()
+    return t.numpy()
+
+
+def _export_tree(value):
+    if isinstance(value, Tensor):
+        return _export(value)
+    if isinstance(value, list):
+        return [_export_tree(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_export_tree(v) for v in value)
+    return value
+
+
+def _import_tree(value, dtype):
+    """Arrays (and torch tensors) in a Python-side state back to Lucid tensors."""
+    if isinstance(value, Tensor):
+        return _C.cast(_C.clone(value.detach()), dtype) if value.dtype.is_floating_point else _C.clone(value.detach())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_import_tree(v, dtype) for v in value)
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.ndarray):
+        return value.item()
+    arr = _as_array(value, "value")
+    t = _C.from_numpy_copy(np.ascontiguousarray(arr))
+    return _C.cast(t, dtype) if t.dtype.is_floating_point and t.dtype != dtype else t
+
+
+class _EngineState(Mapping):
+    """``optimizer.state`` of an engine optimizer: param -> dict of its live
+    state (buffers are the engine's tensors; "step" and other per-parameter
+    scalars are 0-d tensors holding the current value)."""
+
+    def __init__(self, optimizer):
+        self._opt = optimizer
+
+    def _locate(self, param):
+        for gi, group in enumerate(self._opt.param_groups):
+            for j, p in enumerate(group["params"]):
+                if p is param:
+                    return gi, j
+        return None
+
+    def __getitem__(self, param):
+        loc = self._locate(param)
+        if loc is None:
+            return {}
+        engine = self._opt._engines[loc[0]]
+        return dict(engine.state_entries(loc[1]))
+
+    def __contains__(self, param):
+        loc = self._locate(param)
+        return loc is not None and self._opt._engines[loc[0]].has_state(loc[1])
+
+    def __iter__(self):
+        for engine, group in zip(self._opt._engines, self._opt.param_groups):
+            for j, p in enumerate(group["params"]):
+                if engine.has_state(j):
+                    yield p
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __repr__(self):
+        return repr({f"param {i}": v for i, v in enumerate(self.values())})
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Args:
+        params: an iterable of tensors, of ``(name, tensor)`` pairs, or of
+            dicts (param groups: ``"params"`` plus hyper-parameters that
+            override ``defaults``).
+        defaults: the default value of every hyper-parameter.
+
+    Subclasses set ``_kind``, the name of their hyper-parameter rules (and of
+    their engine optimizer for the element-wise kinds).
+    """
+
+    _kind: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _wrap_step(cls.__dict__["step"])
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._compiled = None
+        self._engines = []
+        self.param_groups = []
+        self._uses_engine = self._kind is not None and _C.optim.has_engine(self._kind)
+        self.state = _EngineState(self) if self._uses_engine else defaultdict(dict)
+        # The constructor's own values, as torch checks them.
+        self._validate(defaults)
+
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                + _typename(params)
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------- groups
+    def _validate(self, group):
+        if self._kind is not None:
+            _C.optim.validate(self._kind, group)
+
+    def _group_defaults(self, group):
+        """Fills keys added in later versions (torch's __setstate__)."""
+
+    def add_param_group(self, param_group):
+        """Adds a param group. Every check happens before anything changes."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {_typename(param_group)}")
+        group = dict(param_group)
+        params = group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but "
+                "the ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            group["param_names"] = names
+        group["params"] = params
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(p))
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(
+                    f"parameter group didn't specify a value of required optimization parameter {name}"
+                )
+            group.setdefault(name, default)
+        self._group_defaults(group)
+
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+        existing = set()
+        for g in self.param_groups:
+            existing.update(id(p) for p in g["params"])
+            if ("param_names" in group) != ("param_names" in g):
+                which = "with names" if "param_names" in group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+        if not existing.isdisjoint(id(p) for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+
+        self._validate(group)
+        engine = None
+        if self._uses_engine:
+            engine = _C.optim.EngineOptimizer(self._kind, params, group, self.defaults)
+
+        param_group.clear()
+        param_group.update(group)
+        self.param_groups.append(param_group)
+        if engine is not None:
+            self._engines.append(engine)
+        self._group_added(param_group)
+
+    def _group_added(self, group):
+        """Hook for subclasses (Adagrad creates its state here)."""
+
+    # --------------------------------------------------------------- step
+    def zero_grad(self, set_to_none: bool = True):
+        """Resets the gradients of all optimized tensors (to None by default)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def _check_groups(self):
+        """Validates every group's hyper-parameters and gradients; returns
+        what the engines read."""
+        hypers = []
+        for i, (engine, group) in enumerate(zip(self._engines, self.param_groups)):
+            if len(group["params"]) != engine.num_params():
+                raise RuntimeError(
+                    f"param_groups[{i}]['params'] changed after the group was added; "
+                    "use add_param_group to optimize more parameters"
+                )
+            h = _C.optim.Hyper(group)
+            engine.check(h)
+            hypers.append(h)
+        return hypers
+
+    def step(self, closure=None):
+        """Performs one optimization step.
+
+        Args:
+            closure: optional callable that re-evaluates the model (with grad
+                enabled) and returns the loss.
+        """
+        if not self._uses_engine:
+            raise NotImplementedError
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        hypers = self._check_groups()  # everything is validated before anything changes
+        for engine, h in zip(self._engines, hypers):
+            engine.step(h)
+        return loss
+
+    # --------------------------------------------------------- state_dict
+    def _param_entries(self, gi, j, param):
+        """Parameter j of group gi's state as {key: value} (engine kinds)."""
+        return dict(self._engines[gi].state_entries(j))
+
+    def state_dict(self):
+        """The optimizer state in torch.optim's layout:
+        ``{"state": {index: {key: value}}, "param_groups": [{..., "params": [indices]}]}``.
+        Buffers are NumPy arrays sharing the live state's memory (torch's
+        state_dict shares its tensors the same way); per-parameter scalars
+        (``step``...) are 0-d arrays.
+        """
+        compiled = self.__dict__.get("_compiled")
+        if compiled is not None:
+            return compiled.state_dict()
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: copy.copy(v) for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for gi, group in enumerate(self.param_groups):
+            for j, p in enumerate(group["params"]):
+                entries = self._export_param_state(gi, j, p)
+                if entries:
+                    state[index[id(p)]] = entries
+        return {"state": state, "param_groups": groups}
+
+    def _export_param_state(self, gi, j, param):
+        if self._uses_engine:
+            return {k: _export(v) for k, v in self._param_entries(gi, j, param).items()}
+        return {k: _export_tree(v) for k, v in self.state.get(param, {}).items()}
+
+    def load_state_dict(self, state_dict):
+        """Loads a state from :meth:`state_dict` (or from torch.optim's, with
+        tensors as NumPy arrays). Everything is validated — group count,
+        parameter counts, hyper-parameters, state names, shapes and dtypes —
+        before anything changes."""
+        compiled = self.__dict__.get("_compiled")
+        if compiled is not None:
+            return compiled.load_state_dict(state_dict)
+        if not isinstance(state_dict, Mapping) or "param_groups" not in state_dict or "state" not in state_dict:
+            raise ValueError("state_dict must be a dict with 'state' and 'param_groups' entries")
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(list(state_dict["param_groups"]))
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
+        where = {}
+        for gi, (g, s) in enumerate(zip(groups, saved_groups)):
+            for j, key in enumerate(s["params"]):
+                where[key] = (gi, j)
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            s = dict(s)
+            s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
+            for name, default in self.defaults.items():
+                if default is not required:
+                    s.setdefault(name, default)
+            self._group_defaults(s)
+            self._validate(s)
+            new_groups.append(s)
+        saved_state = state_dict["state"]
+        for key in saved_state:
+            if key not in where:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which no parameter group lists")
+        per_param = {}
+        for key, (gi, j) in where.items():
+            per_param[(gi, j)] = self._import_param_state(gi, j, groups[gi]["params"][j], saved_state.get(key, {}))
+        # Everything checked: commit.
+        self.param_groups[:] = new_groups
+        self._commit_param_states(per_param)
+
+    def _import_param_state(self, gi, j, param, entries):
+        """Converts and validates one parameter's saved state; changes nothing."""
+        if not isinstance(entries, Mapping):
+            raise TypeError(f"the state of a parameter must be a dict, got {_typename(entries)}")
+        if not self._uses_engine:
+            return {k: _import_tree(v, param.dtype) for k, v in entries.items()}
+        converted = []
+        for name, value in entries.items():
+            dtype = None if name == "step" or np.ndim(_as_array(value, name)) == 0 else param.dtype
+            converted.append((str(name), _to_lucid(value, name, dtype)))
+        self._engines[gi].check_state(j, converted)
+        return converted
+
+    def _commit_param_states(self, per_param):
+        if self._uses_engine:
+            for (gi, j), entries in per_param.items():
+                self._engines[gi].set_state(j, entries)
+            return
+        self.state = defaultdict(dict)
+        for (gi, j), entries in per_param.items():
+            if entries:
+                self.state[self.param_groups[gi]["params"][j]] = entries
+
+    # ---------------------------------------------------------------- misc
+    def __repr__(self):
+        out = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            out += "\n"
+            out += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    out += f"    {key}: {group[key]}\n"
+        out += ")"
+        return out
+
+    def __getstate__(self):
+        raise TypeError(
+            f"cannot pickle a {type(self).__name__}: save optimizer.state_dict() instead"
+        )
+
+
+Optimizer.step = _wrap_step(Optimizer.step)
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return "lucid.Tensor"
+    t = type(obj)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
