@@ -40,6 +40,8 @@ void init_nn(py::module_& m) {
     return py::cast(r.first);
   }, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
         py::arg("ceil_mode"), py::arg("return_indices"));
+  m.def("linear", [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) { return linear(x, w, opt(b)); },
+        py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(), release);
   m.def("avg_pool2d", &avg_pool2d, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"),
         py::arg("ceil_mode"), py::arg("count_include_pad"), py::arg("divisor_override"), release);
 }

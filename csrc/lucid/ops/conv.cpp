@@ -286,4 +286,31 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
   return g.unbatched ? squeeze(out, std::vector<int64_t>{0}) : out;
 }
 
+// ------------------------------------------------------------------ linear
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  LUCID_CHECK(x.ndim() >= 1, "linear: input must have at least one dimension, got a 0-D tensor");
+  LUCID_CHECK(weight.ndim() == 2 || weight.ndim() == 1, "linear: weight must be 1-D or 2-D, got weight of size ",
+              shape_str(weight.shape()));
+  LUCID_CHECK_T(TypeError, x.dtype() == weight.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+                dtype_name(x.dtype()), " != ", dtype_name(weight.dtype()));
+  Tensor out;
+  if (weight.ndim() == 1) {
+    out = matmul(x, weight);
+  } else {
+    const int64_t in = x.shape().back(), o = weight.shape()[0];
+    LUCID_CHECK(in == weight.shape()[1], "mat1 and mat2 shapes cannot be multiplied (", x.numel() / std::max<int64_t>(in, 1),
+                "x", in, " and ", weight.shape()[1], "x", o, ")");
+    Shape lead(x.shape().begin(), x.shape().end() - 1);
+    out = call<Matmul>({reshape(x, {-1, in}), weight}, false, true);
+    lead.push_back(o);
+    out = reshape(out, lead);
+  }
+  if (bias.defined()) {
+    LUCID_CHECK_T(TypeError, bias.dtype() == x.dtype(), "linear: Input type (", dtype_name(x.dtype()),
+                  ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+    out = add(out, bias);
+  }
+  return out;
+}
+
 }  // namespace lucid

@@ -1,6 +1,7 @@
 #pragma once
 // Sliding-window primitives — Im2Col and its adjoint Col2Im — and the
-// convolution and pooling ops built on them.
+// convolution and pooling ops built on them; also the dense layer, which
+// shares their "one GEMM over the batch" layout concern.
 #include <array>
 #include <optional>
 #include <string>
@@ -84,5 +85,9 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, Pair kernel, Pair stride, 
                                      bool ceil_mode, bool indices);
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,
                   std::optional<int64_t> divisor_override);
+
+// x [..., in] @ weight[out, in]^T + bias: the transpose is a GEMM flag, so
+// neither direction copies the weight.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 }  // namespace lucid

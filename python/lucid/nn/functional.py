@@ -1,0 +1,1043 @@
+"""lucid.nn.functional: layers, activations and losses as functions, with
+PyTorch's names, arguments and defaults. Everything here is composed of
+lucid ops (no host reads of tensor data), so it traces into a compiled step.
+"""
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import _C
+from .._utils import to_dtype
+from ..autograd import no_grad
+
+Tensor = _C.Tensor
+_INF = float("inf")
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "unfold", "fold", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
+    "rms_norm", "instance_norm", "normalize", "embedding", "one_hot", "dropout", "pad", "relu", "relu6",
+    "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "softsign", "logsigmoid",
+    "hardtanh", "hardsigmoid", "hardswish", "tanh", "sigmoid", "softmax", "softmin", "log_softmax", "glu",
+    "threshold", "scaled_dot_product_attention", "multi_head_attention_forward", "cross_entropy", "nll_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "pairwise_distance",
+]
+
+
+# ------------------------------------------------------------------ helpers
+def _ntuple(x, n, name):
+    if isinstance(x, (tuple, list)):
+        if len(x) == 1:
+            x = tuple(x) * n
+        if len(x) != n:
+            raise _C.InvalidArgument(f"{name} must be an int or a tuple of {n} ints, got {tuple(x)}")
+        out = tuple(x)
+    else:
+        out = (x,) * n
+    for v in out:
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+            raise TypeError(f"{name} must be an int or a tuple of {n} ints, got {x!r}")
+    return tuple(int(v) for v in out)
+
+
+def _check_tensor(x, name, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _float_like(x):
+    return x.dtype if x.dtype.is_floating_point else _C.get_default_dtype()
+
+
+def _inplace(input, fn, inplace):  # noqa: A002
+    """fn(input), or written back into `input` (PyTorch's inplace=True)."""
+    if not inplace:
+        return fn(input)
+    return _C.assign_(input, fn(_C.source_for_inplace(input)))
+
+
+def _bshape(ndim, dim, size):
+    shape = [1] * ndim
+    shape[dim] = size
+    return shape
+
+
+# -------------------------------------------------------------- linear/conv
+def linear(input, weight, bias=None):  # noqa: A002
+    """y = x W^T + b."""
+    _check_tensor(input, "input", "linear")
+    return _C.linear(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k, weight [out, in1, in2]."""
+    # [..., in1] x [out, in1, in2] -> [..., out, in2], then contract with x2
+    t = _C.matmul(_C.unsqueeze(_C.unsqueeze(input1, -2), -3), weight)  # [..., out, 1, in2]
+    out = _C.squeeze(_C.matmul(t, _C.unsqueeze(_C.unsqueeze(input2, -2), -1)), [-1, -2])
+    return out if bias is None else _C.add(out, bias)
+
+
+def _conv_padding(padding, kernel, dilation, stride, nd, fn):
+    """padding (int, tuple, 'valid' or 'same') -> per-dim (before, after)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise _C.InvalidArgument("padding='same' is not supported for strided convolutions")
+            out = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                out.append((total // 2, total - total // 2))  # the odd one goes after, like PyTorch
+            return out
+        raise _C.InvalidArgument(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    return [(p, p) for p in _ntuple(padding, nd, f"{fn}: padding")]
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    _check_tensor(input, "input", "conv2d")
+    _check_tensor(weight, "weight", "conv2d")
+    stride = _ntuple(stride, 2, "conv2d: stride")
+    dilation = _ntuple(dilation, 2, "conv2d: dilation")
+    kernel = tuple(weight.shape[2:]) if weight.ndim == 4 else (1, 1)
+    (pt, pb), (pl, pr) = _conv_padding(padding, kernel, dilation, stride, 2, "conv2d")
+    return _C.conv2d(input, weight, bias, stride, (pt, pb, pl, pr), dilation, int(groups))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    _check_tensor(input, "input", "conv1d")
+    _check_tensor(weight, "weight", "conv1d")
+    (stride,) = _ntuple(stride, 1, "conv1d: stride")
+    (dilation,) = _ntuple(dilation, 1, "conv1d: dilation")
+    kernel = (weight.shape[2],) if weight.ndim == 3 else (1,)
+    ((pl, pr),) = _conv_padding(padding, kernel, (dilation,), (stride,), 1, "conv1d")
+    return _C.conv1d(input, weight, bias, stride, (pl, pr), dilation, int(groups))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sliding blocks [N, C, H, W] -> [N, C*kH*kW, L]."""
+    if input.ndim not in (3, 4):
+        raise _C.InvalidArgument(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    x = input if input.ndim == 4 else _C.unsqueeze(input, 0)
+    p = _ntuple(padding, 2, "unfold: padding")
+    cols = _C.im2col(x, _ntuple(kernel_size, 2, "unfold: kernel_size"), _ntuple(stride, 2, "unfold: stride"),
+                     (p[0], p[0], p[1], p[1]), _ntuple(dilation, 2, "unfold: dilation"))
+    out = _C.permute(cols, [1, 0, 2])
+    return out if input.ndim == 4 else _C.squeeze(out, [0])
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The adjoint of unfold: [N, C*kH*kW, L] -> [N, C, H, W], summing overlaps."""
+    if input.ndim not in (2, 3):
+        raise _C.InvalidArgument(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                 f"(got {input.ndim}D)")
+    x = input if input.ndim == 3 else _C.unsqueeze(input, 0)
+    p = _ntuple(padding, 2, "fold: padding")
+    out = _C.col2im(_C.permute(x, [1, 0, 2]), _ntuple(output_size, 2, "fold: output_size"),
+                    _ntuple(kernel_size, 2, "fold: kernel_size"), _ntuple(stride, 2, "fold: stride"),
+                    (p[0], p[0], p[1], p[1]), _ntuple(dilation, 2, "fold: dilation"))
+    return out if input.ndim == 3 else _C.squeeze(out, [0])
+
+
+# ------------------------------------------------------------------ pooling
+def _pool_stride(stride, kernel, name):
+    if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):
+        return kernel
+    return _ntuple(stride, len(kernel), f"{name}: stride")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    _check_tensor(input, "input", "max_pool2d")
+    k = _ntuple(kernel_size, 2, "max_pool2d: kernel_size")
+    return _C.max_pool2d(input, k, _pool_stride(stride, k, "max_pool2d"), _ntuple(padding, 2, "max_pool2d: padding"),
+                         _ntuple(dilation, 2, "max_pool2d: dilation"), bool(ceil_mode), bool(return_indices))
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    _check_tensor(input, "input", "avg_pool2d")
+    k = _ntuple(kernel_size, 2, "avg_pool2d: kernel_size")
+    return _C.avg_pool2d(input, k, _pool_stride(stride, k, "avg_pool2d"), _ntuple(padding, 2, "avg_pool2d: padding"),
+                         bool(ceil_mode), bool(count_include_pad), divisor_override)
+
+
+def _pool1d_input(input, name):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise _C.InvalidArgument(f"{name}: Expected 2D or 3D (batch mode) tensor for input, got input of size: "
+                                 f"{list(input.shape)}")
+    return _C.unsqueeze(input, -2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    (k,) = _ntuple(kernel_size, 1, "max_pool1d: kernel_size")
+    (s,) = _pool_stride(stride, (k,), "max_pool1d")
+    (p,) = _ntuple(padding, 1, "max_pool1d: padding")
+    (d,) = _ntuple(dilation, 1, "max_pool1d: dilation")
+    out = _C.max_pool2d(_pool1d_input(input, "max_pool1d"), (1, k), (1, s), (0, p), (1, d), bool(ceil_mode),
+                        bool(return_indices))
+    if return_indices:
+        return _C.squeeze(out[0], [-2]), _C.squeeze(out[1], [-2])
+    return _C.squeeze(out, [-2])
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    (k,) = _ntuple(kernel_size, 1, "avg_pool1d: kernel_size")
+    (s,) = _pool_stride(stride, (k,), "avg_pool1d")
+    (p,) = _ntuple(padding, 1, "avg_pool1d: padding")
+    out = _C.avg_pool2d(_pool1d_input(input, "avg_pool1d"), (1, k), (1, s), (0, p), bool(ceil_mode),
+                        bool(count_include_pad), None)
+    return _C.squeeze(out, [-2])
+
+
+def _adaptive_matrix(n_in, n_out, dtype, device):
+    """[n_out, n_in] averaging matrix of PyTorch's adaptive windows
+    [floor(i*n_in/n_out), ceil((i+1)*n_in/n_out)); a constant of the shapes."""
+    i = np.arange(n_out)
+    start = (i * n_in) // n_out
+    end = -((-(i + 1) * n_in) // n_out)
+    cols = np.arange(n_in)
+    m = ((cols[None, :] >= start[:, None]) & (cols[None, :] < end[:, None])).astype(np.float64)
+    m /= (end - start)[:, None]
+    from .._creation import tensor
+
+    return tensor(m, dtype=dtype, device=device)
+
+
+def _adaptive_size(output_size, in_sizes, name):
+    if isinstance(output_size, (tuple, list)):
+        sizes = tuple(output_size)
+        if len(sizes) == 1:
+            sizes = sizes * len(in_sizes)
+    else:
+        sizes = (output_size,) * len(in_sizes)
+    if len(sizes) != len(in_sizes):
+        raise _C.InvalidArgument(f"{name}: output_size must be {len(in_sizes)} ints, got {output_size}")
+    out = tuple(n if s is None else int(s) for s, n in zip(sizes, in_sizes))
+    if any(s < 0 for s in out):
+        raise _C.InvalidArgument(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                                 f"{out}")
+    return out
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    _check_tensor(input, "input", "adaptive_avg_pool2d")
+    if input.ndim not in (3, 4):
+        raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    h, w = input.shape[-2:]
+    oh, ow = _adaptive_size(output_size, (h, w), "adaptive_avg_pool2d")
+    if oh and ow and h % oh == 0 and w % ow == 0:
+        if (oh, ow) == (1, 1):
+            return _C.mean(input, [-2, -1], True)
+        return avg_pool2d(input, (h // oh, w // ow))
+    # Overlapping or uneven windows: out = Ph x Pw^T with constant averaging matrices.
+    dt = _float_like(input)
+    pw = _adaptive_matrix(w, ow, dt, input.device)
+    ph = _adaptive_matrix(h, oh, dt, input.device)
+    t = _C.matmul(input, _C.transpose(pw, 0, 1))  # [..., H, ow]
+    t = _C.matmul(_C.transpose(t, -1, -2), _C.transpose(ph, 0, 1))  # [..., ow, oh]
+    return _C.transpose(t, -1, -2)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise _C.InvalidArgument(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    (ol,) = _adaptive_size(output_size, (input.shape[-1],), "adaptive_avg_pool1d")
+    m = _adaptive_matrix(input.shape[-1], ol, _float_like(input), input.device)
+    return _C.matmul(input, _C.transpose(m, 0, 1))
+
+
+# ------------------------------------------------------------ normalization
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """Normalizes over every dim but the channel dim (1). In training the
+    batch statistics are used and, if given, the running ones are updated in
+    place (unbiased variance), as PyTorch does."""
+    _check_tensor(input, "input", "batch_norm")
+    if input.ndim < 2:
+        raise _C.InvalidArgument(f"batch_norm: expected at least a 2-D input [N, C, ...], got {list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}], got {list(t.shape)}")
+    shape = _bshape(input.ndim, 1, c)
+    dims = [0] + list(range(2, input.ndim))
+    if training:
+        n = input.numel() // c if c else 0
+        if n <= 1:
+            raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
+                                     f"{list(input.shape)}")
+    if training or running_mean is None or running_var is None:
+        mean = _C.mean(input, dims, True)
+        xc = _C.sub(input, mean)
+        var = _C.mean(_C.mul(xc, xc), dims, True)
+        if training and running_mean is not None and running_var is not None:
+            n = input.numel() // c
+            with no_grad():
+                m = momentum
+                _C.assign_(running_mean, _C.add(_C.mul(running_mean, _rsub1(m)), _C.mul(_C.reshape(mean, [c]), m)))
+                unbiased = _C.mul(_C.reshape(var, [c]), n / (n - 1))
+                _C.assign_(running_var, _C.add(_C.mul(running_var, _rsub1(m)), _C.mul(unbiased, m)))
+        out = _C.mul(xc, _C.rsqrt(_C.add(var, eps)))
+        if weight is not None:
+            out = _C.mul(out, _C.reshape(weight, shape))
+        if bias is not None:
+            out = _C.add(out, _C.reshape(bias, shape))
+        return out
+    # Eval: one scale and shift per channel, then a single pass over x.
+    scale = _C.rsqrt(_C.add(running_var, eps))
+    if weight is not None:
+        scale = _C.mul(scale, weight)
+    shift = _C.neg(_C.mul(running_mean, scale))
+    if bias is not None:
+        shift = _C.add(shift, bias)
+    return _C.add(_C.mul(input, _C.reshape(_C.cast(scale, input.dtype), shape)),
+                  _C.reshape(_C.cast(shift, input.dtype), shape))
+
+
+def _rsub1(m):
+    return 1.0 - m if not isinstance(m, Tensor) else _C.sub(1.0, m)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm with running statistics is not supported")
+    dims = list(range(2, input.ndim))
+    mean = _C.mean(input, dims, True)
+    xc = _C.sub(input, mean)
+    out = _C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), dims, True), eps)))
+    shape = _bshape(input.ndim, 1, input.shape[1])
+    if weight is not None:
+        out = _C.mul(out, _C.reshape(weight, shape))
+    if bias is not None:
+        out = _C.add(out, _C.reshape(bias, shape))
+    return out
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral):
+        return (int(normalized_shape),)
+    return tuple(int(s) for s in normalized_shape)
+
+
+def _check_normalized(input, ns, fn):  # noqa: A002
+    if len(ns) == 0 or tuple(input.shape[input.ndim - len(ns):]) != ns or len(ns) > input.ndim:
+        raise _C.InvalidArgument(f"{fn}: Given normalized_shape={list(ns)}, expected input with shape "
+                                 f"[*, {', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    _check_tensor(input, "input", "layer_norm")
+    ns = _normalized_shape(normalized_shape)
+    _check_normalized(input, ns, "layer_norm")
+    dims = list(range(-len(ns), 0))
+    mean = _C.mean(input, dims, True)
+    xc = _C.sub(input, mean)
+    out = _C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), dims, True), eps)))
+    if weight is not None:
+        out = _C.mul(out, weight)
+    if bias is not None:
+        out = _C.add(out, bias)
+    return out
+
+
+_FINFO_EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps),
+              "float16": float(np.finfo(np.float16).eps), "bfloat16": 0.0078125}
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    _check_tensor(input, "input", "rms_norm")
+    ns = _normalized_shape(normalized_shape)
+    _check_normalized(input, ns, "rms_norm")
+    if eps is None:
+        eps = _FINFO_EPS.get(str(input.dtype).split(".")[-1], _FINFO_EPS["float32"])
+    dims = list(range(-len(ns), 0))
+    out = _C.mul(input, _C.rsqrt(_C.add(_C.mean(_C.mul(input, input), dims, True), eps)))
+    if weight is not None:
+        out = _C.mul(out, weight)
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    _check_tensor(input, "input", "group_norm")
+    if input.ndim < 2:
+        raise _C.InvalidArgument(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise _C.InvalidArgument(f"Expected number of channels in input to be divisible by num_groups, but got "
+                                 f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    x = _C.reshape(input, [n, num_groups, -1])
+    mean = _C.mean(x, [-1], True)
+    xc = _C.sub(x, mean)
+    out = _C.reshape(_C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), [-1], True), eps))), list(input.shape))
+    shape = _bshape(input.ndim, 1, c)
+    if weight is not None:
+        out = _C.mul(out, _C.reshape(weight, shape))
+    if bias is not None:
+        out = _C.add(out, _C.reshape(bias, shape))
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    if out is not None:
+        raise TypeError("the out= argument is not supported")
+    denom = _C.clamp(_C.norm(input, float(p), [dim], True), eps, None)
+    return _C.div(input, denom)
+
+
+# ---------------------------------------------------------------- embedding
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` at `input`. The row at padding_idx gets no gradient.
+    `sparse` is accepted for compatibility; gradients are always dense."""
+    _check_tensor(input, "input", "embedding")
+    if input.dtype not in (_C.dtype.int64, _C.dtype.int32):
+        raise TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                        f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise _C.InvalidArgument(f"embedding: 'weight' must be 2-D, got {list(weight.shape)}")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+            padding_idx += num
+    flat = _C.reshape(input, [-1])
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, float(max_norm), float(norm_type))
+    out = _C.index_select(weight, 0, flat)
+    if scale_grad_by_freq:
+        # Same value, gradient scaled by 1 / (occurrences of the index in input).
+        counts = _C.index_add(_C.full([num, 1], 0.0, weight.dtype, weight.device), 0, flat,
+                              _C.full([flat.shape[0], 1], 1.0, weight.dtype, weight.device))
+        s = _C.reciprocal(_C.index_select(counts, 0, flat))
+        out = _C.add(_C.mul(out, s), _C.mul(out.detach(), _C.sub(1.0, s)))
+    if padding_idx is not None:
+        mask = _C.unsqueeze(_C.eq(flat, padding_idx), -1)
+        out = _C.where(mask, out.detach(), out)
+    return _C.reshape(out, list(input.shape) + [weight.shape[1]])
+
+
+def _embedding_renorm_(weight, flat, max_norm, norm_type):
+    """Rescales, in place, the rows used by `flat` whose norm exceeds max_norm."""
+    with no_grad():
+        w = weight.detach()
+        used = _C.gt(_C.index_add(_C.full([w.shape[0]], 0.0, w.dtype, w.device), 0, flat,
+                                  _C.full([flat.shape[0]], 1.0, w.dtype, w.device)), 0.0)
+        norms = _C.norm(w, norm_type, [1], True)
+        scale = _C.where(_C.logical_and(_C.unsqueeze(used, 1), _C.gt(norms, max_norm)),
+                         _C.div(max_norm, _C.add(norms, 1e-7)), 1.0)
+        _C.assign_(weight, _C.mul(w, scale))
+
+
+def one_hot(tensor, num_classes=-1):
+    return _C.one_hot(tensor, num_classes)
+
+
+# ------------------------------------------------------------------ dropout
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise _C.InvalidArgument(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zeroes each element with probability p and scales the rest by
+    1/(1-p). The mask is drawn with lucid's generator (a fresh draw per call,
+    and per step of a compiled training loop)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+
+    def fn(x):
+        if p == 1.0:
+            return _C.mul(x, 0.0)
+        u = _C.rand(list(x.shape), _float_like(x), x.device)
+        keep = _C.mul(_C.cast(_C.lt(u, 1.0 - p), x.dtype), 1.0 / (1.0 - p))
+        return _C.mul(x, keep)
+
+    return _inplace(input, fn, inplace)
+
+
+# ---------------------------------------------------------------------- pad
+def _pad_index(n, lo, hi, mode):
+    i = np.arange(-lo, n + hi)
+    if mode == "reflect":
+        if lo >= n or hi >= n:
+            raise _C.InvalidArgument(f"Padding size should be less than the corresponding input dimension, but got: "
+                                     f"padding ({lo}, {hi}) at a dimension of size {n}")
+        period = 2 * (n - 1)
+        i = np.abs(i) % period if period else np.zeros_like(i)
+        i = np.where(i >= n, period - i, i)
+    elif mode == "replicate":
+        i = np.clip(i, 0, n - 1)
+    elif mode == "circular":
+        if lo > n or hi > n:
+            raise _C.InvalidArgument("Padding value causes wrapping around more than once.")
+        i = i % n
+    return i.astype(np.int64)
+
+
+def pad(input, pad, mode="constant", value=None):  # noqa: A002
+    """Pads the last len(pad)//2 dims; pad = (last_lo, last_hi, prev_lo, ...)."""
+    _check_tensor(input, "input", "pad")
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise _C.InvalidArgument("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise _C.InvalidArgument("Padding length too large")
+    if mode == "constant":
+        return _C.pad(input, pad, 0.0 if value is None else float(value))
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise _C.InvalidArgument(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if any(p < 0 for p in pad):
+        raise NotImplementedError(f"negative padding is only supported in 'constant' mode")
+    from .._creation import tensor
+
+    out = input
+    for k in range(len(pad) // 2):
+        d = input.ndim - 1 - k
+        lo, hi = pad[2 * k], pad[2 * k + 1]
+        if lo or hi:
+            out = _C.index_select(out, d, tensor(_pad_index(input.shape[d], lo, hi, mode), device=input.device))
+    return out
+
+
+# -------------------------------------------------------------- activations
+def relu(input, inplace=False):  # noqa: A002
+    return _inplace(input, _C.relu, inplace)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.clamp(x, min_val, max_val), inplace)
+
+
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.where(_C.gt(x, threshold), x, value), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(x, negative_slope)), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(x), alpha)), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(_C.div(x, alpha)), alpha)), inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.mul(_C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(x), _SELU_ALPHA)),
+                                            _SELU_SCALE), inplace)
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    if approximate not in ("none", "tanh"):
+        raise _C.InvalidArgument(f"approximate argument must be either none or tanh, got '{approximate}'")
+    return _C.gelu(input, approximate == "tanh")
+
+
+def silu(input, inplace=False):  # noqa: A002
+    return _inplace(input, _C.silu, inplace)
+
+
+def mish(input, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.mul(x, _C.tanh(_C.softplus(x, 1.0, 20.0))), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    return _C.softplus(input, float(beta), float(threshold))
+
+
+def softsign(input):  # noqa: A002
+    return _C.div(input, _C.add(_C.abs(input), 1.0))
+
+
+def logsigmoid(input):  # noqa: A002
+    return _C.neg(_C.softplus(_C.neg(input), 1.0, 20.0))
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0), inplace)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    return _inplace(input, lambda x: _C.mul(x, _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0)), inplace)
+
+
+def tanh(input):  # noqa: A002
+    return _C.tanh(input)
+
+
+def sigmoid(input):  # noqa: A002
+    return _C.sigmoid(input)
+
+
+def _softmax_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.softmax(input, dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.softmax(_C.neg(input), dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    if dtype is not None:
+        input = _C.cast(input, to_dtype(dtype))
+    return _C.log_softmax(input, dim)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    if input.ndim == 0 or input.shape[dim] % 2:
+        raise _C.InvalidArgument(f"Halving dimension must be even, but dimension {dim} is size "
+                                 f"{input.shape[dim] if input.ndim else 0}")
+    a, b = _C.chunk(input, 2, dim)
+    return _C.mul(a, _C.sigmoid(b))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    dot = _C.sum(_C.mul(x1, x2), [dim], False)
+    n1 = _C.clamp(_C.norm(x1, 2.0, [dim], False), eps, None)
+    n2 = _C.clamp(_C.norm(x2, 2.0, [dim], False), eps, None)
+    return _C.div(dot, _C.mul(n1, n2))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return _C.norm(_C.add(_C.sub(x1, x2), eps), float(p), [-1], keepdim)
+
+
+# ---------------------------------------------------------------- attention
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q k^T * scale + mask) v over the last two dims. A boolean
+    attn_mask marks the positions that may be attended (True = keep)."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, name, "scaled_dot_product_attention")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise _C.InvalidArgument("scaled_dot_product_attention: query, key and value must be at least 2-D")
+    L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+    if key.shape[-1] != E:
+        raise _C.InvalidArgument(f"scaled_dot_product_attention: query and key must have the same embedding size, "
+                                 f"got {E} and {key.shape[-1]}")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hq % hk:
+            raise _C.InvalidArgument(f"scaled_dot_product_attention: {hq} query heads are not a multiple of {hk} "
+                                     "key/value heads")
+        key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
+    s = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    scores = _C.mul(_C.matmul(query, _C.transpose(key, -2, -1)), s)
+    if is_causal:
+        if attn_mask is not None:
+            raise _C.InvalidArgument("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                                     "is_causal=True")
+        causal = _C.tril(_C.full([L, S], True, _C.dtype.bool, query.device))
+        scores = _C.where(causal, scores, -_INF)
+    elif attn_mask is not None:
+        if attn_mask.dtype == _C.dtype.bool:
+            scores = _C.where(attn_mask, scores, -_INF)
+        else:
+            scores = _C.add(scores, _C.cast(attn_mask, scores.dtype))
+    attn = _C.softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return _C.matmul(attn, value)
+
+
+def _repeat_heads(t, r):
+    shape = list(t.shape)
+    x = _C.unsqueeze(t, -3)  # [..., Hk, 1, S, E]
+    x = _C.broadcast_to(x, shape[:-2] + [r] + shape[-2:])
+    return _C.reshape(x, shape[:-3] + [shape[-3] * r] + shape[-2:])
+
+
+def _canonical_mask(mask, name, dtype):
+    """A boolean mask (True = masked out) -> an additive float mask."""
+    if mask is None:
+        return None
+    if mask.dtype == _C.dtype.bool:
+        return _C.where(mask, -_INF, _C.full([], 0.0, dtype, mask.device))
+    if not mask.dtype.is_floating_point:
+        raise TypeError(f"only bool and floating types of {name} are supported")
+    return _C.cast(mask, dtype)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's MHA on sequence-first inputs: query [L, N, E] (or [L, E]),
+    key/value [S, N, E]; returns (output [L, N, E], weights or None)."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k / static_v are not supported")
+    batched = query.ndim == 3
+    if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise _C.InvalidArgument(f"query, key and value must be all 2-D (unbatched) or all 3-D (batched), got "
+                                 f"{query.ndim}-D, {key.ndim}-D and {value.ndim}-D")
+    if not batched:
+        query, key, value = (_C.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = _C.unsqueeze(key_padding_mask, 0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise _C.InvalidArgument(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    if embed_dim % num_heads:
+        raise _C.InvalidArgument(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if key.shape[:2] != value.shape[:2]:
+        raise _C.InvalidArgument(f"key shape {list(key.shape)} does not match value shape {list(value.shape)}")
+    head_dim = embed_dim // num_heads
+    dt = query.dtype
+    if key_padding_mask is not None and tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise _C.InvalidArgument(f"expecting key_padding_mask shape of {[bsz, src_len]}, but got "
+                                 f"{list(key_padding_mask.shape)}")
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", dt)
+    if is_causal and attn_mask is None:
+        raise _C.InvalidArgument("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                                 "module method `generate_square_subsequent_mask` to create this mask.")
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", dt)
+
+    # input projections
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise _C.InvalidArgument("use_separate_proj_weight is False but in_proj_weight is None")
+        E = embed_dim
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = _C.split(in_proj_bias, [E, E, E], 0)
+        if query is key and key is value:
+            q, k, v = _C.chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
+        else:
+            wq, wk, wv = _C.split(in_proj_weight, [E, E, E], 0)
+            q = linear(query, wq, bq)
+            k = linear(key, wk, bk)
+            v = linear(value, wv, bv)
+    else:
+        E = embed_dim
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = _C.split(in_proj_bias, [E, E, E], 0)
+        q = linear(query, q_proj_weight, bq)
+        k = linear(key, k_proj_weight, bk)
+        v = linear(value, v_proj_weight, bv)
+
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise _C.InvalidArgument(f"The shape of the 2D attn_mask is {list(attn_mask.shape)}, but should be "
+                                         f"{[tgt_len, src_len]}.")
+            attn_mask = _C.unsqueeze(attn_mask, 0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise _C.InvalidArgument(f"The shape of the 3D attn_mask is {list(attn_mask.shape)}, but should be "
+                                         f"{[bsz * num_heads, tgt_len, src_len]}.")
+        else:
+            raise _C.InvalidArgument(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        k = _C.cat([k, _C.broadcast_to(_C.reshape(bias_k, [1, 1, E]), [1, bsz, E])], 0)
+        v = _C.cat([v, _C.broadcast_to(_C.reshape(bias_v, [1, 1, E]), [1, bsz, E])], 0)
+        if attn_mask is not None:
+            attn_mask = _C.pad(attn_mask, [0, 1], 0.0)
+        if key_padding_mask is not None:
+            key_padding_mask = _C.pad(key_padding_mask, [0, 1], 0.0)
+
+    # [len, N, E] -> [N*H, len, hd]
+    q = _C.transpose(_C.reshape(q, [tgt_len, bsz * num_heads, head_dim]), 0, 1)
+    k = _C.transpose(_C.reshape(k, [k.shape[0], bsz * num_heads, head_dim]), 0, 1)
+    v = _C.transpose(_C.reshape(v, [v.shape[0], bsz * num_heads, head_dim]), 0, 1)
+    if add_zero_attn:
+        zeros = _C.full([bsz * num_heads, 1, head_dim], 0.0, dt, q.device)
+        k = _C.cat([k, zeros], 1)
+        v = _C.cat([v, zeros], 1)
+        if attn_mask is not None:
+            attn_mask = _C.pad(attn_mask, [0, 1], 0.0)
+        if key_padding_mask is not None:
+            key_padding_mask = _C.pad(key_padding_mask, [0, 1], 0.0)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        kpm = _C.broadcast_to(_C.reshape(key_padding_mask, [bsz, 1, 1, src_len]), [bsz, num_heads, 1, src_len])
+        kpm = _C.reshape(kpm, [bsz * num_heads, 1, src_len])
+        attn_mask = kpm if attn_mask is None else _C.add(attn_mask, kpm)
+    if not training:
+        dropout_p = 0.0
+
+    scores = _C.matmul(_C.mul(q, 1.0 / math.sqrt(head_dim)), _C.transpose(k, -2, -1))  # [N*H, L, S]
+    if attn_mask is not None:
+        scores = _C.add(scores, attn_mask)
+    weights = _C.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    out = _C.matmul(weights, v)  # [N*H, L, hd]
+    out = _C.reshape(_C.transpose(out, 0, 1), [tgt_len * bsz, embed_dim])
+    out = _C.reshape(linear(out, out_proj_weight, out_proj_bias), [tgt_len, bsz, embed_dim])
+    if not batched:
+        out = _C.squeeze(out, [1])
+    if not need_weights:
+        return out, None
+    weights = _C.reshape(weights, [bsz, num_heads, tgt_len, src_len])
+    if average_attn_weights:
+        weights = _C.mean(weights, [1], False)
+    if not batched:
+        weights = _C.squeeze(weights, [0])
+    return out, weights
+
+
+# ------------------------------------------------------------------- losses
+def _reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return _C.mean(loss, None, False)
+    if reduction == "sum":
+        return _C.sum(loss, None, False)
+    raise _C.InvalidArgument(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction, allowed=("none", "mean", "sum")):
+    if reduction not in allowed:
+        raise _C.InvalidArgument(f"{reduction} is not a valid value for reduction")
+
+
+def _nll(logp, target, weight, ignore_index, reduction):
+    """Negative log-likelihood of class indices; class dim 1 (0 if 1-D)."""
+    if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
+        raise TypeError(f"expected target of an integer dtype (class indices), got {target.dtype}")
+    cdim = 0 if logp.ndim == 1 else 1
+    if logp.ndim == 1:
+        if target.ndim != 0:
+            raise _C.InvalidArgument(f"expected a 0-D target for a 1-D input, got target of size {list(target.shape)}")
+    else:
+        expect = [logp.shape[0]] + list(logp.shape[2:])
+        if target.ndim >= 1 and target.shape[0] != logp.shape[0]:
+            raise _C.InvalidArgument(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
+                                     f"({target.shape[0]}).")
+        if list(target.shape) != expect:
+            raise _C.InvalidArgument(f"Expected target size {expect}, got {list(target.shape)}")
+    c = logp.shape[cdim]
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise _C.InvalidArgument(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                                 f"weight tensor of shape: {list(weight.shape)}")
+    t = _C.cast(target, _C.dtype.int64)
+    valid = _C.ne(t, ignore_index)
+    safe = _C.where(valid, t, 0)
+    picked = _C.squeeze(_C.gather(logp, cdim, _C.unsqueeze(safe, cdim)), [cdim])
+    w = _C.cast(valid, logp.dtype)
+    if weight is not None:
+        w = _C.mul(w, _C.reshape(_C.index_select(_C.cast(weight, logp.dtype), 0, _C.reshape(safe, [-1])),
+                                 list(safe.shape)))
+    loss = _C.neg(_C.mul(picked, w))
+    if reduction == "none":
+        return loss, valid, w
+    if reduction == "sum":
+        return _C.sum(loss, None, False), valid, w
+    return _C.div(_C.sum(loss, None, False), _C.sum(w, None, False)), valid, w
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+             reduction="mean"):
+    _check_tensor(input, "input", "nll_loss")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input.ndim < 1:
+        raise _C.InvalidArgument("nll_loss: input must have at least one dimension")
+    return _nll(input, target, weight, ignore_index, reduction)[0]
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+                  reduction="mean", label_smoothing=0.0):
+    """Cross entropy of logits `input` (class dim 1, or 0 for a 1-D input)
+    against class indices or class probabilities."""
+    _check_tensor(input, "input", "cross_entropy")
+    _check_tensor(target, "target", "cross_entropy")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise _C.InvalidArgument(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input.ndim < 1:
+        raise _C.InvalidArgument("cross_entropy: input must have at least one dimension")
+    cdim = 0 if input.ndim == 1 else 1
+    c = input.shape[cdim]
+    logp = _C.log_softmax(input, cdim)
+    wb = None if weight is None else _C.reshape(_C.cast(weight, logp.dtype), _bshape(input.ndim, cdim, c))
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise _C.InvalidArgument(f"cross_entropy: expected probability targets of the input's shape "
+                                     f"{list(input.shape)}, got {list(target.shape)}")
+        t = _C.cast(target, logp.dtype)
+        if label_smoothing > 0:
+            t = _C.add(_C.mul(t, 1.0 - label_smoothing), label_smoothing / c)
+        prod = _C.mul(logp, t)
+        if wb is not None:
+            prod = _C.mul(prod, wb)
+        loss = _C.neg(_C.sum(prod, [cdim], False))
+        if reduction == "mean":
+            return _C.div(_C.sum(loss, None, False), float(input.numel() // c) if c else float("nan"))
+        return _reduce(loss, reduction)
+    nll, valid, w = _nll(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    smooth = _C.neg(_C.sum(logp if wb is None else _C.mul(logp, wb), [cdim], False))
+    smooth = _C.where(valid, smooth, 0.0)
+    if reduction == "mean":
+        smooth = _C.div(_C.sum(smooth, None, False), _C.sum(w, None, False))
+    elif reduction == "sum":
+        smooth = _C.sum(smooth, None, False)
+    return _C.add(_C.mul(nll, 1.0 - label_smoothing), _C.mul(smooth, label_smoothing / c))
+
+
+def _pointwise_target(input, target, fn):  # noqa: A002
+    _check_tensor(input, "input", fn)
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{fn}(): argument 'target' must be Tensor, not {type(target).__name__}")
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    _pointwise_target(input, target, "mse_loss")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    d = _C.sub(input, target)
+    loss = _C.mul(d, d)
+    if weight is not None:
+        loss = _C.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    _pointwise_target(input, target, "l1_loss")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = _C.abs(_C.sub(input, target))
+    if weight is not None:
+        loss = _C.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+    _pointwise_target(input, target, "smooth_l1_loss")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise _C.InvalidArgument("smooth_l1_loss does not support negative values for beta.")
+    d = _C.abs(_C.sub(input, target))
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    loss = _C.where(_C.lt(d, beta), _C.div(_C.mul(_C.mul(d, d), 0.5), beta), _C.sub(d, 0.5 * beta))
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    _pointwise_target(input, target, "huber_loss")
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise _C.InvalidArgument("huber_loss does not support non-positive values for delta.")
+    d = _C.abs(_C.sub(input, target))
+    loss = _C.where(_C.lt(d, delta), _C.mul(_C.mul(d, d), 0.5), _C.mul(_C.sub(d, 0.5 * delta), delta))
+    if weight is not None:
+        loss = _C.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    """-(t log x + (1-t) log(1-x)), each log clamped at -100 like PyTorch."""
+    _check_tensor(input, "input", "binary_cross_entropy")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise _C.InvalidArgument(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                                 f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    log_x = _C.clamp(_C.log(input), -100.0, None)
+    log_1mx = _C.clamp(_C.log1p(_C.neg(input)), -100.0, None)
+    loss = _C.neg(_C.add(_C.mul(target, log_x), _C.mul(_C.sub(1.0, target), log_1mx)))
+    if weight is not None:
+        loss = _C.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                     reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross entropy in the stable form
+    (1-t) x + (1 + (pw-1) t) softplus(-x)."""
+    _check_tensor(input, "input", "binary_cross_entropy_with_logits")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise _C.InvalidArgument(f"Target size ({list(target.shape)}) must be the same as input size "
+                                 f"({list(input.shape)})")
+    sp = _C.softplus(_C.neg(input), 1.0, 20.0)  # -log(sigmoid(x))
+    if pos_weight is not None:
+        sp = _C.mul(sp, _C.add(_C.mul(_C.sub(pos_weight, 1.0), target), 1.0))
+    loss = _C.add(_C.mul(_C.sub(1.0, target), input), sp)
+    if weight is not None:
+        loss = _C.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    """KL(target || exp(input)) pointwise: input holds log-probabilities."""
+    _check_tensor(input, "input", "kl_div")
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
+    if log_target:
+        loss = _C.mul(_C.exp(target), _C.sub(target, input))
+    else:
+        # xlogy(t, t) with 0 log 0 = 0 (and a finite gradient there)
+        pos = _C.gt(target, 0.0)
+        safe = _C.where(pos, target, 1.0)
+        loss = _C.sub(_C.where(pos, _C.mul(target, _C.log(safe)), 0.0), _C.mul(target, input))
+    if reduction == "batchmean":
+        total = _C.sum(loss, None, False)
+        return _C.div(total, float(input.shape[0])) if input.ndim else total
+    return _reduce(loss, reduction)

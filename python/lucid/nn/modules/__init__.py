@@ -1,0 +1,18 @@
+"""The layer classes of lucid.nn."""
+from .activation import (CELU, ELU, GELU, GLU, LeakyReLU, LogSigmoid, LogSoftmax, Mish, MultiheadAttention,  # noqa: F401
+                         PReLU, ReLU, ReLU6, SELU, Hardsigmoid, Hardswish, Hardtanh, SiLU, Sigmoid, Softmax, Softmin,
+                         Softplus, Softsign, Tanh)
+from .batchnorm import BatchNorm1d, BatchNorm2d  # noqa: F401
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .conv import Conv1d, Conv2d, Fold, Unfold  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,  # noqa: F401
+                   NLLLoss, SmoothL1Loss)
+from .module import Module  # noqa: F401
+from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,  # noqa: F401
+                      MaxPool2d)
+from .sparse import Embedding  # noqa: F401
+from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401

@@ -1,0 +1,89 @@
+"""BatchNorm1d / BatchNorm2d: running statistics are buffers, updated in
+place during training (an in-place write in a compiled step)."""
+from ... import _C
+from ...autograd import no_grad
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._factory import empty
+from .module import Module
+
+
+class _NormBase(Module):
+    _version = 2
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty((num_features,), device, dtype))
+            self.bias = Parameter(empty((num_features,), device, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", empty((num_features,), device, dtype))
+            self.register_buffer("running_var", empty((num_features,), device, dtype))
+            self.register_buffer("num_batches_tracked", _C.full([], 0, _C.dtype.int64, device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):  # noqa: A002
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
+                "track_running_stats={track_running_stats}").format(**self.__dict__)
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):  # noqa: A002
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                _C.assign_(self.num_batches_tracked, _C.add(self.num_batches_tracked, 1))
+            if self.momentum is None:  # cumulative moving average: 1 / batches seen, kept a tensor op
+                factor = _C.div(1.0, _C.cast(self.num_batches_tracked, self.running_mean.dtype))
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        keep_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep_running else None,
+                            self.running_var if keep_running else None, self.weight, self.bias, use_batch_stats,
+                            factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization over [N, C] or [N, C, L]."""
+
+    def _check_input_dim(self, input):  # noqa: A002
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization over [N, C, H, W]."""
+
+    def _check_input_dim(self, input):  # noqa: A002
+        if input.ndim != 4:
+            raise ValueError(f"expected 4D input (got {input.ndim}D input)")

@@ -1,0 +1,520 @@
+"""nn.Module: the base class of every layer, with PyTorch's registration,
+traversal, state_dict and mode semantics."""
+import copy
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ... import _C
+from ..._utils import to_dtype
+from ...autograd import no_grad
+from ..parameter import Parameter
+
+Tensor = _C.Tensor
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(s, num_spaces):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
+
+
+def _check_name(kind, name, module):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+
+
+def _parse_to(args, kwargs):
+    """Module.to's arguments -> (device or None, dtype or None)."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _C.dtype) or a in (float, int, bool):
+            dtype = a
+        elif isinstance(a, (str, _C.device)):
+            device = a
+        elif isinstance(a, bool):  # non_blocking positional
+            pass
+        else:
+            raise TypeError(f"to() received an invalid argument of type {type(a).__name__}")
+    dtype = to_dtype(dtype)
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+    if device is not None:
+        device = _C.device(str(device))
+    return device, dtype
+
+
+class Module:
+    """Base class for all neural network modules; subclasses define
+    `forward` and assign parameters, buffers and sub-modules as attributes."""
+
+    training: bool
+    _version = 1
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------ registration
+    def _require_init(self, what):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self._require_init("buffer")
+        _check_name("buffer", name, self)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        self._require_init("parameters")
+        _check_name("parameter", name, self)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
+                             "explicitly. To express '{name}' as a function of another Tensor, compute the value in "
+                             "the forward() method.")
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
+        return mod._parameters[name]
+
+    def get_buffer(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
+        return mod._buffers[name]
+
+    # ------------------------------------------------------- attribute access
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        def remove_from(*dicts):
+            for dd in dicts:
+                if name in dd:
+                    if isinstance(dd, dict):
+                        del dd[name]
+                    else:
+                        dd.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                    "(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                        "(torch.Tensor or None expected)")
+                    buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(set(keys))
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __deepcopy__(self, memo):
+        # Tensors are cloned (parameters stay Parameters); everything else
+        # is deep-copied as usual.
+        if id(self) in memo:
+            return memo[id(self)]
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k == "_parameters":
+                v = OrderedDict((n, None if p is None else copy.deepcopy(p, memo)) for n, p in v.items())
+            elif k == "_buffers":
+                v = OrderedDict((n, _clone_tensor(b, memo)) for n, b in v.items())
+            else:
+                v = copy.deepcopy(v, memo)
+            object.__setattr__(new, k, v)
+        return new
+
+    # ---------------------------------------------------------------- traversal
+    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None or (remove_duplicate and id(v) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self):
+        memo = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from m.named_modules(memo, sub, remove_duplicate)
+
+    # ------------------------------------------------------------------- modes
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad.zero_()  # in place: a compiled step may hold this buffer
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------ device and dtype
+    def _apply(self, fn):
+        """Converts every parameter (in place: the Parameter objects, and so
+        optimizers holding them, stay valid), its grad, and every buffer."""
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is None:
+                    continue
+                data = p.detach()
+                new = fn(data)
+                if new is not data:
+                    p._set_data(new)
+                if p.grad is not None:
+                    g = fn(p.grad)
+                    p.grad = None
+                    p.grad = g
+            for k, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[k] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs):
+        device, dtype = _parse_to(args, dict(kwargs))
+
+        def convert(t):
+            out = t
+            if dtype is not None and t.dtype.is_floating_point and t.dtype != dtype:
+                out = _C.cast(out, dtype)
+            if device is not None and out.device != device:
+                out = _C.to_device(out, str(device))
+            return out
+
+        return self._apply(convert)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def type(self, dst_type):
+        return self._apply(lambda t: _C.cast(t, to_dtype(dst_type)))
+
+    def float(self):
+        return self._apply(lambda t: _C.cast(t, _C.dtype.float32) if t.dtype.is_floating_point else t)
+
+    def double(self):
+        return self._apply(lambda t: _C.cast(t, _C.dtype.float64) if t.dtype.is_floating_point else t)
+
+    def half(self):
+        return self._apply(lambda t: _C.cast(t, _C.dtype.float16) if t.dtype.is_floating_point else t)
+
+    def bfloat16(self):
+        return self._apply(lambda t: _C.cast(t, _C.dtype.bfloat16) if t.dtype.is_floating_point else t)
+
+    # -------------------------------------------------------------- state_dict
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if args:  # the legacy positional form state_dict(destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = {"version": self._version}
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _state_entries(self):
+        """(key, module, name, is_parameter) for every entry state_dict has."""
+        out = []
+        for prefix, m in self.named_modules(remove_duplicate=False):
+            pre = prefix + "." if prefix else ""
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out.append((pre + name, m, name, True))
+            for name, b in m._buffers.items():
+                if b is not None and name not in m._non_persistent_buffers_set:
+                    out.append((pre + name, m, name, False))
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies parameters and buffers from `state_dict` (lucid tensors,
+        NumPy arrays or anything array-like). Every entry is checked before
+        anything is written: on an error, the module is left unchanged."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        entries = self._state_entries()
+        expected = {key for key, *_ in entries}
+        missing = [key for key, *_ in entries if key not in state_dict]
+        missing = list(dict.fromkeys(missing))
+        unexpected = [k for k in state_dict.keys() if k not in expected]
+        errors = []
+        if strict:
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        writes = []
+        seen = set()
+        for key, m, name, is_param in entries:
+            if key not in state_dict:
+                continue
+            current = m._parameters[name] if is_param else m._buffers[name]
+            value = _as_tensor(state_dict[key], key)
+            if tuple(value.shape) != tuple(current.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
+                              f"checkpoint, the shape in current model is {list(current.shape)}.")
+                continue
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            writes.append((m, name, is_param, current, value))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        with no_grad():
+            for m, name, is_param, current, value in writes:
+                if assign:
+                    if is_param:
+                        m._parameters[name] = Parameter(value, current.requires_grad)
+                    else:
+                        m._buffers[name] = value
+                else:
+                    current.copy_(value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ repr
+    def extra_repr(self):
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = ["(" + key + "): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _as_tensor(v, key):
+    if isinstance(v, Tensor):
+        return v.detach()
+    from ..._creation import tensor
+
+    try:
+        return tensor(np.asarray(v))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"state_dict entry '{key}' of type {type(v).__name__} cannot be loaded: {e}") from None
+
+
+def _clone_tensor(t, memo):
+    if t is None:
+        return None
+    if id(t) in memo:
+        return memo[id(t)]
+    out = _C.clone(t.detach())
+    if t.requires_grad:
+        out.requires_grad_(True)
+    memo[id(t)] = out
+    return out
+

@@ -1,0 +1,29 @@
+"""nn.Parameter: a tensor that a Module registers as a learnable parameter."""
+from .. import _C
+
+
+class Parameter(_C.Tensor):
+    """A leaf tensor sharing `data`'s storage, with requires_grad set (True
+    by default). Assigning one to a Module attribute registers it."""
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            data = _C.full([0], 0.0, _C.get_default_dtype(), None)
+        elif not isinstance(data, _C.Tensor):
+            raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data)  # aliases data's storage, without its history
+        self.requires_grad_(bool(requires_grad))
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        out = Parameter(_C.clone(self.detach()), self.requires_grad)
+        memo[id(self)] = out
+        return out
+
+
+def is_parameter(x):
+    return isinstance(x, Parameter)
