@@ -1,0 +1,782 @@
+"""Lucid's benchmark suite: the workloads of shared/BENCHMARKS.md, Lucid's
+variants side by side with PyTorch, JAX and MLX, in one run.
+
+    python -m benchmarks                      # everything, results in benchmarks/results/
+    python -m benchmarks --workloads mlp_small,gpt_tiny --variants 'lucid:*,torch:eager'
+    python -m benchmarks --scaling            # fixed cost, width/depth growth, optimizer vs bandwidth
+    python -m benchmarks --list
+
+Every (framework, variant, workload) runs in its own subprocess with the same
+thread count; a framework that is not installed, a Lucid feature that cannot
+run yet or a peer that fails is reported in the table with the reason.
+"""
+import argparse
+import datetime
+import fnmatch
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import peers, workloads  # noqa: E402
+from benchmarks.peers._worker import thread_env  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "results"
+
+# Framework -> modules whose presence the runner checks before spawning.
+_PROBE = {"lucid": ["lucid"], "torch": ["torch"], "jax": ["jax", "jaxlib", "optax"], "mlx": ["mlx"]}
+
+SCALING_TRAIN_VARIANTS = ["lucid:eager", "lucid:fused_step", "torch:eager", "jax:jit", "mlx:compile"]
+SCALING_OPTIM_VARIANTS = ["lucid:eager", "lucid:compile_optimizer", "torch:foreach", "torch:fused", "jax:jit",
+                          "mlx:compile"]
+
+
+# -- machine ------------------------------------------------------------------
+
+def machine_info(threads):
+    info = {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count(),
+            "physical_cores": None, "memory_gib": None, "os": platform.platform(),
+            "python": platform.python_version(), "threads": threads}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        names = re.findall(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", text, re.M)
+        if names:
+            info["cpu"] = names[0].strip()
+        cores, phys = set(), None
+        for line in text.splitlines():
+            if line.startswith("physical id"):
+                phys = line.split(":")[1].strip()
+            elif line.startswith("core id"):
+                cores.add((phys, line.split(":")[1].strip()))
+        info["physical_cores"] = len(cores) or None
+        flags = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
+        if flags:
+            have = set(flags.group(1).split())
+            info["simd"] = " ".join(f for f in ("avx2", "fma", "avx512f", "amx_tile") if f in have) or "none of avx2/fma/avx512"
+    except OSError:
+        if sys.platform == "darwin":
+            try:
+                info["cpu"] = subprocess.check_output(["sysctl", "-n", "machdep.cpu.brand_string"], text=True).strip()
+                info["physical_cores"] = int(subprocess.check_output(["sysctl", "-n", "hw.physicalcpu"], text=True))
+                info["memory_gib"] = int(subprocess.check_output(["sysctl", "-n", "hw.memsize"], text=True)) / 2**30
+            except (OSError, subprocess.CalledProcessError, ValueError):
+                pass
+    try:
+        m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+        if m:
+            info["memory_gib"] = int(m.group(1)) / 2**20
+    except OSError:
+        pass
+    if hasattr(os, "getloadavg"):
+        info["loadavg_start"] = os.getloadavg()
+    info["blas_env"] = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_") and "THREADS" not in k}
+    try:
+        commit = subprocess.check_output(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], text=True,
+                                         stderr=subprocess.DEVNULL).strip()
+        dirty = subprocess.call(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", "csrc", "python"],
+                                stderr=subprocess.DEVNULL) != 0
+        info["commit"] = commit + (" (+ local changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        info["commit"] = None
+    info["date"] = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return info
+
+
+def machine_line(info):
+    parts = [info["cpu"]]
+    cores = f"{info['logical_cpus']} logical CPUs"
+    if info.get("physical_cores"):
+        cores += f" / {info['physical_cores']} cores"
+    parts.append(cores)
+    if info.get("simd"):
+        parts.append(info["simd"])
+    if info.get("memory_gib"):
+        parts.append(f"{info['memory_gib']:.0f} GiB RAM")
+    parts.append(info["os"])
+    parts.append(f"Python {info['python']}")
+    return ", ".join(parts)
+
+
+def probe_frameworks():
+    """Which frameworks import at all (find_spec only: nothing is loaded here)."""
+    import importlib.util
+
+    found = {}
+    for fw, mods in _PROBE.items():
+        missing = []
+        for mod in mods:
+            try:
+                spec = importlib.util.find_spec(mod)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
+                missing.append(mod)
+        found[fw] = None if not missing else f"not installed: no module {', '.join(repr(m) for m in missing)}"
+    return found
+
+
+# -- planning -----------------------------------------------------------------
+
+def parse_list(values):
+    out = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def select_variants(kind, patterns, frameworks):
+    chosen = []
+    for fw, var in peers.applicable(kind):
+        if frameworks and fw not in frameworks:
+            continue
+        if patterns and not any(fnmatch.fnmatch(f"{fw}:{var}", p) for p in patterns):
+            continue
+        chosen.append((fw, var))
+    return chosen
+
+
+# -- running ------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.missing = probe_frameworks()
+        self.done = 0
+        self.total = 0
+
+    def env(self, scratch):
+        env = dict(os.environ)
+        env.update(thread_env(self.args.threads))
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        # Cold caches, so compile time is what a fresh process pays.
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(scratch) / "inductor")
+        env["TRITON_CACHE_DIR"] = str(Path(scratch) / "triton")
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def run(self, w, fw, var):
+        self.done += 1
+        label = f"[{self.done}/{self.total}] {w['name']:<16} {fw}:{var:<18}"
+        base = {"framework": fw, "variant": var, "workload": w["name"], "threads": self.args.threads}
+        if self.missing.get(fw):
+            res = dict(base, status="missing", reason=f"{self.missing[fw]} ({peers.INSTALL_HINT[fw]})")
+            self._log(label, res)
+            return res
+        spec = {"framework": fw, "variant": var, "workload": w, "threads": self.args.threads,
+                "steps": self.args.steps, "warmup": self.args.warmup}
+        with tempfile.TemporaryDirectory(prefix="lucid-bench-") as scratch:
+            spec_path, out_path, log_path = (Path(scratch) / n for n in ("spec.json", "out.json", "log.txt"))
+            spec_path.write_text(json.dumps(spec))
+            cmd = [sys.executable, "-m", "benchmarks.peers._worker", str(spec_path), str(out_path)]
+            start = time.perf_counter()
+            with open(log_path, "w") as log:
+                # A new session, so a timeout can end the worker and whatever
+                # it started (torch.compile's compile workers) together.
+                proc = subprocess.Popen(cmd, env=self.env(scratch), stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=self.args.timeout)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc)
+                    rc = None
+            wall = time.perf_counter() - start
+            log_tail = log_path.read_text(errors="replace")[-3000:]
+            if rc is None:
+                res = dict(base, status="timeout", reason=f"no result after {self.args.timeout:.0f} s "
+                           f"(--timeout); the first call had not finished or steps were too slow")
+            elif out_path.exists():
+                res = json.loads(out_path.read_text())
+            else:
+                sig = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+                res = dict(base, status="crashed", reason=f"worker died ({sig}) without a result")
+        res["wall_s"] = wall
+        if res.get("status") != "ok":
+            res["log_tail"] = log_tail
+        else:
+            res.update(summarize(res["times_s"]))
+        self._log(label, res)
+        return res
+
+    def _log(self, label, res):
+        if res.get("status") == "ok":
+            msg = f"ok  median {res['median_ms']:.3f} ms  (first call {res.get('first_call_s', 0):.2f} s)"
+        else:
+            msg = f"{res.get('status')}: {first_line(res.get('reason', ''))[:140]}"
+        print(f"{label} {msg}", file=sys.stderr, flush=True)
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        proc.kill()
+    proc.wait()
+
+
+def summarize(times_s):
+    t = sorted(x * 1e3 for x in times_s)
+    return {"median_ms": _quantile(t, 0.5), "min_ms": t[0], "p90_ms": _quantile(t, 0.9), "mean_ms": sum(t) / len(t)}
+
+
+def _quantile(sorted_vals, q):
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = (len(sorted_vals) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def first_line(text):
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+# -- analysis -----------------------------------------------------------------
+
+def add_ratios(results, wl_by_name):
+    """ratio = variant median / the Lucid reference median of its workload
+    (above 1: Lucid's reference is faster)."""
+    for name, w in wl_by_name.items():
+        ref_fw, ref_var = peers.REFERENCE[w["kind"]]
+        ref = next((r for r in results if r["workload"] == name and r["framework"] == ref_fw
+                    and r["variant"] == ref_var), None)
+        for r in results:
+            if r["workload"] != name:
+                continue
+            if ref is not None and ref.get("status") == "ok" and r.get("status") == "ok":
+                r["ratio"] = r["median_ms"] / ref["median_ms"]
+            r["reference"] = f"{ref_fw}:{ref_var}"
+
+
+def bandwidth_figures(results, wl_by_name):
+    """GB/s of every triad and optimizer-only run, and the roofline (the best
+    triad measured in this run)."""
+    rows, roofline = [], None
+    for r in results:
+        w = wl_by_name.get(r["workload"])
+        if w is None or r.get("status") != "ok" or w["kind"] not in ("bandwidth", "optim"):
+            continue
+        nbytes = (w["numel"] * w["bytes_per_elem"] if w["kind"] == "bandwidth"
+                  else w["tensors"] * w["numel"] * w["bytes_per_param"])
+        r["gbps"] = nbytes / (r["median_ms"] * 1e-3) / 1e9
+        r["gbps_best"] = nbytes / (r["min_ms"] * 1e-3) / 1e9
+        if w["kind"] == "bandwidth" and (roofline is None or r["gbps"] > roofline[0]):
+            roofline = (r["gbps"], f"{r['framework']}:{r['variant']}")
+        rows.append(r)
+    if roofline:
+        for r in rows:
+            r["roofline_fraction"] = r["gbps"] / roofline[0]
+    return rows, roofline
+
+
+# -- output -------------------------------------------------------------------
+
+def fmt(v, digits=3):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def header(info, args, title):
+    load = info.get("loadavg_start")
+    lines = [
+        f"# {title}", "",
+        f"- Machine: {machine_line(info)}",
+        f"- Threads per framework: {args.threads} (LUCID/OMP/OPENBLAS/MKL_NUM_THREADS, torch.set_num_threads, "
+        f"lucid.set_num_threads, XLA_FLAGS; each variant in its own process)",
+        f"- Date: {info['date']}; Lucid commit: {info.get('commit') or 'unknown'}",
+        f"- Steps: {args.warmup} warm-up, {args.steps} timed; float32; seed {workloads.SEED}; "
+        f"compile time is the first call (trace + compile + one step), kept out of the statistics",
+    ]
+    if load:
+        lines.append(f"- Load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
+                     + (" (a busy machine: figures are noisy)" if load[0] > 0.5 * (info['logical_cpus'] or 1) else ""))
+    if info.get("blas_env"):
+        lines.append(f"- BLAS environment: {info['blas_env']}")
+    if args.steps < 30:
+        lines.append(f"- **Smoke run: {args.steps} timed steps (< 30); not figures to quote.**")
+    return lines
+
+
+def versions_lines(results, missing):
+    seen = {}
+    for r in results:
+        if r.get("versions"):
+            seen.setdefault(r["framework"], r["versions"])
+    lines = ["## Frameworks", ""]
+    for fw in peers.FRAMEWORKS:
+        if fw in seen:
+            lines.append(f"- {fw}: " + ", ".join(f"{k} {v}" for k, v in seen[fw].items()))
+        elif missing.get(fw):
+            lines.append(f"- {fw}: **missing** — {missing[fw]} (install: `{peers.INSTALL_HINT[fw]}`)")
+        else:
+            lines.append(f"- {fw}: not run")
+    return lines
+
+
+def results_table(results, wl_by_name, notes):
+    lines = ["| workload | variant | median ms | min ms | p90 ms | ratio | compile / first call s "
+             "| peak RSS MiB | over import MiB | status |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name in wl_by_name:
+        rows = [r for r in results if r["workload"] == name]
+        for r in rows:
+            vid = f"{r['framework']}:{r['variant']}"
+            ref = vid == r.get("reference")
+            status = r.get("status", "?")
+            if status != "ok":
+                notes.append(f"{name} {vid}: {status}: {r.get('reason', '')}")
+                status = f"{status} [{len(notes)}]"
+            elif r.get("note"):
+                status = f"ok ({r['note']})"
+            over = None
+            if r.get("peak_rss_mib") is not None and r.get("base_rss_mib") is not None:
+                over = r["peak_rss_mib"] - r["base_rss_mib"]
+            ratio = r.get("ratio")
+            lines.append(
+                f"| {name} | {'**' + vid + '**' if ref else vid} | {fmt(r.get('median_ms'))} | {fmt(r.get('min_ms'))} "
+                f"| {fmt(r.get('p90_ms'))} | {'1 (ref)' if ref and ratio else fmt(ratio, 2)} "
+                f"| {fmt(r.get('first_call_s'), 2)} | {fmt(r.get('peak_rss_mib'), 0)} | {fmt(over, 0)} | {status} |")
+    return lines
+
+
+def bandwidth_table(rows, roofline, wl_by_name):
+    if not rows:
+        return ["No triad or optimizer-only run succeeded, so there is no bandwidth figure."]
+    lines = []
+    if roofline:
+        lines.append(f"Roofline: **{roofline[0]:.1f} GB/s**, the fastest a = b + s*c triad measured in this "
+                     f"run ({roofline[1]}, median).")
+    else:
+        lines.append("No triad ran, so the optimizer-only runs have no roofline to compare to.")
+    lines += ["", "| workload | variant | bytes moved / step | median ms | GB/s (median) | GB/s (best) | of roofline |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        w = wl_by_name[r["workload"]]
+        nbytes = (w["numel"] * w["bytes_per_elem"] if w["kind"] == "bandwidth"
+                  else w["tensors"] * w["numel"] * w["bytes_per_param"])
+        frac = r.get("roofline_fraction")
+        lines.append(f"| {r['workload']} | {r['framework']}:{r['variant']} | {nbytes / 1e6:,.0f} MB "
+                     f"| {fmt(r['median_ms'])} | {fmt(r['gbps'], 1)} | {fmt(r['gbps_best'], 1)} "
+                     f"| {'–' if frac is None else f'{frac * 100:.0f}%'} |")
+    return lines
+
+
+def workloads_lines(wl_by_name):
+    lines = ["## Workloads", "", "| id | what | parameters |", "| --- | --- | ---: |"]
+    for name, w in wl_by_name.items():
+        n = workloads.param_count(w)
+        lines.append(f"| {name} | {w['what']} | {n:,} |" if n else f"| {name} | {w['what']} | – |")
+    return lines
+
+
+def variants_lines(results, wl_by_name):
+    lines = ["## Variants", ""]
+    seen = []
+    for r in results:
+        key = (r["framework"], r["variant"])
+        if key not in seen:
+            seen.append(key)
+    for fw, var in seen:
+        kinds = peers.VARIANTS.get((fw, var), {})
+        desc = "; ".join(f"{k}: {d}" for k, d in kinds.items())
+        lines.append(f"- `{fw}:{var}` — {desc}")
+    refs = ", ".join(f"{k}: `{f}:{v}`" for k, (f, v) in peers.REFERENCE.items())
+    lines += ["", f"Ratios are variant median / Lucid reference median of the same workload ({refs}); "
+                  "above 1 means the Lucid reference is faster."]
+    return lines
+
+
+def chart_ratios(results, wl_by_name, info, args, path):
+    """Grouped bars of the ratios, log scale. Returns a line for the report."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"No chart: matplotlib is missing ({e}); `pip install .[bench]` brings it."
+    names = [n for n in wl_by_name if any(r.get("ratio") for r in results if r["workload"] == n)]
+    if not names:
+        return "No chart: no workload has a Lucid reference result to take ratios against."
+    series = []
+    for r in results:
+        vid = f"{r['framework']}:{r['variant']}"
+        if r.get("ratio") and vid != r.get("reference") and vid not in series:
+            series.append(vid)
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names) + 2), 5))
+    width = 0.8 / max(1, len(series))
+    cmap = plt.get_cmap("tab20")
+    for i, vid in enumerate(series):
+        xs, ys = [], []
+        for j, n in enumerate(names):
+            r = next((r for r in results if r["workload"] == n and f"{r['framework']}:{r['variant']}" == vid), None)
+            if r is not None and r.get("ratio"):
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(r["ratio"])
+        ax.bar(xs, ys, width, label=vid, color=cmap(i % 20))
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_ylabel("time / Lucid reference time (log; >1: Lucid faster)")
+    ax.set_title(f"{info['cpu']}, {args.threads} threads, median of {args.steps} steps", fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None
+
+
+def write_report(results, wl_by_name, info, args, out_dir, missing):
+    add_ratios(results, wl_by_name)
+    bw_rows, roofline = bandwidth_figures(results, wl_by_name)
+    notes = []
+    lines = header(info, args, "Lucid benchmarks")
+    lines += ["", "## Results (ms per step)", ""]
+    lines += results_table(results, wl_by_name, notes)
+    chart_path = out_dir / "ratios.png"
+    chart_msg = chart_ratios(results, wl_by_name, info, args, chart_path)
+    lines += [""]
+    if chart_msg:
+        lines.append(chart_msg)
+        if chart_path.exists():
+            chart_path.unlink()  # an old chart would not match this table
+    else:
+        lines.append("![ratios](ratios.png)")
+    lines += ["", "## Optimizer-only updates and memory bandwidth", ""]
+    lines += bandwidth_table(bw_rows, roofline, wl_by_name)
+    if notes:
+        lines += ["", "## Not measured", ""]
+        lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)]
+    lines += [""] + versions_lines(results, missing) + [""] + workloads_lines(wl_by_name)
+    lines += [""] + variants_lines(results, wl_by_name) + [""]
+    (out_dir / "results.md").write_text("\n".join(lines))
+    (out_dir / "results.json").write_text(json.dumps(
+        {"machine": info, "args": vars(args), "results": results}, indent=1, default=str))
+
+
+# -- scaling ------------------------------------------------------------------
+
+def scaling_plan(args):
+    train_pats = args.variant_patterns or SCALING_TRAIN_VARIANTS
+    optim_pats = args.variant_patterns or SCALING_OPTIM_VARIANTS
+    sections = []
+    fixed = workloads.fixed_cost()
+    sections.append(("fixed", [fixed], select_variants("train", args.variant_patterns or ["*"], args.frameworks)))
+    widths = [workloads.mlp_width(wd) for wd in args.widths]
+    sections.append(("width", widths, select_variants("train", train_pats, args.frameworks)))
+    depths = [workloads.mlp_width(args.depth_width, depth=d) for d in args.depths]
+    for w in depths:
+        w["name"] = f"mlp_d{len(w['sizes']) - 2}_w{args.depth_width}"
+    sections.append(("depth", depths, select_variants("train", train_pats, args.frameworks)))
+    opts = [workloads.optim_size(o, n) for o in ("adam", "sgd") for n in args.optim_sizes]
+    sections.append(("optim", opts, select_variants("optim", optim_pats, args.frameworks)))
+    bw = workloads.get("bandwidth")
+    sections.append(("bandwidth", [bw], select_variants("bandwidth", ["*"], args.frameworks)))
+    return sections
+
+
+def write_scaling(sections, results, info, args, out_dir, missing):
+    by_name = {w["name"]: w for _, ws, _ in sections for w in ws}
+    bw_rows, roofline = bandwidth_figures(results, by_name)
+    get = {(r["workload"], r["framework"], r["variant"]): r for r in results}
+    notes = []
+    lines = header(info, args, "Lucid scaling run")
+
+    def cell(r):
+        if r is None:
+            return "–"
+        if r.get("status") != "ok":
+            notes.append(f"{r['workload']} {r['framework']}:{r['variant']}: {r.get('status')}: {r.get('reason', '')}")
+            return f"{r.get('status')} [{len(notes)}]"
+        return fmt(r["median_ms"])
+
+    sec = {name: (ws, vs) for name, ws, vs in sections}
+    ws, vs = sec["fixed"]
+    w = ws[0]
+    lines += ["", "## Fixed cost of a step", "", f"{w['what']}: what a step costs beyond its arithmetic "
+              f"(median, min and p90 over {max(args.steps, w['min_steps'])} steps).", "",
+              "| variant | median µs | min µs | p90 µs | first call s |", "| --- | ---: | ---: | ---: | ---: |"]
+    for fw, var in vs:
+        r = get.get((w["name"], fw, var))
+        if r and r.get("status") == "ok":
+            lines.append(f"| {fw}:{var} | {r['median_ms'] * 1e3:.1f} | {r['min_ms'] * 1e3:.1f} | "
+                         f"{r['p90_ms'] * 1e3:.1f} | {fmt(r.get('first_call_s'), 2)} |")
+        else:
+            lines.append(f"| {fw}:{var} | {cell(r)} | | | |")
+
+    for key, title, xlabel in (("width", "Step time against width", "width"),
+                               ("depth", "Step time against depth", "hidden layers")):
+        ws, vs = sec[key]
+        lines += ["", f"## {title}", "",
+                  ("MLP 256-W-W-10, batch 64, Adam; ms per step (median), GFLOP/s of the matmuls in brackets."
+                   if key == "width" else
+                   f"MLP 256-{args.depth_width}x D-10, batch 64, Adam; ms per step (median)."), "",
+                  "| " + xlabel + " | " + " | ".join(f"{f}:{v}" for f, v in vs) + " |",
+                  "| ---: |" + " ---: |" * len(vs)]
+        for w in ws:
+            x = w["sizes"][1] if key == "width" else len(w["sizes"]) - 2
+            cells = []
+            for fw, var in vs:
+                r = get.get((w["name"], fw, var))
+                c = cell(r)
+                flops = workloads.flops_per_step(w)
+                if r is not None and r.get("status") == "ok" and flops and key == "width":
+                    c += f" ({flops / (r['median_ms'] * 1e-3) / 1e9:.1f})"
+                cells.append(c)
+            lines.append(f"| {x} | " + " | ".join(cells) + " |")
+
+    ws, vs = sec["optim"]
+    lines += ["", "## Optimizer-only steps against memory bandwidth", ""]
+    if roofline:
+        lines.append(f"Roofline: {roofline[0]:.1f} GB/s (a = b + s*c over 64M float32, {roofline[1]}). "
+                     "Each cell: ms per step, and in brackets the bytes the update must move "
+                     "(Adam 28, SGD with momentum 20 per parameter) per second as a fraction of it; "
+                     "small sizes fit in cache and can pass 100%.")
+    else:
+        lines.append("No triad ran, so there is no roofline; cells show ms per step.")
+    lines += ["", "| workload | params | " + " | ".join(f"{f}:{v}" for f, v in vs) + " |",
+              "| --- | ---: |" + " ---: |" * len(vs)]
+    for w in ws:
+        cells = []
+        for fw, var in vs:
+            r = get.get((w["name"], fw, var))
+            c = cell(r)
+            if r is not None and r.get("roofline_fraction") is not None:
+                c += f" ({r['roofline_fraction'] * 100:.0f}%)"
+            cells.append(c)
+        lines.append(f"| {w['name']} | {w['tensors'] * w['numel']:,} | " + " | ".join(cells) + " |")
+    lines += ["", "Triad runs:", ""] + bandwidth_table([r for r in bw_rows if by_name[r["workload"]]["kind"] ==
+                                                        "bandwidth"], roofline, by_name)
+    chart_msg = chart_scaling(sections, get, roofline, info, args, out_dir / "scaling.png")
+    lines += ["", chart_msg or "![scaling](scaling.png)"]
+    if notes:
+        lines += ["", "## Not measured", ""] + [f"{i}. {n}" for i, n in enumerate(notes, 1)]
+    lines += [""] + versions_lines(results, missing) + [""]
+    (out_dir / "scaling.md").write_text("\n".join(lines))
+    (out_dir / "scaling.json").write_text(json.dumps(
+        {"machine": info, "args": vars(args), "results": results}, indent=1, default=str))
+
+
+def chart_scaling(sections, get, roofline, info, args, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"No chart: matplotlib is missing ({e}); `pip install .[bench]` brings it."
+    sec = {name: (ws, vs) for name, ws, vs in sections}
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
+    ws, vs = sec["fixed"]
+    labels, vals = [], []
+    for fw, var in vs:
+        r = get.get((ws[0]["name"], fw, var))
+        if r and r.get("status") == "ok":
+            labels.append(f"{fw}:{var}")
+            vals.append(r["median_ms"] * 1e3)
+    axes[0].barh(labels, vals, color="tab:blue")
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("µs per step (median)")
+    axes[0].set_title("fixed cost: Linear 8->4, batch 1")
+    for ax, key, xlabel in ((axes[1], "width", "width"), (axes[2], "depth", "hidden layers")):
+        ws, vs = sec[key]
+        for fw, var in vs:
+            xs, ys = [], []
+            for w in ws:
+                r = get.get((w["name"], fw, var))
+                if r and r.get("status") == "ok":
+                    xs.append(w["sizes"][1] if key == "width" else len(w["sizes"]) - 2)
+                    ys.append(r["median_ms"])
+            if xs:
+                ax.plot(xs, ys, marker="o", label=f"{fw}:{var}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("ms per step (median)")
+        ax.set_title(f"MLP step time against {xlabel}")
+        ax.legend(fontsize=7)
+    ws, vs = sec["optim"]
+    ax = axes[3]
+    for opt in ("adam", "sgd"):
+        for fw, var in vs:
+            xs, ys = [], []
+            for w in ws:
+                if not w["name"].startswith(opt):
+                    continue
+                r = get.get((w["name"], fw, var))
+                if r and r.get("roofline_fraction") is not None:
+                    xs.append(w["tensors"] * w["numel"])
+                    ys.append(r["roofline_fraction"] * 100)
+            if xs:
+                ax.plot(xs, ys, marker="o" if opt == "adam" else "s", linestyle="-" if opt == "adam" else "--",
+                        label=f"{opt} {fw}:{var}")
+    ax.set_xscale("log")
+    ax.axhline(100, color="black", linewidth=1)
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("% of triad bandwidth")
+    ax.set_title("optimizer-only step vs " + (f"{roofline[0]:.1f} GB/s" if roofline else "bandwidth (none measured)"))
+    ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(f"{info['cpu']}, {args.threads} threads", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+# -- README -------------------------------------------------------------------
+
+def update_readme(out_dir):
+    """Copies the latest reports into benchmarks/README.md between markers."""
+    readme = HERE / "README.md"
+    text = readme.read_text()
+    rel = os.path.relpath(out_dir, HERE)
+    for key, name in (("results", "results.md"), ("scaling", "scaling.md")):
+        src = out_dir / name
+        start, end = f"<!-- {key}:start -->", f"<!-- {key}:end -->"
+        if not src.exists() or start not in text or end not in text:
+            continue
+        body = src.read_text()
+        # One level down under the README's own headings; images relative to it.
+        body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", body, flags=re.M)
+        body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", lambda m: f"![{m.group(1)}]({rel}/{m.group(2)})", body)
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        text = f"{head}{start}\n{body.strip()}\n{end}{tail}"
+    readme.write_text(text)
+    print(f"updated {readme}", file=sys.stderr)
+
+
+# -- main ---------------------------------------------------------------------
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-w", "--workloads", action="append",
+                   help=f"comma-separated workload ids (default: all): {', '.join(workloads.ORDER)}")
+    p.add_argument("-f", "--frameworks", action="append",
+                   help=f"comma-separated frameworks (default: all): {', '.join(peers.FRAMEWORKS)}")
+    p.add_argument("-v", "--variants", action="append",
+                   help="comma-separated framework:variant ids or globs, e.g. 'lucid:*,torch:eager' "
+                        "(see --list)")
+    p.add_argument("--steps", type=int, default=30, help="timed steps per variant (default 30)")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up steps after the first call (default 5)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="threads for every framework (default: all logical CPUs)")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds a variant may take in all, first call included (default 900; "
+                        "torch.compile on a small CPU box is slow)")
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default benchmarks/results)")
+    p.add_argument("--scaling", action="store_true",
+                   help="the scaling run instead: fixed cost of a step, width and depth sweeps, "
+                        "optimizer-only steps against the measured bandwidth")
+    p.add_argument("--widths", default="64,128,256,512,1024,2048,4096", help="scaling: MLP widths")
+    p.add_argument("--depths", default="1,2,4,8,16", help="scaling: MLP hidden-layer counts")
+    p.add_argument("--depth-width", type=int, default=256, help="scaling: width of the depth sweep")
+    p.add_argument("--optim-sizes", default="1000,10000,100000,1000000,3000000",
+                   help="scaling: elements per tensor (10 tensors) of the optimizer-only sweep")
+    p.add_argument("--update-readme", action="store_true",
+                   help="copy the reports into benchmarks/README.md afterwards")
+    p.add_argument("--readme-only", action="store_true",
+                   help="only copy the existing reports into benchmarks/README.md")
+    p.add_argument("--list", action="store_true", help="list workloads and variants, then exit")
+    return p
+
+
+def list_all():
+    print("workloads:")
+    for name in workloads.ORDER:
+        w = workloads.WORKLOADS[name]
+        print(f"  {name:<15} [{w['kind']}] {w['what']}")
+    print("variants (framework:variant -> kinds of workload it applies to):")
+    for (fw, var), kinds in peers.VARIANTS.items():
+        print(f"  {fw + ':' + var:<26} {', '.join(kinds)}")
+    print("installed:")
+    for fw, why in probe_frameworks().items():
+        print(f"  {fw:<6} {'yes' if not why else why}")
+
+
+def _note_load(info):
+    if hasattr(os, "getloadavg"):
+        info["loadavg_end"] = os.getloadavg()
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    out_dir = Path(args.out).resolve()
+    if args.list:
+        list_all()
+        return 0
+    if args.readme_only:
+        update_readme(out_dir)
+        return 0
+    args.frameworks = parse_list(args.frameworks)
+    args.variant_patterns = parse_list(args.variants)
+    for fw in args.frameworks:
+        if fw not in peers.FRAMEWORKS:
+            raise SystemExit(f"unknown framework {fw!r}; known: {', '.join(peers.FRAMEWORKS)}")
+    for pat in args.variant_patterns:
+        if not fnmatch.filter(peers.variant_ids(), pat):
+            raise SystemExit(f"--variants {pat!r} matches no variant; known: {', '.join(peers.variant_ids())}")
+    if args.steps < 1 or args.threads < 1:
+        raise SystemExit("--steps and --threads must be at least 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = machine_info(args.threads)
+    runner = Runner(args)
+    print(f"{machine_line(info)}; {args.threads} threads", file=sys.stderr)
+
+    if args.scaling:
+        args.widths = [int(x) for x in args.widths.split(",")]
+        args.depths = [int(x) for x in args.depths.split(",")]
+        args.optim_sizes = [int(x) for x in args.optim_sizes.split(",")]
+        sections = scaling_plan(args)
+        runner.total = sum(len(ws) * len(vs) for _, ws, vs in sections)
+        results = [runner.run(w, fw, var) for _, ws, vs in sections for w in ws for fw, var in vs]
+        _note_load(info)
+        write_scaling(sections, results, info, args, out_dir, runner.missing)
+        print(f"wrote {out_dir / 'scaling.md'}", file=sys.stderr)
+    else:
+        names = parse_list(args.workloads) or workloads.ORDER
+        for n in names:
+            if n not in workloads.WORKLOADS:
+                raise SystemExit(f"unknown workload {n!r}; known: {', '.join(workloads.ORDER)}")
+        wl_by_name = {n: workloads.get(n) for n in names}
+        plan = [(w, fw, var) for w in wl_by_name.values()
+                for fw, var in select_variants(w["kind"], args.variant_patterns, args.frameworks)]
+        if not plan:
+            raise SystemExit("nothing to run: the filters exclude every variant")
+        runner.total = len(plan)
+        results = [runner.run(w, fw, var) for w, fw, var in plan]
+        _note_load(info)
+        write_report(results, wl_by_name, info, args, out_dir, runner.missing)
+        print(f"wrote {out_dir / 'results.md'}", file=sys.stderr)
+    if args.update_readme:
+        update_readme(out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
