@@ -353,16 +353,14 @@ def _parse_key(self, key):
         if k is None or k is Ellipsis or isinstance(k, slice):
             items.append(k)
         elif isinstance(k, (bool, np.bool_)):
-            items.append(_to_index_tensor(np.asarray(k)))
+            items.append(None if k else ("empty",))  # x[True]: a new axis; x[False]: a new empty axis
         elif isinstance(k, numbers.Integral):
             items.append(builtins.int(k))
         elif _is_index_tensor(k):
             t = _to_index_tensor(k)
             if t.dtype == _C.dtype.bool:
                 if t.ndim == 0:
-                    items.append(None)  # x[True]: a new axis (x[False] selects nothing, rare)
-                    if not t.item():
-                        items[-1] = ("empty",)
+                    items.append(None if t.item() else ("empty",))
                 else:
                     items.extend(F.nonzero(t, as_tuple=True))
             elif t.dtype.is_floating_point:
@@ -372,7 +370,7 @@ def _parse_key(self, key):
             else:
                 items.append(t)
         else:
-            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
+            raise TypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
                              f"valid indices (got {type(k).__name__})")
     consumed = builtins.sum(1 for k in items if not (k is None or k is Ellipsis or isinstance(k, tuple)))
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:
@@ -393,13 +391,15 @@ def _basic(self, items):
     starts, stops, steps = [], [], []
     out_shape = []
     adv = []
+    empty_axes = []
     d = 0
     for k in items:
         if k is None:
             out_shape.append(1)
             continue
-        if isinstance(k, tuple):  # x[False]
-            out_shape.append(0)
+        if isinstance(k, tuple):  # x[False]: a size-1 axis, emptied below
+            empty_axes.append(len(out_shape))
+            out_shape.append(1)
             continue
         size = self.shape[d]
         if isinstance(k, builtins.int):
@@ -422,7 +422,11 @@ def _basic(self, items):
             out_shape.append(size)
         d += 1
     x = _C.slice(self, starts, stops, steps) if self.ndim else self
-    return _C.reshape(x, out_shape), adv
+    x = _C.reshape(x, out_shape)
+    if empty_axes:
+        stops = [0 if i in empty_axes else s for i, s in enumerate(out_shape)]
+        x = _C.slice(x, [0] * len(out_shape), stops, [1] * len(out_shape))
+    return x, adv
 
 
 @_method("__getitem__")
@@ -453,6 +457,8 @@ def _setitem(self, key, value):
         _C.assign_(self, _C.where(key, value, _C.source_for_inplace(self)))
         return
     items = _parse_key(self, key)
+    if builtins.any(isinstance(k, tuple) for k in items):
+        return  # x[False] = v selects nothing
     has_adv = builtins.any(isinstance(k, Tensor) for k in items)
     if not has_adv:
         x, _ = _basic(self, items)

@@ -108,7 +108,12 @@ std::vector<Tensor> IndexSelect::vjp(const std::vector<Tensor>& in, const std::v
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor idx = index.ndim() == 0 ? reshape(index, {1}) : index;
-  if (x.ndim() == 0) return reshape(call<IndexSelect>({reshape(x, {1}), idx}, 0), index.ndim() == 0 ? Shape{} : Shape{1});
+  if (x.ndim() == 0) {  // PyTorch: a 0-d input stays 0-d (the index holds one element)
+    normalize_axis(dim, 0);
+    LUCID_CHECK_T(IndexError, index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+                  index.numel(), " value(s)");
+    return reshape(call<IndexSelect>({reshape(x, {1}), idx}, 0), Shape{});
+  }
   return call<IndexSelect>({x, idx}, normalize_axis(dim, x.ndim()));
 }
 
@@ -149,6 +154,10 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   if (num_classes == -1) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
     num_classes = *amax(index).data<int64_t>("one_hot with inferred num_classes") + 1;
+  } else if (!index.is_symbolic() && index.numel() > 0) {
+    // Out-of-range classes would silently give all-zero rows.
+    LUCID_CHECK(*amin(index).data<int64_t>() >= 0, "one_hot: Class values must be non-negative.");
+    LUCID_CHECK(*amax(index).data<int64_t>() < num_classes, "one_hot: Class values must be smaller than num_classes.");
   }
   Tensor classes = arange(0, double(num_classes), 1, DType::Int64, index.device());
   return cast(eq(unsqueeze(index, -1), classes), DType::Int64);
