@@ -1,0 +1,312 @@
+"""Indexing against PyTorch: __getitem__ (ints, slices, None, ..., bool
+masks, integer tensors) and __setitem__, index_select, gather, scatter,
+scatter_add, masked_fill, one_hot; forward, gradients and errors."""
+import numpy as np
+import pytest
+import torch
+
+import lucid
+from conftest import assert_close, check, gradcheck, rnd, to_torch
+
+
+def _raises_like_torch(fn, *arrays, match=None):
+    t_args = [torch.from_numpy(np.array(a)) for a in arrays]
+    l_args = [lucid.tensor(np.array(a)) for a in arrays]
+    with pytest.raises(Exception) as t_err:
+        fn(torch, *t_args)
+    with pytest.raises(type(t_err.value), match=match):
+        fn(lucid, *l_args)
+
+
+def _idx(m, values):
+    return m.tensor(values) if m is torch else lucid.tensor(values)
+
+
+BASIC_KEYS = [
+    1, -1, slice(None), slice(1, 3), slice(None, None, 2), slice(-3, None), slice(5, 1), slice(1, 100),
+    (0, 1), (1, slice(None), 2), (slice(None), -1), (None,), (None, 0), (Ellipsis, 1), (0, Ellipsis),
+    (Ellipsis,), (slice(None), None, slice(1, 2)), (1, 2, 3), (Ellipsis, None), (slice(None, None, 3), 0, None),
+    (), (None, Ellipsis, None),
+]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=[repr(k) for k in BASIC_KEYS])
+def test_getitem_basic(key):
+    check(lambda m, a: a[key], rnd(3, 4, 5, seed=1))
+
+
+def test_getitem_zero_dim_and_empty():
+    check(lambda m, a: a[None], rnd(seed=2))
+    check(lambda m, a: a[...], rnd(seed=2))
+    check(lambda m, a: a[()], rnd(seed=2))
+    check(lambda m, a: a[1:1], rnd(4, seed=2))
+    check(lambda m, a: a[:, 0], rnd(0, 3, seed=2))
+
+
+ADV_KEYS = [
+    lambda m: _idx(m, [0, 2, -1]),
+    lambda m: _idx(m, [[0, 1], [2, 2]]),
+    lambda m: (slice(None), _idx(m, [3, 0, 3])),
+    lambda m: (_idx(m, [0, 2]), _idx(m, [1, 3])),
+    lambda m: (_idx(m, [[0], [2]]), _idx(m, [1, 3])),
+    lambda m: (_idx(m, [0, 2]), slice(None), _idx(m, [1, 4])),
+    lambda m: (1, _idx(m, [0, 2])),
+    lambda m: (Ellipsis, _idx(m, [4, 0])),
+    lambda m: (_idx(m, [2, 1]), slice(1, 3)),
+    lambda m: (slice(None), _idx(m, [1, 2]), _idx(m, [0, 4])),
+    lambda m: [0, 2],
+    lambda m: (None, _idx(m, [1])),
+    lambda m: _idx(m, 1),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence:UserWarning")
+@pytest.mark.parametrize("k", range(len(ADV_KEYS)))
+def test_getitem_advanced(k):
+    check(lambda m, a: a[ADV_KEYS[k](m)], rnd(3, 4, 5, seed=3))
+
+
+def test_getitem_bool_masks():
+    x = rnd(3, 4, seed=4)
+    check(lambda m, a: a[a > 0], x)
+    check(lambda m, a: a[_idx(m, [True, False, True])], x)
+    check(lambda m, a: a[:, _idx(m, [True, False, True, True])], x)
+    check(lambda m, a: a[_idx(m, np.zeros((3, 4), bool))], x)
+    check(lambda m, a: a[True], x)
+    check(lambda m, a: a[False], x)
+    check(lambda m, a: a[None, True], x)
+    check(lambda m, a: a[0, False], x)
+    check(lambda m, a: a[_idx(m, True)], x)
+
+
+def test_getitem_duplicate_index_gradients_accumulate():
+    check(lambda m, a: a[_idx(m, [0, 0, 1, 0])], rnd(3, 2, seed=5))
+    check(lambda m, a: a[:, _idx(m, [[1, 1], [1, 0]])], rnd(2, 3, seed=5))
+
+
+def test_getitem_int32_index_and_numpy_index():
+    check(lambda m, a: a[_idx(m, np.array([2, 0], dtype=np.int32))], rnd(3, 2, seed=6))
+    check(lambda m, a: a[np.array([2, 0])], rnd(3, 2, seed=6))
+
+
+def test_getitem_gradcheck():
+    idx = lucid.tensor([2, 0, 2])
+    gradcheck(lambda a: a[1:, idx] * 2.0, rnd(3, 4, dtype="float64"))
+    gradcheck(lambda a: a[..., None, ::2], rnd(3, 4, dtype="float64"))
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence:UserWarning")
+def test_getitem_errors():
+    x = rnd(3, 4)
+    _raises_like_torch(lambda m, a: a[3], x, match="out of bounds")
+    _raises_like_torch(lambda m, a: a[:, -5], x, match="out of bounds")
+    _raises_like_torch(lambda m, a: a[0, 0, 0], x, match="too many indices")
+    _raises_like_torch(lambda m, a: a[_idx(m, [0, 5])], x, match="out of bounds")
+    _raises_like_torch(lambda m, a: a[_idx(m, [0.5])], x, match="long, int")
+    _raises_like_torch(lambda m, a: a["a"], x)
+    with pytest.raises(ValueError):
+        lucid.ones(3)[::-1]  # negative steps are not supported (torch raises ValueError too)
+    with pytest.raises(ValueError):
+        torch.ones(3)[::-1]
+    with pytest.raises(IndexError, match="single ellipsis"):  # NumPy's rule; torch is lenient here
+        lucid.ones(3)[..., ...]
+
+
+# -------------------------------------------------------------- setitem
+SET_CASES = [
+    (1, 5.0), (slice(1, 3), 2.0), ((slice(None), 2), -1.0), ((0, slice(1, None, 2)), 7.0), ((Ellipsis, 0), 3.0),
+    ((None, 1), 4.0), (-1, 0.5),
+]
+
+
+@pytest.mark.parametrize("key,value", SET_CASES, ids=[repr(k) for k, _ in SET_CASES])
+def test_setitem_basic_scalar(key, value):
+    def fn(m, a):
+        b = a.clone()
+        b[key] = value
+        return b
+
+    check(fn, rnd(3, 4, seed=7))
+
+
+def test_setitem_tensor_values_broadcast_and_gradient():
+    def fn(m, a, v):
+        b = a * 1.0
+        b[1:, :2] = v
+        return b
+
+    check(fn, rnd(3, 4, seed=8), rnd(2, 2, seed=9))
+    check(fn, rnd(3, 4, seed=8), rnd(2, seed=9))
+    check(fn, rnd(3, 4, seed=8), rnd(seed=9))
+
+
+def test_setitem_mask_and_index_tensors():
+    def mask(m, a, v):
+        b = a.clone()
+        b[a > 0] = v
+        return b
+
+    check(mask, rnd(3, 4, seed=10), rnd(seed=11))
+
+    def rows(m, a, v):
+        b = a.clone()
+        b[_idx(m, [2, 0])] = v
+        return b
+
+    check(rows, rnd(3, 4, seed=12), rnd(2, 4, seed=13))
+    check(rows, rnd(3, 4, seed=12), rnd(4, seed=13))
+
+    def points(m, a):
+        b = a.clone()
+        b[_idx(m, [0, 2]), _idx(m, [1, 3])] = 9.0
+        return b
+
+    check(points, rnd(3, 4, seed=14))
+
+    def mask_rows(m, a):
+        b = a.clone()
+        b[_idx(m, [True, False, True])] = 0.0
+        return b
+
+    check(mask_rows, rnd(3, 4, seed=14))
+
+
+def test_setitem_dtype_cast_and_int_tensor():
+    x = lucid.zeros(2, 3, dtype=lucid.int64)
+    x[0, 1] = 7.9  # truncated toward zero, like torch
+    t = torch.zeros(2, 3, dtype=torch.int64)
+    t[0, 1] = 7.9
+    assert_close(x, t)
+    x[1] = lucid.tensor([1.5, 2.5, -3.5])
+    t[1] = torch.tensor([1.5, 2.5, -3.5])
+    assert_close(x, t)
+
+
+def test_setitem_bumps_version_and_shares_views():
+    x = lucid.zeros(4)
+    v = x.view(2, 2)
+    x[1] = 3.0
+    assert x._version() == 1
+    np.testing.assert_array_equal(v.numpy(), [[0, 3], [0, 0]])
+
+
+def test_setitem_errors():
+    x = lucid.zeros(3, 4)
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError, match=r"\[3\].*\[2, 4\]|\[2, 4\].*\[3\]|shape"):
+        x[:2] = lucid.ones(3)
+    with pytest.raises(IndexError):
+        x[5] = 1.0
+    leaf = lucid.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf[0] = 1.0
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+# ------------------------------------------------------ index ops
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select(dim):
+    x = rnd(4, 5, seed=15)
+    idx = np.array([3, 0, 3, 1])
+    check(lambda m, a: m.index_select(a, dim, _idx(m, idx)), x)
+    check(lambda m, a: a.index_select(dim, _idx(m, idx.astype(np.int32))), x)
+    check(lambda m, a: a.index_select(dim, _idx(m, np.zeros(0, np.int64))), x)
+
+
+def test_index_select_zero_dim():
+    check(lambda m, a: a.index_select(0, _idx(m, [0])), rnd(seed=15))
+    check(lambda m, a: a.index_select(-1, _idx(m, 0)), rnd(seed=15))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather(dim):
+    x = rnd(3, 4, seed=16)
+    rng = np.random.default_rng(0)
+    size = x.shape[dim]
+    idx = rng.integers(0, size, size=(2, 3) if dim == 0 else (3, 2))
+    check(lambda m, a: m.gather(a, dim, _idx(m, idx)), x)
+    check(lambda m, a: a.gather(dim, _idx(m, idx)), x)
+
+
+def test_gather_gradcheck_and_repeats():
+    idx = lucid.tensor([[0, 0, 2], [1, 1, 1]])
+    gradcheck(lambda a: lucid.gather(a, 1, idx), rnd(2, 3, dtype="float64"))
+    check(lambda m, a: a.gather(1, _idx(m, [[0, 0, 2], [1, 1, 1]])), rnd(2, 3, seed=17))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_add(dim):
+    x, src = rnd(3, 4, seed=18), rnd(3, 4, seed=19)
+    idx = np.array([[0, 1, 2, 0], [2, 2, 0, 1], [1, 0, 0, 2]]) if dim == 0 else np.array(
+        [[0, 1, 3, 0], [2, 2, 0, 1], [1, 3, 3, 2]])
+    check(lambda m, a, s: m.scatter_add(a, dim, _idx(m, idx), s), x, src)
+    check(lambda m, a, s: a.scatter_add(dim, _idx(m, idx), s), x, src)
+    # src larger than index: only the indexed part is read (torch's own
+    # backward fails on this case, so the gradient is checked numerically)
+    small = idx[:2, :3]
+    check(lambda m, a, s: a.scatter_add(dim, _idx(m, small), s), x, src, grad=False)
+    gradcheck(lambda a, s: a.scatter_add(dim, lucid.tensor(small), s), x.astype(np.float64), src.astype(np.float64))
+
+
+def test_scatter():
+    x, src = rnd(3, 4, seed=20), rnd(2, 4, seed=21)
+    idx = np.array([[0, 1, 2, 0], [2, 0, 1, 1]])  # unique per column: deterministic
+    check(lambda m, a, s: m.scatter(a, 0, _idx(m, idx), s), x, src)
+    check(lambda m, a: a.scatter(0, _idx(m, idx), 5.0), x)
+    check(lambda m, a: a.scatter(1, _idx(m, [[3], [0], [1]]), -1.0), x)
+
+
+def test_scatter_inplace_variants():
+    def fn(m, a, s):
+        b = a.clone()
+        b.scatter_add_(1, _idx(m, [[0, 0], [1, 2], [3, 3]]), s)
+        return b
+
+    check(fn, rnd(3, 4, seed=22), rnd(3, 2, seed=23))
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 4), (4,), (3, 1), ()])
+def test_masked_fill(mask_shape):
+    x = rnd(3, 4, seed=24)
+    mask = rnd(*mask_shape, dtype="bool", seed=25)
+    check(lambda m, a, k: m.masked_fill(a, k, -1.5), x, mask)
+    check(lambda m, a, k: a.masked_fill(k, float("-inf")), x, mask)
+    check(lambda m, a, k, v: a.masked_fill(k, v), x, mask, rnd(seed=26))
+    check(lambda m, a, k: a.masked_fill(k, 2), rnd(3, 4, dtype="int64", seed=27), mask, grad=False)
+
+
+def test_one_hot():
+    idx = np.array([[0, 2], [1, 4]])
+    t = torch.nn.functional.one_hot(torch.from_numpy(idx))
+    assert_close(lucid.one_hot(lucid.tensor(idx)), t)
+    t = torch.nn.functional.one_hot(torch.from_numpy(idx), 6)
+    assert_close(lucid.one_hot(lucid.tensor(idx), 6), t)
+    assert_close(lucid.one_hot(lucid.tensor(3), 4), torch.nn.functional.one_hot(torch.tensor(3), 4))
+    with pytest.raises(RuntimeError):
+        lucid.one_hot(lucid.tensor([1.0]))
+    with pytest.raises(RuntimeError):
+        lucid.one_hot(lucid.tensor([5]), 3)
+    with pytest.raises(RuntimeError):
+        lucid.one_hot(lucid.tensor([-1]), 3)
+
+
+def test_index_op_errors():
+    x = rnd(3, 4)
+    _raises_like_torch(lambda m, a: a.index_select(1, _idx(m, [4])), x)
+    _raises_like_torch(lambda m, a: a.index_select(1, _idx(m, [0.0])), x, match="int")
+    _raises_like_torch(lambda m, a: a.index_select(2, _idx(m, [0])), x, match="range")
+    _raises_like_torch(lambda m, a: a.gather(1, _idx(m, [[5]])), x, match="out of bounds")
+    _raises_like_torch(lambda m, a: a.gather(1, _idx(m, [0])), x, match="dimensions")
+    _raises_like_torch(lambda m, a: a.gather(1, _idx(m, [[0.0]])), x, match="int")
+    _raises_like_torch(lambda m, a: a.scatter_add(0, _idx(m, [[7]]), a), x, match="out of bounds")
+    _raises_like_torch(lambda m, a: a.masked_fill(_idx(m, [1, 0, 1, 1]), 0.0), x, match="bool")
+    _raises_like_torch(lambda m, a: a.masked_fill(_idx(m, [True, False]), 0.0), x)
+    _raises_like_torch(lambda m, a: a.masked_fill(_idx(m, [True] * 4), _idx(m, [1.0, 2.0])), x, match="0-dim")
+
+
+def test_failed_scatter_changes_nothing():
+    x = lucid.zeros(3)
+    with pytest.raises(RuntimeError):
+        x.scatter_add_(0, lucid.tensor([0, 9]), lucid.ones(2))
+    np.testing.assert_array_equal(x.numpy(), np.zeros(3))
+    assert x._version() == 0
