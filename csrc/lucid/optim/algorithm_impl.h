@@ -45,8 +45,7 @@ template <class Tr, class T, unsigned Bits>
 void fused_kernel(T* param, const T* grad, T* const* bufs, int64_t n,
                   const typename Tr::template Scalars<cpu::compute_t<T>>& scalars) {
   using C = cpu::compute_t<T>;
-  constexpr typename Tr::Flags flags = Tr::Flags::from_bits(Bits);
-  constexpr uint32_t need = Tr::needed(flags);
+  constexpr uint32_t need = Tr::needed(Tr::Flags::from_bits(Bits));
   T* const b0 = bufs[0];
   T* const b1 = bufs[1];
   T* const b2 = bufs[2];
@@ -57,6 +56,8 @@ void fused_kernel(T* param, const T* grad, T* const* bufs, int64_t n,
     T* __restrict q1 = b1;
     T* __restrict q2 = b2;
     const auto s = scalars;
+    // Declared here, not captured: the rule sees compile-time constants.
+    constexpr typename Tr::Flags flags = Tr::Flags::from_bits(Bits);
     for (int64_t i = begin; i < end; ++i) {
       C pv = cpu::load(p, i);
       const C gv = cpu::load(g, i);
