@@ -62,48 +62,66 @@ void im2col_impl(const Window2d& w, const T* x, T* cols, int64_t n, int64_t c, i
       for (int64_t r = 0; r < oh; ++r, dst += ow) {
         const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
         if (ih < 0 || ih >= h) {
-          std::fill(dst, dst + ow, pad);
+          for (int64_t k = 0; k < ow; ++k) dst[k] = pad;
           continue;
         }
+        // Rows are short (one output row): plain loops the compiler
+        // vectorises beat library calls here.
         const T* src = plane + ih * wd;
-        std::fill(dst, dst + lo, pad);
+        for (int64_t k = 0; k < lo; ++k) dst[k] = pad;
         if (w.sw == 1) {
-          if (hi > lo) std::memcpy(dst + lo, src + lo + col_off, size_t(hi - lo) * sizeof(T));
+          for (int64_t k = lo; k < hi; ++k) dst[k] = src[k + col_off];
         } else {
-          for (int64_t q2 = lo; q2 < hi; ++q2) dst[q2] = src[q2 * w.sw + col_off];
+          for (int64_t k = lo; k < hi; ++k) dst[k] = src[k * w.sw + col_off];
         }
-        std::fill(dst + hi, dst + ow, pad);
+        for (int64_t k = hi; k < ow; ++k) dst[k] = pad;
       }
     }
   });
 }
 
+// Accumulates one (image, channel) plane: every tap row of the plane's
+// channel adds into the input positions it read.
+template <class A, class T>
+void col2im_plane(const Window2d& w, const T* cols, A* acc, int64_t n, int64_t img, int64_t ch, int64_t h,
+                  int64_t wd) {
+  const int64_t oh = w.out_h(h), ow = w.out_w(wd), l = oh * ow, kk = w.kh * w.kw;
+  for (int64_t i = 0; i < w.kh; ++i)
+    for (int64_t j = 0; j < w.kw; ++j) {
+      const T* src = cols + ((ch * kk + i * w.kw + j) * n + img) * l;
+      const int64_t col_off = j * w.dw - w.pad_left;
+      int64_t lo, hi;
+      valid_range(col_off, w.sw, wd, ow, lo, hi);
+      for (int64_t r = 0; r < oh; ++r) {
+        const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
+        if (ih < 0 || ih >= h) continue;
+        A* dst = acc + ih * wd;
+        const T* s = src + r * ow;
+        if (w.sw == 1) {
+          for (int64_t q = lo; q < hi; ++q) dst[q + col_off] += A(load(s, q));
+        } else {
+          for (int64_t q = lo; q < hi; ++q) dst[q * w.sw + col_off] += A(load(s, q));
+        }
+      }
+    }
+}
+
 template <class T>
 void col2im_impl(const Window2d& w, const T* cols, T* x, int64_t n, int64_t c, int64_t h, int64_t wd) {
   using A = compute_t<T>;
-  const int64_t oh = w.out_h(h), ow = w.out_w(wd), l = oh * ow, kk = w.kh * w.kw;
+  const int64_t l = w.out_h(h) * w.out_w(wd), kk = w.kh * w.kw;
   parallel_for(n * c, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(kk * l, 1)), [&](int64_t b, int64_t e) {
-    std::vector<A> acc(size_t(h * wd));
+    std::vector<A> scratch;
     for (int64_t p = b; p < e; ++p) {
-      const int64_t img = p / c, ch = p % c;
-      std::fill(acc.begin(), acc.end(), A(0));
-      for (int64_t i = 0; i < w.kh; ++i)
-        for (int64_t j = 0; j < w.kw; ++j) {
-          const int64_t row = ch * kk + i * w.kw + j;
-          const T* src = cols + (row * n + img) * l;
-          const int64_t col_off = j * w.dw - w.pad_left;
-          int64_t lo, hi;
-          valid_range(col_off, w.sw, wd, ow, lo, hi);
-          for (int64_t r = 0; r < oh; ++r) {
-            const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
-            if (ih < 0 || ih >= h) continue;
-            A* dst = acc.data() + ih * wd;
-            const T* s = src + r * ow;
-            for (int64_t q = lo; q < hi; ++q) dst[q * w.sw + col_off] += A(load(s, q));
-          }
-        }
       T* out = x + p * h * wd;
-      for (int64_t k = 0; k < h * wd; ++k) store(out, k, acc[size_t(k)]);
+      if constexpr (std::is_same_v<A, T>) {  // accumulate in place
+        std::fill(out, out + h * wd, T(0));
+        col2im_plane<A>(w, cols, out, n, p / c, p % c, h, wd);
+      } else {  // 16-bit floats: accumulate in float, round once
+        scratch.assign(size_t(h * wd), A(0));
+        col2im_plane<A>(w, cols, scratch.data(), n, p / c, p % c, h, wd);
+        for (int64_t k = 0; k < h * wd; ++k) store(out, k, scratch[size_t(k)]);
+      }
     }
   });
 }
