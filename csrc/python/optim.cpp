@@ -1,6 +1,7 @@
 // lucid._C.optim: engine optimizers (one per param group) and the
 // hyper-parameter validation the Python optimizers use.
 #include "bindings.h"
+#include "lucid/ops/primitive.h"
 #include "lucid/optim/engine.h"
 
 namespace lucid::python {
@@ -36,8 +37,9 @@ bool read_number(py::handle v, std::vector<double>& values, std::vector<bool>& i
   return true;
 }
 
-// A param group dict -> Hyper. "params", "param_names", None and strings
-// (LBFGS's line_search_fn) are not hyper-parameters of the update.
+// A param group dict -> Hyper. "params" and "param_names" are not
+// hyper-parameters; None means unset; anything that is not a number (a
+// string such as LBFGS's line_search_fn) is an error only where it is read.
 Hyper to_hyper(const py::dict& d) {
   Hyper h;
   for (auto item : d) {
@@ -45,7 +47,7 @@ Hyper to_hyper(const py::dict& d) {
     const std::string key = item.first.cast<std::string>();
     if (key == "params" || key == "param_names") continue;
     py::handle v = item.second;
-    if (v.is_none() || py::isinstance<py::str>(v)) continue;
+    if (v.is_none()) continue;
     std::vector<double> values;
     std::vector<bool> integral;
     bool ok = true;
@@ -105,7 +107,22 @@ void init_optim(py::module_& parent) {
       .def("host_scalars", &EngineOptimizer::host_scalars, py::arg("index"), py::arg("hyper"))
       .def("update_with_ops", &EngineOptimizer::update_with_ops, py::arg("index"), py::arg("param"), py::arg("grad"),
            py::arg("scalars"), py::arg("hyper"), release)
-      .def("advance", &EngineOptimizer::advance, py::arg("index"), py::arg("hyper"));
+      .def("advance", &EngineOptimizer::advance, py::arg("index"), py::arg("hyper"))
+      // What a compiled update depends on beyond shapes: the flag bits per
+      // group, and the identity of every state buffer (a replaced buffer
+      // means a stale executable).
+      .def("structure", [](const EngineOptimizer& e, const Hyper& h) {
+        return py::make_tuple(e.algorithm().flag_bits(h), e.algorithm().needed_buffers(h));
+      })
+      .def("state_key", [](const EngineOptimizer& e) {
+        size_t key = e.num_params();
+        for (size_t i = 0; i < e.num_params(); ++i) {
+          const auto& st = e.state(i);
+          key = lucid::hash_mix(key, st.exists);
+          for (const auto& b : st.buffers) key = lucid::hash_mix(key, reinterpret_cast<size_t>(b.defined() ? b.storage().get() : nullptr));
+        }
+        return key;
+      });
 }
 
 }  // namespace lucid::python

@@ -44,6 +44,9 @@ class Algorithm {
   // of this kind has whatever the flags.
   virtual uint32_t needed_buffers(const Hyper& h) const = 0;
   virtual uint32_t required_buffers() const = 0;
+  // The structural flags the rule branches on (maximize, amsgrad, momentum
+  // != 0, ...) as bits: a compiled update is specific to them.
+  virtual uint32_t flag_bits(const Hyper& h) const = 0;
   // Creates the state the flags need that is missing (concrete tensors, even
   // under a tracer). `defaults` are the optimizer's constructor values.
   virtual void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const = 0;

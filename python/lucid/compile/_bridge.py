@@ -1,56 +1,63 @@
-"""How a compiled step reaches an optimizer's engine: the few calls the
-traced update and the per-call feeds need. Keeping them here means the
-compiled steps and compile_optimizer use one definition of each."""
+"""How a compiled step reaches an optimizer's engines: the few calls the
+traced update and the per-call feeds need. The compiled steps and
+compile_optimizer both go through here, so each fact has one definition."""
 from .. import _C
 
 
-def check_supported(opt):
-    engines = getattr(opt, "_engines", None)
-    if engines is None:
+def engines(opt):
+    """The optimizer's engine optimizers (one per param group), or TypeError
+    when its update has no engine rule to compile."""
+    found = getattr(opt, "_engines", None)
+    if not found or not getattr(opt, "_uses_engine", False):
         raise TypeError(f"{type(opt).__name__} has no engine update rule to compile")
-    return engines
+    return found
 
 
 def param_slots(opt):
-    """(group index, param index in group, param) for every parameter."""
+    """(group index, index in group, param) for every parameter."""
     for gi, group in enumerate(opt.param_groups):
         for i, p in enumerate(group["params"]):
             yield gi, i, p
 
 
-def structural_signature(opt):
-    """The choices that change the math of the update (amsgrad, nesterov,
-    momentum == 0, ...), per group."""
-    return tuple(engine.structure(group) for engine, group in zip(opt._engines, opt.param_groups))
-
-
-def emit_update(tracer, opt, gi, i, param, grad):
-    """Records param i of group gi's update into the trace; returns the
-    number of scalar feeds it reads."""
-    engine = opt._engines[gi]
-    group = opt.param_groups[gi]
-    tracer.exit()  # state buffers are real tensors, made outside the trace
-    try:
-        engine.ensure_state(i, param)
-    finally:
-        tracer.enter()
-    n = len(engine.host_scalars(i, group))
-    feeds = [tracer.feed([], _C.dtype.float64) for _ in range(n)]
-    engine.update_with_ops(i, param, grad, feeds)
-    return n
-
-
-def host_scalars(opt, slots):
-    """The scalar feeds for one call, in trace order. Validates every group
-    first, so a bad edit raises before anything runs."""
-    for engine, group in zip(opt._engines, opt.param_groups):
-        engine.validate(group)
+def hypers(opt):
+    """Reads and validates every group's hyper-parameters (and gradients): a
+    bad edit raises lucid.InvalidArgument before anything runs."""
     out = []
-    for gi, i in slots:
-        out.extend(opt._engines[gi].host_scalars(i, opt.param_groups[gi]))
+    for gi, (engine, group) in enumerate(zip(opt._engines, opt.param_groups)):
+        if len(group["params"]) != engine.num_params():
+            raise RuntimeError(f"param_groups[{gi}]['params'] changed after the group was added; "
+                               "use add_param_group to optimize more parameters")
+        h = _C.optim.Hyper(group)
+        engine.check(h)
+        out.append(h)
     return out
 
 
-def advance(opt, slots):
+def signature(opt, hs):
+    """What the traced update depends on: the flags each group's rule
+    branches on, and the identity of the state buffers it captured."""
+    return tuple((e.structure(h), e.state_key()) for e, h in zip(opt._engines, hs))
+
+
+def emit_update(tracer, opt, hs, gi, i, param, grad):
+    """Records the update of parameter i of group gi into the trace, reading
+    one scalar feed per host scalar of its rule."""
+    engine = opt._engines[gi]
+    engine.init_state(i, hs[gi])  # concrete buffers, created outside the trace
+    n = len(engine.host_scalar_names())
+    feeds = [tracer.feed([], _C.dtype.float64) for _ in range(n)]
+    engine.update_with_ops(i, param, grad, feeds, hs[gi])
+
+
+def host_scalars(opt, hs, slots):
+    """The scalar feeds of one call, in trace order."""
+    out = []
     for gi, i in slots:
-        opt._engines[gi].advance(i)
+        out.extend(opt._engines[gi].host_scalars(i, hs[gi]))
+    return out
+
+
+def advance(opt, hs, slots):
+    for gi, i in slots:
+        opt._engines[gi].advance(i, hs[gi])

@@ -42,18 +42,10 @@ class _CompiledStepBase:
         self.optimizer.add_param_group(group)
 
     def state_dict(self):
-        return self.optimizer._eager_state_dict()
+        return _uncompiled(self.optimizer, type(self.optimizer).state_dict)
 
     def load_state_dict(self, state_dict):
-        self.optimizer._eager_load_state_dict(state_dict)
-
-    def _signature(self, slots):
-        opt = self.optimizer
-        return repr((
-            tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots),
-            _bridge.structural_signature(opt),
-            tuple(e.state_generation for e in opt._engines),
-        ))
+        return _uncompiled(self.optimizer, type(self.optimizer).load_state_dict, state_dict)
 
     def step(self, closure=None):
         loss = None
@@ -61,21 +53,21 @@ class _CompiledStepBase:
             with _enable_grad():
                 loss = closure()
         opt = self.optimizer
+        hs = _bridge.hypers(opt)  # validates everything before anything changes
         slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(opt) if p.grad is not None]
         if not slots:
             return loss
-        key = self._signature(slots)
+        key = repr((tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots), _bridge.signature(opt, hs)))
         exe = self._cache.get(key)
         if exe is None or not exe.bindings_valid():
             self._last_miss = "first call" if not self._entries else "signature changed"
-            exe = self._compile(slots, key)
+            exe = self._compile(slots, key, hs)
         positions = [(gi, i) for gi, i, _ in slots]
-        scalars = _bridge.host_scalars(opt, positions)
-        exe.run([p.grad for _, _, p in slots], scalars)
-        _bridge.advance(opt, positions)
+        exe.run([p.grad for _, _, p in slots], _bridge.host_scalars(opt, hs, positions))
+        _bridge.advance(opt, hs, positions)
         return loss
 
-    def _compile(self, slots, key):
+    def _compile(self, slots, key, hs):
         start = time.perf_counter()
         tracer = _C.GraphTracer()
         sym = [tracer.input(list(p.grad.shape), p.grad.dtype, str(p.grad.device)) for _, _, p in slots]
@@ -83,7 +75,7 @@ class _CompiledStepBase:
         try:
             with _no_grad():
                 for (gi, i, p), g in zip(slots, sym):
-                    _bridge.emit_update(tracer, self.optimizer, gi, i, p, g)
+                    _bridge.emit_update(tracer, self.optimizer, hs, gi, i, p, g)
         finally:
             tracer.exit()
         exe = tracer.compile(str(slots[0][2].device))
@@ -100,6 +92,16 @@ class _CompiledStepBase:
 
     def __repr__(self):
         return f"{type(self).__name__}({self.optimizer!r})"
+
+
+def _uncompiled(opt, method, *args):
+    """Runs the optimizer's own (eager) method, bypassing the delegation to
+    this wrapper: the state is shared, only the step differs."""
+    compiled = opt.__dict__.pop("_compiled", None)
+    try:
+        return method(opt, *args)
+    finally:
+        opt._compiled = compiled
 
 
 def _enable_grad():
@@ -136,7 +138,7 @@ def compile_optimizer(optimizer, *, cache_size=8):
     existing = getattr(optimizer, "_compiled", None)
     if existing is not None:
         return existing
-    if name not in SUPPORTED or getattr(optimizer, "_engines", None) is None:
+    if name not in SUPPORTED or not getattr(optimizer, "_uses_engine", False):
         raise TypeError(f"compile_optimizer does not support {name}; supported: {', '.join(SUPPORTED)}")
     if not any(g["params"] for g in optimizer.param_groups):
         raise ValueError("compile_optimizer: the optimizer has no parameters")

@@ -63,6 +63,10 @@ class _TracedStep:
             self._last_miss = describe_change(self._last_signature, parts) if exe is None else \
                 "captured buffers were rebound (e.g. a parameter's .data was replaced)"
             entry = self._compile(args)
+            # Tracing may create optimizer state: key the entry by the
+            # signature it will be looked up with from now on.
+            parts = self._signature(args)
+            key = repr(tuple(parts.items()))
             for evicted in self._cache.put(key, entry.executable, entry.compile_seconds):
                 self._entries.pop(evicted, None)
             self._entries[key] = entry
@@ -164,20 +168,22 @@ class FusedStep(_TracedStep):
         super().__init__(model, loss_fn, cache_size)
         if grad_scaler is not None:
             raise NotImplementedError("fused_step(grad_scaler=...) is not supported yet")
-        _bridge.check_supported(optimizer)
+        _bridge.engines(optimizer)
         model_params = {id(p) for p in model.parameters()}
         for _, _, p in _bridge.param_slots(optimizer):
             if id(p) not in model_params:
                 raise RuntimeError("fused_step: the optimizer holds a parameter that is not one of the model's "
                                    "parameters; pass the model that owns every optimized parameter")
         self.optimizer = optimizer
+        self._hypers = None
 
     def _extra_signature(self):
         opt = self.optimizer
+        # Validated here, before anything runs; reused for this call's feeds.
+        self._hypers = _bridge.hypers(opt)
         return {
             "groups": tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups),
-            "structure": _bridge.structural_signature(opt),
-            "state": tuple(e.state_generation for e in opt._engines),
+            "optimizer": _bridge.signature(opt, self._hypers),
         }
 
     def _prepare_grads(self, params):
@@ -187,15 +193,16 @@ class FusedStep(_TracedStep):
 
     def _trace_update(self, tracer, params, saved_grads, entry):
         opt = self.optimizer
+        hs = self._hypers
         slots = []
         for gi, i, p in _bridge.param_slots(opt):
             g = p.grad
             if g is None or not p.requires_grad:
                 continue  # no gradient: skipped entirely, as in the eager step
-            _bridge.emit_update(tracer, opt, gi, i, p, g)
+            _bridge.emit_update(tracer, opt, hs, gi, i, p, g)
             slots.append((gi, i))
-        entry.scalar_fn = lambda: _bridge.host_scalars(opt, slots)
-        entry.after_run.append(lambda: _bridge.advance(opt, slots))
+        entry.scalar_fn = lambda: _bridge.host_scalars(opt, self._hypers, slots)
+        entry.after_run.append(lambda: _bridge.advance(opt, self._hypers, slots))
 
     def _after_run(self, entry, outs):
         pass

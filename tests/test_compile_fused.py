@@ -1,0 +1,217 @@
+"""fused_step and compile_optimizer against the eager loop they replace."""
+import numpy as np
+import pytest
+
+import lucid
+from lucid import _C
+
+optim = pytest.importorskip("lucid.optim")
+from lucid.compile import compile_optimizer, fused_step  # noqa: E402
+
+STEPS = 15
+
+# (optimizer class name, kwargs) - flag combinations that change the traced math
+CONFIGS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1)),
+    ("Adadelta", dict(lr=1.0, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("ASGD", dict(lr=0.01, t0=5)),
+    ("Rprop", dict(lr=0.01)),
+]
+
+
+class Net:
+    """Two layers, a frozen parameter and one the loss never reaches."""
+
+    def __init__(self, seed=0):
+        lucid.manual_seed(seed)
+        self.training = True
+        self.w1 = (lucid.randn(6, 8) * 0.4).requires_grad_()
+        self.b1 = (lucid.randn(8) * 0.1).requires_grad_()
+        self.w2 = (lucid.randn(8, 3) * 0.4).requires_grad_()
+        self.b2 = (lucid.randn(3) * 0.1).requires_grad_(False)   # frozen
+        self.unused = (lucid.randn(4) * 0.1).requires_grad_()      # not reached
+
+    def parameters(self):
+        return [self.w1, self.b1, self.w2, self.b2, self.unused]
+
+    def __call__(self, x):
+        return lucid.tanh(x @ self.w1 + self.b1) @ self.w2 + self.b2
+
+
+def mse(out, y):
+    return ((out - y) ** 2).mean()
+
+
+def make(name, kwargs, seed=0):
+    net = Net(seed)
+    cls = getattr(optim, name)
+    lr = kwargs.get("lr", 0.01)
+    groups = [{"params": [net.w1, net.b1, net.unused]}, {"params": [net.w2, net.b2], "lr": lr * 0.5}]
+    return net, cls(groups, **kwargs)
+
+
+def batches(n=STEPS):
+    lucid.manual_seed(42)
+    return [(lucid.randn(5, 6), lucid.randn(5, 3)) for _ in range(n)]
+
+
+def snapshot(net):
+    return [p.numpy().copy() if not p.requires_grad else p.detach().numpy().copy() for p in net.parameters()]
+
+
+def eager_run(name, kwargs, data):
+    net, opt = make(name, kwargs)
+    losses = []
+    for x, y in data:
+        opt.zero_grad()
+        loss = mse(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return net, opt, losses
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS)])
+def test_fused_step_matches_eager(name, kwargs):
+    data = batches()
+    net_e, opt_e, losses_e = eager_run(name, kwargs, data)
+    net, opt = make(name, kwargs)
+    frozen0, unused0 = net.b2.numpy().copy(), net.unused.detach().numpy().copy()
+    step = fused_step(net, mse, opt)
+    losses = [step(x, y).item() for x, y in data]
+    np.testing.assert_allclose(losses, losses_e, rtol=1e-5, atol=1e-6)
+    for a, b in zip(snapshot(net), snapshot(net_e)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(net.b2.numpy(), frozen0)
+    np.testing.assert_array_equal(net.unused.detach().numpy(), unused0)
+    sd, sd_e = opt.state_dict(), opt_e.state_dict()
+    assert sorted(sd["state"]) == sorted(sd_e["state"])
+    for k in (2, 4):  # the unreached and the frozen parameter: no step taken
+        if name == "Adagrad":  # creates its state at construction, like PyTorch
+            assert float(sd["state"][k]["step"]) == 0
+        else:
+            assert k not in sd["state"]
+    assert step.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS)])
+def test_compile_optimizer_matches_eager(name, kwargs):
+    data = batches()
+    net_e, _, losses_e = eager_run(name, kwargs, data)
+    net, opt = make(name, kwargs)
+    copt = compile_optimizer(opt)
+    assert compile_optimizer(opt) is copt
+    assert type(copt).__name__ == f"_Compiled{name}"
+    losses = []
+    for x, y in data:
+        copt.zero_grad()
+        loss = mse(net(x), y)
+        loss.backward()
+        copt.step()
+        losses.append(loss.item())
+    np.testing.assert_allclose(losses, losses_e, rtol=1e-5, atol=1e-6)
+    for a, b in zip(snapshot(net), snapshot(net_e)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_one_run_per_call_and_no_eager_dispatch():
+    net, opt = make("Adam", dict(lr=0.01))
+    step = fused_step(net, mse, opt)
+    x, y = batches(1)[0]
+    step(x, y)
+    runs0, disp0 = _C.executable_run_count(), _C.eager_dispatch_count()
+    for _ in range(4):
+        step(x, y)
+    assert _C.executable_run_count() - runs0 == 4
+    assert _C.eager_dispatch_count() - disp0 == 0
+
+
+def test_hyperparameter_edits_apply_at_next_call_and_bad_edits_change_nothing():
+    data = batches(4)
+    net_e, opt_e = make("SGD", dict(lr=0.1, momentum=0.9))
+    net, opt = make("SGD", dict(lr=0.1, momentum=0.9))
+    step = fused_step(net, mse, opt)
+    for k, (x, y) in enumerate(data):
+        if k == 2:
+            for o in (opt, opt_e):
+                o.param_groups[0]["lr"] = 0.01
+        opt_e.zero_grad()
+        mse(net_e(x), y).backward()
+        opt_e.step()
+        step(x, y)
+    for a, b in zip(snapshot(net), snapshot(net_e)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert step.cache_info().misses == 1  # an lr change is a feed, not a recompile
+    before = snapshot(net)
+    state_before = {k: {n: np.array(v) for n, v in s.items()} for k, s in opt.state_dict()["state"].items()}
+    opt.param_groups[1]["lr"] = -1.0
+    with pytest.raises(lucid.InvalidArgument):
+        step(*data[0])
+    for a, b in zip(before, snapshot(net)):
+        np.testing.assert_array_equal(a, b)
+    for k, s in opt.state_dict()["state"].items():
+        for n, v in s.items():
+            np.testing.assert_array_equal(np.array(v), state_before[k][n])
+
+
+def test_checkpoints_move_between_fused_and_eager():
+    data = batches(10)
+    net_a, opt_a = make("Adam", dict(lr=0.01))
+    step = fused_step(net_a, mse, opt_a)
+    for x, y in data[:5]:
+        step(x, y)
+    ckpt = opt_a.state_dict()
+    net_b, opt_b = make("Adam", dict(lr=0.01))
+    for p, q in zip(net_b.parameters(), net_a.parameters()):
+        p.data = q.detach().clone()
+    opt_b.load_state_dict(ckpt)
+    for x, y in data[5:]:
+        step(x, y)
+        opt_b.zero_grad()
+        mse(net_b(x), y).backward()
+        opt_b.step()
+    for a, b in zip(snapshot(net_a), snapshot(net_b)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_inputs_raise_and_change_nothing():
+    net, opt = make("Adam", dict(lr=0.01))
+    step = fused_step(net, mse, opt)
+    x, y = batches(1)[0]
+    step(x, y)
+    before = snapshot(net)
+    exe = next(iter(step._entries.values())).executable
+    for args, kind in [([lucid.randn(5, 7), y], ValueError), ([x.double(), y], TypeError), ([x], ValueError)]:
+        with pytest.raises(kind):
+            exe.run(args, [0.0] * exe.num_scalar_feeds)
+    for a, b in zip(before, snapshot(net)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_optimizer_over_foreign_parameters_is_rejected():
+    net, _ = make("SGD", dict(lr=0.1))
+    other = lucid.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not one of the model"):
+        fused_step(net, mse, optim.SGD([other], lr=0.1))
+
+
+def test_compile_optimizer_rejects_unsupported_and_empty():
+    class NotAnOptimizer:
+        param_groups = []
+
+    with pytest.raises(TypeError, match="supported"):
+        compile_optimizer(NotAnOptimizer())
