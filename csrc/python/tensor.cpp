@@ -139,8 +139,11 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("is_symbolic", &Tensor::is_symbolic)
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& t, bool r) { t.set_requires_grad(r); })
-      .def("requires_grad_", [](Tensor& t, bool r) { t.set_requires_grad(r); return t; },
-           py::arg("requires_grad") = true)
+      // In-place methods return the same Python object, like PyTorch.
+      .def("requires_grad_", [](py::object self, bool r) {
+             self.cast<Tensor&>().set_requires_grad(r);
+             return self;
+           }, py::arg("requires_grad") = true)
       .def_property("grad", [](const Tensor& t) -> py::object {
           Tensor g = t.grad();
           return g.defined() ? py::cast(g) : py::none();
@@ -170,10 +173,11 @@ void init_tensor(py::module_& m) {
       })
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t.impl()->retains_grad; })
       .def("detach", &Tensor::detach)
-      .def("detach_", [](Tensor& t) {
+      .def("detach_", [](py::object self) {
+        Tensor& t = self.cast<Tensor&>();
         t.impl()->grad_fn = nullptr;
         t.impl()->requires_grad = false;
-        return t;
+        return self;
       })
       .def("_version", &Tensor::version)
       .def("_same", [](const Tensor& a, const Tensor& b) { return a.same(b); })

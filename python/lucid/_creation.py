@@ -162,7 +162,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     i = np.arange(steps, dtype=np.float64)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     half = steps // 2
-    vals = np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+    vals = np.where(i < half, start + step * i, end - step * (steps - 1 - i)) if steps > 1 else \
+        np.full(steps, start, dtype=np.float64)
     return tensor(vals, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -197,6 +198,8 @@ def randn_like(t, dtype=None, device=None):
 
 def randint(low, high=None, size=None, dtype=None, device=None):
     """Integers uniform in [low, high)."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:

@@ -19,6 +19,7 @@ __all__ = [
     "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
     "dot", "outer", "square", "sort", "topk", "cumsum", "unbind", "movedim", "swapaxes", "t", "dist",
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
+    "can_cast",
 ]
 
 
@@ -59,6 +60,16 @@ def result_type(tensor1, tensor2):
     if is_number(b):
         b = _C.wrap_scalar(b, a)
     return _C.result_type(a, b)
+
+
+def _category(dtype):
+    return 2 if dtype.is_floating_point else (0 if dtype == _C.dtype.bool else 1)
+
+
+def can_cast(from_, to):
+    """Whether an op may write a `from_` result into a `to` tensor (PyTorch's
+    rule: never down a category, bool < integer < floating)."""
+    return _category(from_) <= _category(to)
 
 
 def add(input, other, *, alpha=1, out=None):  # noqa: A002

@@ -268,10 +268,28 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
 
 # ------------------------------------------------------------------ in-place
+# An in-place op computes out of place, then writes back (assign_). It
+# returns `self`, the same Python object, like PyTorch.
+def _source(self, *args):
+    """What an in-place op reads as `self`: a copy while history is recorded
+    and the op may save self for backward, so the write-back cannot change
+    what backward reads."""
+    if _C.is_grad_enabled() and (self.requires_grad or
+                                 builtins.any(isinstance(a, Tensor) and a.requires_grad for a in args)):
+        return _C.clone(self)
+    return self
+
+
+def _write(self, value):
+    if not F.can_cast(value.dtype, self.dtype):
+        raise RuntimeError(f"result type {value.dtype} can't be cast to the desired output type {self.dtype}")
+    _C.assign_(self, value)
+    return self
+
+
 def _inplace(name, compute):
     def method(self, *args, **kwargs):
-        value = compute(_C.source_for_inplace(self), *args, **kwargs)
-        return _C.assign_(self, value)
+        return _write(self, compute(_source(self, *args, *kwargs.values()), *args, **kwargs))
 
     method.__name__ = name
     setattr(Tensor, name, method)
@@ -287,35 +305,56 @@ for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "abs", 
 
 @_method("addcmul_")
 def _addcmul_(self, tensor1, tensor2, value=1):
-    return _C.assign_(self, _C.add(_C.source_for_inplace(self), _C.mul(_C.mul(tensor1, tensor2), value)))
+    return _write(self, _C.add(_source(self, tensor1, tensor2), _C.mul(_C.mul(tensor1, tensor2), value)))
 
 
 @_method("addcdiv_")
 def _addcdiv_(self, tensor1, tensor2, value=1):
-    return _C.assign_(self, _C.add(_C.source_for_inplace(self), _C.mul(_C.div(tensor1, tensor2), value)))
+    return _write(self, _C.add(_source(self, tensor1, tensor2), _C.mul(_C.div(tensor1, tensor2), value)))
 
 
 @_method("lerp_")
 def _lerp_(self, end, weight):
-    src = _C.source_for_inplace(self)
-    return _C.assign_(self, _C.add(src, _C.mul(_C.sub(_other(end), src), weight)))
+    src = _source(self, end, weight)
+    return _write(self, _C.add(src, _C.mul(_C.sub(_other(end), src), weight)))
 
 
-_method("zero_", lambda self: _C.zero_(self))
-_method("fill_", lambda self, value: _C.fill_(self, value.item() if isinstance(value, Tensor) else value))
-_method("copy_", lambda self, src, non_blocking=False: _C.copy_(self, _other(src)))
+@_method("zero_")
+def _zero_(self):
+    _C.zero_(self)
+    return self
+
+
+@_method("fill_")
+def _fill_(self, value):
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               f"dimensions.")
+        _C.assign_(self, value)
+    else:
+        _C.fill_(self, value)
+    return self
+
+
+@_method("copy_")
+def _copy_(self, src, non_blocking=False):
+    _C.copy_(self, _other(src))
+    return self
 
 
 @_method("uniform_")
 def _uniform_(self, a=0.0, b=1.0):
     u = _C.rand(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
-    return _C.assign_(self, _C.add(_C.mul(u, b - a), a))
+    _C.assign_(self, _C.add(_C.mul(u, b - a), a))
+    return self
 
 
 @_method("normal_")
 def _normal_(self, mean=0.0, std=1.0):
     n = _C.randn(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
-    return _C.assign_(self, _C.add(_C.mul(n, std), mean))
+    _C.assign_(self, _C.add(_C.mul(n, std), mean))
+    return self
 
 
 _method("__iadd__", lambda self, o: Tensor.add_(self, _other(o)))
@@ -454,7 +493,7 @@ def _setitem(self, key, value):
     value = value if isinstance(value, Tensor) else _C.wrap_scalar(value, self) if is_number(value) else _other(value)
     # A boolean mask over the whole tensor: a select, which also traces.
     if isinstance(key, Tensor) and key.dtype == _C.dtype.bool and tuple(key.shape) == tuple(self.shape):
-        _C.assign_(self, _C.where(key, value, _C.source_for_inplace(self)))
+        _C.assign_(self, _C.where(key, value, _source(self, value)))
         return
     items = _parse_key(self, key)
     if builtins.any(isinstance(k, tuple) for k in items):
@@ -478,7 +517,7 @@ def _setitem(self, key, value):
         slice_shape = [(b - a + s - 1) // s for a, b, s in zip(starts, stops, steps)]
         v = _C.broadcast_to(_C.cast(value, self.dtype), list(x.shape))
         v = _C.reshape(v, slice_shape)
-        _C.assign_(self, _C.slice_scatter(_C.source_for_inplace(self), v, starts, stops, steps))
+        _C.assign_(self, _C.slice_scatter(_source(self, v), v, starts, stops, steps))
         return
     lead = []
     for k in items:
@@ -491,7 +530,7 @@ def _setitem(self, key, value):
                                       "supported; index with tensors only (optionally followed by ':')")
     if builtins.any(not (isinstance(k, slice) and k == slice(None)) for k in items[len(lead):]):
         raise NotImplementedError("assignment with advanced indices followed by partial slices is not supported")
-    _C.assign_(self, _C.index_put(_C.source_for_inplace(self), lead, value, False))
+    _C.assign_(self, _C.index_put(_source(self, value), lead, value, False))
 
 
 # ---------------------------------------------------------------------- repr

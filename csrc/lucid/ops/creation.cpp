@@ -67,7 +67,7 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   LUCID_CHECK(step != 0, "arange: step must be nonzero");
   LUCID_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
   LUCID_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
-              "arange: upper bound and larger bound inconsistent with step sign");
+              "upper bound and lower bound inconsistent with step sign");
   const int64_t n = int64_t(std::ceil((end - start) / step));
   return call<Arange>({}, start, step, TensorMeta{{std::max<int64_t>(n, 0)}, dtype, device});
 }

@@ -405,6 +405,14 @@ Tensor& assign_(Tensor& self, const Tensor& value) {
   v = cast(v, self.dtype());
   // A value aliasing self's buffer (x.copy_(x.reshape(...))) is copied first.
   if (!v.is_symbolic() && !self.is_symbolic() && v.storage() == self.storage()) v = clone(v);
+  if (autograd::GradMode::is_enabled() && self.requires_grad() && !v.requires_grad()) {
+    // The new contents do not depend on anything that needs a gradient, but
+    // self stays part of the graph (PyTorch's rule): its history becomes a
+    // full overwrite, which passes zero gradient to the old value.
+    SliceSpec full{std::vector<int64_t>(size_t(self.ndim()), 0), self.shape(),
+                   std::vector<int64_t>(size_t(self.ndim()), 1)};
+    v = detail::call<SliceScatter>({self, v}, full);
+  }
   assign_data(self, v);
   if (autograd::GradMode::is_enabled() && v.requires_grad()) {
     TensorImpl* s = self.impl();

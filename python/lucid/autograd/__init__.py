@@ -81,5 +81,10 @@ class set_grad_enabled(_GradModeContext):
         _C.set_grad_enabled(self._prev)
         return False
 
+    def __call__(self, fn):
+        # As a decorator it only applies inside the function (PyTorch too).
+        _C.set_grad_enabled(self._prev)
+        return super().__call__(fn)
+
 
 is_grad_enabled = _C.is_grad_enabled
