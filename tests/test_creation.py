@@ -1,0 +1,293 @@
+"""Creation against PyTorch: lucid.tensor dtype inference, factories,
+random numbers (reproducibility and distribution), NumPy interop."""
+import numpy as np
+import pytest
+import torch
+
+import lucid
+from conftest import LUCID_TO_TORCH, assert_close, to_torch
+
+DATA = [
+    1, 2.5, True, -3, [1, 2, 3], [1.0, 2, 3], [True, False], [[1, 2], [3, 4]], [[1.5], [2.5]], [], [[]],
+    [True, 1], [1, 2.0, True], (1, 2), [(1, 2), (3, 4)], 1e20, 2 ** 40,
+]
+
+
+@pytest.mark.parametrize("data", DATA, ids=[repr(d) for d in DATA])
+def test_tensor_dtype_inference(data):
+    assert_close(lucid.tensor(data), torch.tensor(data))
+
+
+@pytest.mark.parametrize("np_dtype", ["float16", "float32", "float64", "int32", "int64", "bool", "uint8", "int16",
+                                      "int8"])
+def test_tensor_from_numpy_arrays(np_dtype):
+    a = (np.arange(6).reshape(2, 3) % 3).astype(np_dtype)
+    t = torch.tensor(a)
+    lt = lucid.tensor(a)
+    if np_dtype in ("uint8", "int16", "int8"):
+        # lucid has no 8/16-bit integer dtypes: they widen to int64
+        assert lt.dtype == lucid.int64
+        np.testing.assert_array_equal(lt.numpy(), a)
+    else:
+        assert_close(lt, t)
+    # a copy: writes to the array do not show
+    a.flat[0] = 1
+    assert lt.numpy().flat[0] == 0
+
+
+def test_tensor_numpy_scalars_and_0d():
+    for v in [np.float32(1.5), np.float64(2.5), np.int32(3), np.int64(4), np.bool_(True), np.array(7.0),
+              np.array(3, dtype=np.int32)]:
+        assert_close(lucid.tensor(v), torch.tensor(v))
+    assert_close(lucid.tensor([np.float32(1), np.float32(2)]), torch.tensor([np.float32(1), np.float32(2)]))
+
+
+def test_tensor_dtype_device_requires_grad_args():
+    t = lucid.tensor([1, 2], dtype=lucid.float64)
+    assert t.dtype == lucid.float64
+    t = lucid.tensor([1.5, 2.5], dtype=lucid.int32)
+    assert_close(t, torch.tensor([1.5, 2.5], dtype=torch.int32))
+    t = lucid.tensor([1.0], dtype=lucid.bfloat16)
+    assert t.dtype == lucid.bfloat16
+    t = lucid.tensor([1.0], requires_grad=True)
+    assert t.requires_grad and t.is_leaf
+    t = lucid.tensor([1.0], device="cpu")
+    assert t.device == lucid.device("cpu") and str(t.device) == "cpu"
+    t = lucid.tensor([1, 2], dtype="float32")
+    assert t.dtype == lucid.float32
+    t = lucid.tensor([1, 2], dtype=float)
+    assert t.dtype == lucid.float32
+
+
+def test_tensor_from_tensors():
+    a = lucid.tensor([1.0, 2.0], requires_grad=True)
+    b = lucid.tensor(a)  # a copy without history (torch warns and does the same)
+    assert not b.requires_grad and not b._shares_storage(a)
+    assert_close(lucid.tensor([lucid.tensor(1.0), lucid.tensor(2.0)]), torch.tensor([1.0, 2.0]))
+
+
+def test_tensor_errors():
+    with pytest.raises((TypeError, ValueError)):
+        lucid.tensor([[1, 2], [3]])
+    with pytest.raises(TypeError):
+        lucid.tensor("abc")
+    with pytest.raises(TypeError):
+        lucid.tensor([1, None])
+
+
+def test_default_dtype():
+    assert lucid.get_default_dtype() == lucid.float32
+    lucid.set_default_dtype(lucid.float64)
+    try:
+        assert lucid.tensor([1.5]).dtype == lucid.float64
+        assert lucid.zeros(2).dtype == lucid.float64
+        assert (lucid.tensor([1, 2]) / 2).dtype == lucid.float64
+    finally:
+        lucid.set_default_dtype(lucid.float32)
+    with pytest.raises(TypeError):
+        lucid.set_default_dtype(lucid.int64)
+
+
+# ------------------------------------------------------------------ factories
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("size", [(2, 3), ((2, 3),), ([4],), ((),), (0,), (1, 0, 2)])
+def test_zeros_ones_empty(name, size):
+    lt, tt = getattr(lucid, name)(*size), getattr(torch, name)(*size)
+    assert tuple(lt.shape) == tuple(tt.shape) and LUCID_TO_TORCH[lt.dtype] == tt.dtype
+    if name != "empty":
+        assert_close(lt, tt)
+    for dt in ["int64", "bool", "float64", "float16", "int32"]:
+        lt = getattr(lucid, name)(*size, dtype=getattr(lucid, dt))
+        tt = getattr(torch, name)(*size, dtype=getattr(torch, dt))
+        assert LUCID_TO_TORCH[lt.dtype] == tt.dtype
+        if name != "empty":
+            assert_close(lt, tt)
+
+
+@pytest.mark.parametrize("value", [1.5, 2, True, -0.0, float("inf")])
+def test_full(value):
+    assert_close(lucid.full((2, 3), value), torch.full((2, 3), value))
+    assert_close(lucid.full([2], value, dtype=lucid.float64), torch.full([2], value, dtype=torch.float64))
+    assert_close(lucid.full((), value), torch.full((), value))
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"])
+def test_like(name):
+    src = lucid.ones(2, 3, dtype=lucid.float64)
+    args = (src, 4.0) if name == "full_like" else (src,)
+    out = getattr(lucid, name)(*args)
+    assert tuple(out.shape) == (2, 3) and out.dtype == lucid.float64 and not out.requires_grad
+    out = getattr(lucid, name)(*args, dtype=lucid.float32)
+    assert out.dtype == lucid.float32
+    if name in ("zeros_like", "ones_like", "full_like"):
+        tsrc = torch.ones(2, 3, dtype=torch.float64)
+        targs = (tsrc, 4.0) if name == "full_like" else (tsrc,)
+        assert_close(getattr(lucid, name)(*args), getattr(torch, name)(*targs))
+        ints = lucid.ones(3, dtype=lucid.int64)
+        assert_close(getattr(lucid, name)(*((ints, 7) if name == "full_like" else (ints,))),
+                     getattr(torch, name)(*((torch.ones(3, dtype=torch.int64), 7) if name == "full_like"
+                                            else (torch.ones(3, dtype=torch.int64),))))
+    assert getattr(lucid, name)(*args, requires_grad=True).requires_grad if name not in ("rand_like", "randn_like") \
+        else True
+
+
+ARANGE = [(5,), (2, 7), (0, 1, 0.1), (1, 2.5, 0.5), (10, 0, -3), (0.5,), (-2, 3), (0, 0), (1, 1.0001, 0.1),
+          (0, 10, 3), (-1.5, 1.5, 0.75)]
+
+
+@pytest.mark.parametrize("args", ARANGE, ids=[repr(a) for a in ARANGE])
+def test_arange(args):
+    assert_close(lucid.arange(*args), torch.arange(*args))
+    assert_close(lucid.arange(*args, dtype=lucid.float64), torch.arange(*args, dtype=torch.float64))
+
+
+def test_arange_errors():
+    for m in (lucid, torch):
+        with pytest.raises(RuntimeError):
+            m.arange(0, 5, 0)
+        with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+            m.arange(5, 0, 1)
+        with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+            m.arange(1, 0.9999, 0.1)
+
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (-2, 3, 1), (1, 1, 3), (0, 1, 0), (3, -3, 7), (0, 1, 2), (0, 10, 11)])
+def test_linspace(args):
+    assert_close(lucid.linspace(*args), torch.linspace(*args))
+    assert_close(lucid.linspace(*args, dtype=lucid.float64), torch.linspace(*args, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("args", [(3,), (2, 4), (4, 2), (0,), (1, 1)])
+def test_eye(args):
+    assert_close(lucid.eye(*args), torch.eye(*args))
+    assert_close(lucid.eye(*args, dtype=lucid.int64), torch.eye(*args, dtype=torch.int64))
+    assert_close(lucid.eye(*args, dtype=lucid.bool), torch.eye(*args, dtype=torch.bool))
+
+
+def test_factory_errors():
+    for m in (lucid, torch):
+        with pytest.raises(RuntimeError, match="negative"):
+            m.zeros(2, -1)
+        with pytest.raises(RuntimeError):
+            m.eye(-1)
+    with pytest.raises(TypeError):
+        lucid.zeros(2.5)
+    with pytest.raises(TypeError):
+        torch.zeros(2.5)
+
+
+# ------------------------------------------------------------------ random
+@pytest.mark.parametrize("fn", ["rand", "randn"])
+def test_manual_seed_reproducibility(fn):
+    lucid.manual_seed(123)
+    a = getattr(lucid, fn)(4, 5)
+    b = getattr(lucid, fn)(4, 5)
+    lucid.manual_seed(123)
+    c = getattr(lucid, fn)(4, 5)
+    d = getattr(lucid, fn)(4, 5)
+    np.testing.assert_array_equal(a.numpy(), c.numpy())
+    np.testing.assert_array_equal(b.numpy(), d.numpy())
+    assert not np.array_equal(a.numpy(), b.numpy())
+    lucid.manual_seed(124)
+    assert not np.array_equal(getattr(lucid, fn)(4, 5).numpy(), a.numpy())
+    assert lucid.initial_seed() == 124
+
+
+def test_randint_reproducible():
+    lucid.manual_seed(5)
+    a = lucid.randint(0, 10, (100,))
+    lucid.manual_seed(5)
+    b = lucid.randint(0, 10, (100,))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_random_distributions():
+    lucid.manual_seed(0)
+    n = lucid.randn(200000).numpy().astype(np.float64)
+    # mean within ~5 standard errors, std within 1%
+    assert abs(n.mean()) < 5 / np.sqrt(n.size)
+    assert abs(n.std() - 1) < 0.01
+    assert abs(np.mean(np.abs(n) < 1) - 0.6827) < 0.01
+    u = lucid.rand(200000).numpy().astype(np.float64)
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 5 * np.sqrt(1 / 12 / u.size)
+    assert abs(u.var() - 1 / 12) < 0.002
+    assert np.histogram(u, bins=10, range=(0, 1))[0].min() > 0.09 * u.size
+    r = lucid.randint(-3, 4, (100000,)).numpy()
+    assert r.dtype == np.int64 and r.min() == -3 and r.max() == 3
+    assert np.all(np.abs(np.bincount(r + 3) / r.size - 1 / 7) < 0.01)
+    assert lucid.randint(5, (3, 2)).shape == (3, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_random_dtypes(dtype):
+    x = lucid.randn(100, dtype=getattr(lucid, dtype))
+    assert x.dtype == getattr(lucid, dtype)
+    assert np.isfinite(x.float().numpy()).all()
+    u = lucid.rand(100, dtype=getattr(lucid, dtype)).float().numpy()
+    assert u.min() >= 0 and u.max() <= 1
+
+
+def test_random_requires_grad_and_inplace_inits():
+    x = lucid.randn(3, requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    y = lucid.empty(1000)
+    with lucid.no_grad():
+        y.uniform_(-2, 3)
+    v = y.numpy()
+    assert v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.2
+    y.normal_(1.0, 0.5)
+    v = y.numpy()
+    assert abs(v.mean() - 1.0) < 0.1 and abs(v.std() - 0.5) < 0.1
+
+
+# ---------------------------------------------------------------- NumPy interop
+def test_from_numpy_shares_memory():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = lucid.from_numpy(a)
+    a[0, 0] = 100
+    assert t[0, 0].item() == 100
+    t.add_(1)
+    assert a[0, 0] == 101
+    assert t.dtype == lucid.float32 and tuple(t.shape) == (2, 3)
+    for dt in ["float64", "int32", "int64", "bool", "float16"]:
+        arr = np.zeros(3, dtype=dt)
+        assert lucid.from_numpy(arr).dtype == getattr(lucid, dt)
+
+
+def test_from_numpy_keeps_array_alive():
+    t = lucid.from_numpy(np.arange(4.0))
+    import gc
+
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), np.arange(4.0))
+
+
+def test_from_numpy_errors():
+    with pytest.raises(TypeError):
+        lucid.from_numpy([1, 2])
+    with pytest.raises(TypeError):
+        lucid.from_numpy(np.zeros(2, dtype=np.complex64))
+
+
+def test_numpy_shares_memory_and_checks_grad():
+    t = lucid.zeros(3)
+    a = t.numpy()
+    a[1] = 5
+    assert t[1].item() == 5
+    t.fill_(2.0)
+    assert a[0] == 2
+    with pytest.raises(RuntimeError, match="requires grad"):
+        lucid.ones(2, requires_grad=True).numpy()
+    np.testing.assert_array_equal(lucid.ones(2, requires_grad=True).detach().numpy(), [1, 1])
+    with pytest.raises(TypeError):
+        lucid.ones(2, dtype=lucid.bfloat16).numpy()
+    assert np.asarray(lucid.ones(2)).dtype == np.float32
+
+
+def test_non_contiguous_numpy_input_is_copied():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    assert_close(lucid.from_numpy(a), torch.from_numpy(np.ascontiguousarray(a)))
+    assert_close(lucid.tensor(a.T), torch.tensor(a.T))
+    b = np.arange(4, dtype=">f4")
+    assert_close(lucid.tensor(b), torch.tensor(b.astype("<f4")))
