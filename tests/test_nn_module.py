@@ -230,7 +230,7 @@ def test_state_dict_is_detached_and_shares_storage():
                             n.MultiheadAttention(8, 2, add_bias_kv=True)]),
     lambda n: n.TransformerEncoderLayer(8, 2, dim_feedforward=16),
     lambda n: n.TransformerEncoder(n.TransformerEncoderLayer(8, 2, dim_feedforward=16, norm_first=True), 2,
-                                   norm=n.LayerNorm(8)),
+                                   norm=n.LayerNorm(8), enable_nested_tensor=False),
     lambda n: n.Sequential(n.BatchNorm1d(3, affine=False), n.BatchNorm1d(3, track_running_stats=False),
                            n.CrossEntropyLoss(weight=(lucid if n is nn else torch).ones(3))),
 ], ids=["cnn", "embed_norms", "mha", "encoder_layer", "encoder", "bn_variants"])
