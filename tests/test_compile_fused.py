@@ -30,6 +30,8 @@ CONFIGS = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
     ("ASGD", dict(lr=0.01, t0=5)),
     ("Rprop", dict(lr=0.01)),
+    ("SparseAdam", dict(lr=0.01)),
+    ("SparseAdam", dict(lr=0.01, maximize=True)),
 ]
 
 

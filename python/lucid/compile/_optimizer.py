@@ -7,7 +7,7 @@ from . import _bridge
 from ._trace import tensor_meta
 
 SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-             "Rprop")
+             "Rprop", "SparseAdam")
 
 
 class _CompiledStepBase:
@@ -19,6 +19,7 @@ class _CompiledStepBase:
 
     def __init__(self, optimizer, cache_size=8):
         self.optimizer = optimizer
+        self._rules = _bridge.rules(optimizer)
         self._cache = _C.ExecutableCache(cache_size)
         self._entries = {}
         self._last_miss = None
@@ -52,22 +53,28 @@ class _CompiledStepBase:
         if closure is not None:
             with _enable_grad():
                 loss = closure()
-        opt = self.optimizer
-        hs = _bridge.hypers(opt)  # validates everything before anything changes
-        slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(opt) if p.grad is not None]
+        rules = self._rules
+        structure = rules.prepare()  # validates everything before anything changes
+        slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(self.optimizer) if p.grad is not None]
         if not slots:
             return loss
-        key = repr((tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots), _bridge.signature(opt, hs)))
+        grads_sig = tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots)
+        key = repr((grads_sig, structure))
         exe = self._cache.get(key)
         if exe is None or not exe.bindings_valid():
             self._last_miss = "first call" if not self._entries else "signature changed"
-            exe = self._compile(slots, key, hs)
+            exe = self._compile(slots)
+            # tracing may create state: key by the signature later calls see
+            key = repr((grads_sig, rules.prepare()))
+            for evicted in self._cache.put(key, exe, self._compile_seconds):
+                self._entries.pop(evicted, None)
+            self._entries[key] = exe
         positions = [(gi, i) for gi, i, _ in slots]
-        exe.run([p.grad for _, _, p in slots], _bridge.host_scalars(opt, hs, positions))
-        _bridge.advance(opt, hs, positions)
+        exe.run([p.grad for _, _, p in slots], rules.host_scalars(positions))
+        rules.advance(positions)
         return loss
 
-    def _compile(self, slots, key, hs):
+    def _compile(self, slots):
         start = time.perf_counter()
         tracer = _C.GraphTracer()
         sym = [tracer.input(list(p.grad.shape), p.grad.dtype, str(p.grad.device)) for _, _, p in slots]
@@ -75,13 +82,11 @@ class _CompiledStepBase:
         try:
             with _no_grad():
                 for (gi, i, p), g in zip(slots, sym):
-                    _bridge.emit_update(tracer, self.optimizer, hs, gi, i, p, g)
+                    self._rules.emit(tracer, gi, i, p, g)
         finally:
             tracer.exit()
         exe = tracer.compile(str(slots[0][2].device))
-        for evicted in self._cache.put(key, exe, time.perf_counter() - start):
-            self._entries.pop(evicted, None)
-        self._entries[key] = exe
+        self._compile_seconds = time.perf_counter() - start
         return exe
 
     def cache_info(self):
@@ -138,7 +143,7 @@ def compile_optimizer(optimizer, *, cache_size=8):
     existing = getattr(optimizer, "_compiled", None)
     if existing is not None:
         return existing
-    if name not in SUPPORTED or not getattr(optimizer, "_uses_engine", False):
+    if name not in SUPPORTED:
         raise TypeError(f"compile_optimizer does not support {name}; supported: {', '.join(SUPPORTED)}")
     if not any(g["params"] for g in optimizer.param_groups):
         raise ValueError("compile_optimizer: the optimizer has no parameters")

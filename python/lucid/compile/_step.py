@@ -168,22 +168,20 @@ class FusedStep(_TracedStep):
         super().__init__(model, loss_fn, cache_size)
         if grad_scaler is not None:
             raise NotImplementedError("fused_step(grad_scaler=...) is not supported yet")
-        _bridge.engines(optimizer)
+        self._rules = _bridge.rules(optimizer)
         model_params = {id(p) for p in model.parameters()}
         for _, _, p in _bridge.param_slots(optimizer):
             if id(p) not in model_params:
                 raise RuntimeError("fused_step: the optimizer holds a parameter that is not one of the model's "
                                    "parameters; pass the model that owns every optimized parameter")
         self.optimizer = optimizer
-        self._hypers = None
 
     def _extra_signature(self):
         opt = self.optimizer
-        # Validated here, before anything runs; reused for this call's feeds.
-        self._hypers = _bridge.hypers(opt)
         return {
             "groups": tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups),
-            "optimizer": _bridge.signature(opt, self._hypers),
+            # validates the hyper-parameters before anything runs
+            "optimizer": self._rules.prepare(),
         }
 
     def _prepare_grads(self, params):
@@ -192,17 +190,16 @@ class FusedStep(_TracedStep):
             p.grad = None
 
     def _trace_update(self, tracer, params, saved_grads, entry):
-        opt = self.optimizer
-        hs = self._hypers
+        rules = self._rules
         slots = []
-        for gi, i, p in _bridge.param_slots(opt):
+        for gi, i, p in _bridge.param_slots(self.optimizer):
             g = p.grad
             if g is None or not p.requires_grad:
                 continue  # no gradient: skipped entirely, as in the eager step
-            _bridge.emit_update(tracer, opt, hs, gi, i, p, g)
+            rules.emit(tracer, gi, i, p, g)
             slots.append((gi, i))
-        entry.scalar_fn = lambda: _bridge.host_scalars(opt, self._hypers, slots)
-        entry.after_run.append(lambda: _bridge.advance(opt, self._hypers, slots))
+        entry.scalar_fn = lambda: rules.host_scalars(slots)
+        entry.after_run.append(lambda: rules.advance(slots))
 
     def _after_run(self, entry, outs):
         pass

@@ -162,6 +162,25 @@ class RAdam(Optimizer):
             group.setdefault(key, value)
 
 
+def sparse_adam_rule(param, grad, exp_avg, exp_avg_sq, beta1, beta2, eps, step_size, maximize=False):
+    """One SparseAdam update, in place, through ops: moments and parameter
+    change only where the gradient is non-zero. The scalars are numbers
+    (eager) or 0-d tensors (feeds of a compiled step); the rounding is the
+    same either way."""
+    if maximize:
+        grad = -grad
+    mask = grad != 0
+    # old <- b * old + (1 - b) * new  <=>  old += (1 - b) * (new - old), on the entries present
+    avg_update = (grad - exp_avg) * (1 - beta1)
+    sq_update = (grad * grad - exp_avg_sq) * (1 - beta2)
+    numer = avg_update + exp_avg
+    denom = _C.sqrt(sq_update + exp_avg_sq) + eps
+    _C.assign_(exp_avg, _C.where(mask, exp_avg + avg_update, exp_avg))
+    _C.assign_(exp_avg_sq, _C.where(mask, exp_avg_sq + sq_update, exp_avg_sq))
+    update = (numer / denom) * -step_size
+    _C.assign_(param, _C.where(mask, param + update, param))
+
+
 class SparseAdam(Optimizer):
     """SparseAdam (torch.optim.SparseAdam) for Lucid's dense gradients: the
     non-zero entries of a gradient are its sparse entries, so the result
@@ -192,40 +211,57 @@ class SparseAdam(Optimizer):
         return loss
 
     def _update_group(self, group):
-        beta1, beta2 = group["betas"]
-        eps = group["eps"]
-        lr = float(group["lr"])
         maximize = group.get("maximize", False)
         for p in group["params"]:
-            grad = p.grad
-            if grad is None:
+            if p.grad is None:
                 continue
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = 0
-                state["exp_avg"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
-                state["exp_avg_sq"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
+            state = self._init_param_state(p)
             state["step"] += 1
-            step = state["step"]
-            grad = grad.detach()
-            if maximize:
-                grad = -grad
-            mask = grad != 0
-            if not bool(_C.any(mask)):
+            grad = p.grad.detach()
+            if not bool(_C.any(grad != 0)):
                 continue  # torch skips an empty sparse gradient (the step still counts)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            # old <- b * old + (1 - b) * new  <=>  old += (1 - b) * (new - old), on the entries present
-            avg_update = (grad - exp_avg) * (1 - beta1)
-            sq_update = (grad * grad - exp_avg_sq) * (1 - beta2)
-            numer = avg_update + exp_avg
-            denom = _C.sqrt(sq_update + exp_avg_sq) + eps
-            _C.assign_(exp_avg, _C.where(mask, exp_avg + avg_update, exp_avg))
-            _C.assign_(exp_avg_sq, _C.where(mask, exp_avg_sq + sq_update, exp_avg_sq))
-            bias_correction1 = 1 - beta1**step
-            bias_correction2 = 1 - beta2**step
-            step_size = lr * math.sqrt(bias_correction2) / bias_correction1
-            update = (numer / denom) * -step_size
-            _C.assign_(p, _C.where(mask, p.detach() + update, p.detach()))
+            sparse_adam_rule(p.detach(), grad, state["exp_avg"], state["exp_avg_sq"],
+                             *self._rule_scalars(group, state["step"]), maximize=maximize)
+
+    def _init_param_state(self, p):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = 0
+            state["exp_avg"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
+            state["exp_avg_sq"] = _C.full(list(p.shape), 0.0, p.dtype, p.device)
+        return state
+
+    @staticmethod
+    def _rule_scalars(group, step):
+        """(beta1, beta2, eps, step_size) for step number `step` (1-based)."""
+        beta1, beta2 = group["betas"]
+        step_size = float(group["lr"]) * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+        return float(beta1), float(beta2), float(group["eps"]), step_size
+
+    # The compiled step (lucid.compile) runs the same rule with the scalars as
+    # feeds; these are its hooks.
+    def _compiled_structure(self, group):
+        return bool(group.get("maximize", False))
+
+    def _compiled_init_state(self, gi, i, p):
+        self._init_param_state(p)
+
+    def _compiled_state_key(self):
+        return tuple(id(s.get("exp_avg")) for s in (self.state.get(p, {}) for g in self.param_groups
+                                                     for p in g["params"]))
+
+    def _compiled_host_scalars(self, gi, i):
+        group = self.param_groups[gi]
+        return list(self._rule_scalars(group, self.state[group["params"][i]]["step"] + 1))
+
+    def _compiled_update(self, gi, i, p, grad, feeds):
+        group = self.param_groups[gi]
+        state = self.state[p]
+        sparse_adam_rule(p, grad, state["exp_avg"], state["exp_avg_sq"], *feeds,
+                         maximize=group.get("maximize", False))
+
+    def _compiled_advance(self, gi, i):
+        self.state[self.param_groups[gi]["params"][i]]["step"] += 1
 
     def _import_param_state(self, gi, j, param, entries):
         out = super()._import_param_state(gi, j, param, entries)
