@@ -1,6 +1,7 @@
 // SGD, RMSprop, Adagrad: state layout, validation and host-side scalars
 // (the update rules are in rules.h).
 #include <cmath>
+#include <utility>
 
 #include "lucid/optim/algorithm_impl.h"
 #include "lucid/optim/kinds.h"
@@ -18,9 +19,10 @@ struct SgdTraits {
   static std::vector<std::string> buffers() { return {"momentum_buffer"}; }
   static std::vector<std::string> scalar_state() { return {}; }
   static void validate(const Hyper& h) {
-    check_lr(h);
-    check_nonnegative(h, "momentum", "momentum value");
-    check_nonnegative(h, "weight_decay", "weight_decay value");
+    // torch's SGD tests `x < 0` (NaN passes), unlike the others' `not 0 <= x`
+    for (auto [key, what] : {std::pair{"lr", "learning rate"}, std::pair{"momentum", "momentum value"},
+                             std::pair{"weight_decay", "weight_decay value"}})
+      if (h.num(key) < 0.0) fail("Invalid ", what, ": ", h.repr(key));
     if (h.flag("nesterov") && (h.num("momentum") <= 0 || h.num("dampening") != 0))
       fail("Nesterov momentum requires a momentum and zero dampening");
   }

@@ -214,6 +214,9 @@ class Optimizer:
 
     # ------------------------------------------------------------- groups
     def _validate(self, group):
+        lr = group.get("lr")
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if self._kind is not None:
             _C.optim.validate(self._kind, group)
 
@@ -428,8 +431,8 @@ class Optimizer:
             return {k: _import_tree(v, param.dtype) for k, v in entries.items()}
         converted = []
         for name, value in entries.items():
-            dtype = None if name == "step" or np.ndim(_as_array(value, name)) == 0 else param.dtype
-            converted.append((str(name), _to_lucid(value, name, dtype)))
+            # dtypes as saved: the engine checks them and casts floating buffers to the parameter's
+            converted.append((str(name), _to_lucid(value, name)))
         self._engines[gi].check_state(j, converted)
         return converted
 
