@@ -260,3 +260,90 @@ def test_compiled_lbfgs_matches_numpy_reference_and_keeps_eager_state_apart():
     assert np.abs(x.detach().numpy() - target).max() < np.abs(x0 - target).max() / 500
     assert len(eager.state) == 0 or all(len(v) == 0 for v in eager.state.values())
     assert set(copt.state_dict()["state"]) == {0}
+
+
+# ------------------------------------------------------------- with lucid.nn
+nn = pytest.importorskip("lucid.nn")
+F = pytest.importorskip("lucid.nn.functional")
+
+
+def _nn_model(seed):
+    lucid.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 3))
+
+
+def test_fused_step_with_batchnorm_dropout_and_scheduler_matches_eager():
+    data = [(lucid.randn(8, 6), lucid.randint(0, 3, (8,))) for _ in range(10)]
+
+    def run(fused):
+        model = _nn_model(0)
+        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+        step = fused_step(model, F.cross_entropy, opt) if fused else None
+        lucid.manual_seed(7)  # the same dropout masks in both runs
+        losses = []
+        for x, y in data:
+            if fused:
+                loss = step(x, y)
+            else:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+            sched.step()
+            losses.append(loss.item())
+        return model, losses, step
+
+    m_e, l_e, _ = run(False)
+    m_f, l_f, step = run(True)
+    np.testing.assert_allclose(l_f, l_e, rtol=1e-5, atol=1e-6)
+    sd_e, sd_f = m_e.state_dict(), m_f.state_dict()
+    assert list(sd_e) == list(sd_f)
+    for k in sd_e:  # parameters and BatchNorm running statistics
+        np.testing.assert_allclose(sd_f[k].detach().numpy(), sd_e[k].detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert step.cache_info().misses == 1  # lr changes are feeds, dropout keys are feeds
+
+
+def test_eval_mode_is_part_of_the_signature():
+    model = _nn_model(1)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    step = fused_step(model, F.cross_entropy, opt)
+    x, y = lucid.randn(8, 6), lucid.randint(0, 3, (8,))
+    step(x, y)
+    model.eval()
+    step(x, y)
+    info = step.cache_info()
+    assert info.misses == 2 and "training" in info.last_miss
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from lucid.compile import _optimizer, _step
+
+    for mod in (_step, _optimizer):
+        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__
+
+
+def test_eager_checkpoint_continues_in_a_fused_run():
+    data = batches(10)
+    net_a, opt_a = make("AdamW", dict(lr=0.01, weight_decay=0.1))
+    for x, y in data[:5]:
+        opt_a.zero_grad()
+        mse(net_a(x), y).backward()
+        opt_a.step()
+    ckpt = opt_a.state_dict()
+    net_b, opt_b = make("AdamW", dict(lr=0.01, weight_decay=0.1))
+    for p, q in zip(net_b.parameters(), net_a.parameters()):
+        p.data = q.detach().clone()
+    opt_b.load_state_dict(ckpt)
+    step = fused_step(net_b, mse, opt_b)
+    for x, y in data[5:]:
+        opt_a.zero_grad()
+        mse(net_a(x), y).backward()
+        opt_a.step()
+        step(x, y)
+    for a, b in zip(snapshot(net_a), snapshot(net_b)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert float(opt_b.state_dict()["state"][0]["step"]) == 10

@@ -236,9 +236,10 @@ def compile_optimizer(optimizer, *, cache_size=8):
     ``optimizer.step()``, ``state_dict()`` and ``load_state_dict()`` act on
     the wrapper's (shared) state.
 
-    >>> import lucid
+    >>> import lucid, lucid.optim
+    >>> from lucid.compile import compile_optimizer
     >>> w = lucid.ones(3, requires_grad=True)
-    >>> opt = lucid.compile.compile_optimizer(lucid.optim.SGD([w], lr=0.5))
+    >>> opt = compile_optimizer(lucid.optim.SGD([w], lr=0.5))
     >>> w.grad = lucid.ones(3)
     >>> opt.step()
     >>> w.tolist()

@@ -214,7 +214,7 @@ def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, cache_size=8):
     in place and the loss is returned — but runs as one executable per call.
     Hyper-parameters are read from ``optimizer.param_groups`` on every call.
 
-    >>> import lucid, lucid.nn as nn, lucid.nn.functional as F
+    >>> import lucid, lucid.nn as nn, lucid.nn.functional as F, lucid.optim
     >>> from lucid.compile import fused_step
     >>> model = nn.Linear(4, 2)
     >>> opt = lucid.optim.SGD(model.parameters(), lr=0.1)
