@@ -1030,6 +1030,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     _check_tensor(input, "input", "kl_div")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
     if log_target:
         loss = _C.mul(_C.exp(target), _C.sub(target, input))
     else:
