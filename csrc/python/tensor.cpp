@@ -98,11 +98,15 @@ void init_tensor(py::module_& m) {
   py::enum_<DType> dtype(m, "dtype");
   for (int i = 0; i < kNumDTypes; ++i) dtype.value(dtype_name(DType(i)), DType(i));
   dtype.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
-      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
-      .def("__repr__", [](DType t) { return std::string("lucid.") + dtype_name(t); })
-      .def("__str__", [](DType t) { return std::string("lucid.") + dtype_name(t); });
+      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); });
+  // Dtypes handed to Python are the enum's own objects, so `t.dtype is
+  // lucid.float32` holds as with torch (repr/str are set in _tensor.py: the
+  // enum's defaults win over definitions made here).
+  static py::object* dtype_objects = new py::object[kNumDTypes];  // never freed: outlives the module
+  for (int i = 0; i < kNumDTypes; ++i) dtype_objects[i] = dtype.attr(dtype_name(DType(i)));
+  auto dtype_object = [](DType t) { return dtype_objects[int(t)]; };
   m.def("promote_types", &promote_types);
-  m.def("get_default_dtype", &default_float_dtype);
+  m.def("get_default_dtype", [dtype_object] { return dtype_object(default_float_dtype()); });
   m.def("set_default_dtype", &set_default_float_dtype);
   m.def("dtype_from_name", &dtype_from_name);
 
@@ -130,7 +134,7 @@ void init_tensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", py::dynamic_attr())
       .def(py::init([](const Tensor& other) { return other.detach(); }), py::arg("data"))
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
-      .def_property_readonly("dtype", &Tensor::dtype)
+      .def_property_readonly("dtype", [dtype_object](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", &Tensor::ndim)
       .def("dim", &Tensor::ndim)

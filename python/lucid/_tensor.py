@@ -66,6 +66,7 @@ _method("__le__", _binop(_C.le))
 _method("__gt__", _binop(_C.gt))
 _method("__ge__", _binop(_C.ge))
 Tensor.__hash__ = object.__hash__
+_C.dtype.__repr__ = _C.dtype.__str__ = lambda self: "lucid." + self.name
 # NumPy defers to the Tensor's reflected operators (np.float32(2) * t is a Tensor).
 Tensor.__array_priority__ = 1000
 
@@ -159,6 +160,35 @@ Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
 
 
 Tensor.data = property(lambda self: self.detach(), lambda self, v: self._set_data(v))
+
+
+def _rebuild_tensor(array, dtype_name, requires_grad):
+    t = _C.cast(_C.from_numpy_copy(array), getattr(_C.dtype, dtype_name))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+@_method("__reduce_ex__")
+def _reduce_ex(self, protocol):
+    # Pickled as a NumPy array (bfloat16 as float32, which holds it exactly).
+    t = self.detach()
+    arr = (_C.cast(t, _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t).numpy().copy()
+    return _rebuild_tensor, (arr, self.dtype.name, self.requires_grad)
+
+
+@_method("__deepcopy__")
+def _deepcopy(self, memo):
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                           "protocol at the moment.")
+    if id(self) in memo:
+        return memo[id(self)]
+    out = _C.clone(self.detach())
+    if self.requires_grad:
+        out.requires_grad_(True)
+    if self.grad is not None:
+        out.grad = _deepcopy(self.grad, memo)
+    memo[id(self)] = out
+    return out
 
 
 # ------------------------------------------------------------------- methods
@@ -534,44 +564,132 @@ def _setitem(self, key, value):
 
 
 # ---------------------------------------------------------------------- repr
-def _format(arr, dtype):
-    if arr.dtype.kind == "f":
-        finite = arr[np.isfinite(arr)]
-        if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-            fmt = lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v))  # noqa: E731
-        elif finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4)):
-            fmt = lambda v: f"{v:.4e}"  # noqa: E731
+# PyTorch's printing rules (torch/_tensor_str.py), so printed tensors read
+# the same: a shared width and mode (integer-valued, fixed or scientific)
+# chosen from the non-zero finite values, summarised beyond 1000 elements.
+_PRINT = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80}
+
+
+class _Formatter:
+    def __init__(self, arr):
+        self.floating = arr.dtype.kind == "f"
+        self.int_mode, self.sci_mode, self.max_width = True, False, 1
+        p = _PRINT["precision"]
+        flat = arr.reshape(-1)
+        if not self.floating:
+            self.max_width = builtins.max([1] + [len(f"{v}") for v in flat.tolist()])
+            return
+        nz = flat[np.isfinite(flat) & (flat != 0)]
+        if nz.size == 0:
+            return
+        mags = np.abs(nz.astype(np.float64))
+        lo, hi = mags.min(), mags.max()
+        self.int_mode = builtins.bool(np.all(nz == np.ceil(nz)))
+        values = nz.tolist()
+        if self.int_mode and not (hi / lo > 1000.0 or hi > 1.0e8):
+            self.max_width = builtins.max(len(f"{v:.0f}") + 1 for v in values)
+        elif hi / lo > 1000.0 or hi > 1.0e8 or (not self.int_mode and lo < 1.0e-4):
+            self.sci_mode = True
+            self.max_width = builtins.max(len(f"{v:.{p}e}") for v in values)
         else:
-            fmt = lambda v: f"{v:.4f}"  # noqa: E731
-        body = np.array2string(arr, separator=", ", formatter={"float_kind": fmt}, threshold=1000,
-                               prefix="tensor(")
+            self.max_width = builtins.max(len(f"{v:.{p}f}") for v in values)
+
+    def format(self, v):
+        p = _PRINT["precision"]
+        if not self.floating:
+            ret = f"{v}"
+        elif self.sci_mode:
+            ret = f"{v:{self.max_width}.{p}e}"
+        elif self.int_mode:
+            ret = f"{v:.0f}" + ("" if np.isinf(v) or np.isnan(v) else ".")
+        else:
+            ret = f"{v:.{p}f}"
+        return " " * (self.max_width - len(ret)) + ret
+
+
+def _summarized(arr):
+    e = _PRINT["edgeitems"]
+    if arr.ndim == 0:
+        return arr
+    if arr.ndim == 1:
+        return np.concatenate([arr[:e], arr[-e:]]) if arr.shape[0] > 2 * e else arr
+    rows = list(range(e)) + list(range(arr.shape[0] - e, arr.shape[0])) if arr.shape[0] > 2 * e \
+        else range(arr.shape[0])
+    return np.stack([_summarized(arr[i]) for i in rows])
+
+
+def _vector_str(arr, indent, summarize, fmt):
+    e = _PRINT["edgeitems"]
+    per_line = builtins.max(1, (_PRINT["linewidth"] - indent) // (fmt.max_width + 2))
+    if summarize and arr.shape[0] > 2 * e:
+        data = [fmt.format(v) for v in arr[:e].tolist()] + [" ..."] + [fmt.format(v) for v in arr[-e:].tolist()]
     else:
-        body = np.array2string(arr, separator=", ", threshold=1000, prefix="tensor(")
-    return body
+        data = [fmt.format(v) for v in arr.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(arr, indent, summarize, fmt):
+    if arr.ndim == 0:
+        return fmt.format(arr.item())
+    if arr.ndim == 1:
+        return _vector_str(arr, indent, summarize, fmt)
+    e = _PRINT["edgeitems"]
+    if summarize and arr.shape[0] > 2 * e:
+        slices = ([_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(e)] + ["..."] +
+                  [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0] - e, arr.shape[0])])
+    else:
+        slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0])]
+    return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _add_suffixes(text, suffixes, indent):
+    out = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > _PRINT["linewidth"]:
+            out.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            out.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    return "".join(out) + ")"
 
 
 @_method("__repr__")
 def _repr(self):
     if self.is_symbolic:
         return f"tensor(<traced>, shape={list(self.shape)}, dtype={self.dtype})"
-    t = self.detach()
-    if t.dtype == _C.dtype.bfloat16:
-        arr = _C.cast(t, _C.dtype.float32).numpy()
-    else:
-        arr = t.numpy()
-    body = _format(arr, t.dtype)
-    extras = []
-    if t.numel() == 0 and self.ndim > 1:
-        extras.append(f"size={tuple(self.shape)}")
-    if self.dtype not in (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool):
-        extras.append(f"dtype={self.dtype}")
+    prefix, indent = "tensor(", len("tensor(")
+    suffixes = []
     if self.device.type != "cpu":
-        extras.append(f"device='{self.device}'")
+        suffixes.append(f"device='{self.device}'")
+    t = self.detach()
+    if t.numel() == 0:
+        body = "[]"
+        if self.ndim != 1:
+            suffixes.append(f"size={tuple(self.shape)}")
+        if self.dtype != _C.get_default_dtype():
+            suffixes.append(f"dtype={self.dtype}")
+    else:
+        if self.dtype not in (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool):
+            suffixes.append(f"dtype={self.dtype}")
+        arr = (_C.cast(t, _C.dtype.float32) if t.dtype in (_C.dtype.float16, _C.dtype.bfloat16) else t).numpy()
+        summarize = arr.size > _PRINT["threshold"]
+        fmt = _Formatter(_summarized(arr) if summarize else arr)
+        body = _tensor_str(arr, indent, summarize, fmt)
     if self.grad_fn is not None:
-        extras.append(f"grad_fn=<{self.grad_fn}>")
+        suffixes.append(f"grad_fn=<{self.grad_fn}>")
     elif self.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent)
 
 
 Tensor.__str__ = _repr
+
+
+@_method("__format__")
+def _format(self, spec):
+    if self.ndim == 0 and not self.is_symbolic:
+        return format(self.item(), spec)
+    return format(_repr(self), spec)
