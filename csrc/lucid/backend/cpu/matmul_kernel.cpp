@@ -49,12 +49,37 @@ void gemm_naive(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T*
   });
 }
 
+// BLAS runs single-threaded; the pool splits the work. One set of threads
+// for everything: BLAS's own spinning workers on top of the pool's
+// oversubscribe small machines badly (a 64x256x784 GEMM went from 0.2 ms to
+// 11 ms with both active on two cores).
 template <class T, class Gemm>
 void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* c, Gemm gemm) {
   const int64_t lda = mm.trans_a ? g.m : g.k, ldb = mm.trans_b ? g.k : g.n;
-  for (int64_t bi = 0; bi < g.batch; ++bi)
-    gemm(mm.trans_a, mm.trans_b, g.m, g.n, g.k, T(1), a + bi * g.m * g.k, lda, b + bi * g.k * g.n, ldb, T(0),
-         c + bi * g.m * g.n, g.n);
+  const int64_t flops = g.m * g.n * g.k;
+  const int threads = num_threads();
+  // Pieces: batch entries first, then rows (M), else columns (N).
+  const bool split_rows = g.m >= g.n || g.n < 64;
+  const int64_t per_batch = flops < (int64_t(1) << 18) || threads == 1 ? 1 : threads;
+  const int64_t extent = split_rows ? g.m : g.n;
+  const int64_t pieces = std::min<int64_t>(per_batch, std::max<int64_t>(1, extent / 16));
+  parallel_for(g.batch * pieces, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t q = begin; q < end; ++q) {
+      const int64_t bi = q / pieces, piece = q % pieces;
+      const int64_t lo = extent * piece / pieces, hi = extent * (piece + 1) / pieces;
+      const T* A = a + bi * g.m * g.k;
+      const T* B = b + bi * g.k * g.n;
+      T* C = c + bi * g.m * g.n;
+      if (split_rows) {
+        // rows lo..hi of op(A): row r starts at r*lda (no trans) or column r (trans)
+        const T* As = mm.trans_a ? A + lo : A + lo * lda;
+        gemm(mm.trans_a, mm.trans_b, hi - lo, g.n, g.k, T(1), As, lda, B, ldb, T(0), C + lo * g.n, g.n);
+      } else {
+        const T* Bs = mm.trans_b ? B + lo * ldb : B + lo;
+        gemm(mm.trans_a, mm.trans_b, g.m, hi - lo, g.k, T(1), A, lda, Bs, ldb, T(0), C + lo, g.n);
+      }
+    }
+  });
 }
 
 void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {

@@ -119,7 +119,7 @@ int default_threads() {
 ThreadPool& pool() {
   static ThreadPool* p = [] {
     const int n = default_threads();
-    blas::set_threads(n);
+    blas::set_threads(1);  // BLAS calls are split across the pool instead (matmul_kernel.cpp)
     return new ThreadPool(n);  // leaked on purpose: no join at static destruction
   }();
   return *p;
@@ -132,7 +132,6 @@ int num_threads() { return pool().size(); }
 void set_num_threads(int n) {
   LUCID_CHECK(n > 0, "set_num_threads: expected a positive number of threads, got ", n);
   pool().resize(n);
-  blas::set_threads(n);
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
