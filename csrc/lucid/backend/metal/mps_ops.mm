@@ -30,9 +30,14 @@ namespace {
 
 using T = MPSGraphTensor*;
 
+// Elements of a static shape; -1 when the shape is unknown or dynamic.
 int64_t numel_of(MPSShape* s) {
+  if (s == nil) return -1;
   int64_t n = 1;
-  for (NSNumber* d in s) n *= d.longLongValue;
+  for (NSNumber* d in s) {
+    if (d.longLongValue < 0) return -1;
+    n *= d.longLongValue;
+  }
   return n;
 }
 
@@ -138,7 +143,8 @@ class G {
   T fit(T x, const Shape& shape) {
     MPSShape* want = mps_shape(shape);
     if (x.shape != nil && [x.shape isEqualToArray:want]) return x;
-    if (x.shape == nil || numel_of(x.shape) == numel(shape)) return reshape(x, want);
+    const int64_t n = numel_of(x.shape);
+    if (n < 0 || n == numel(shape)) return reshape(x, want);
     return [g_ broadcastTensor:x toShape:want name:nil];
   }
 
@@ -244,7 +250,8 @@ T int_pow(G& g, T base, T e, DType dt) {
 }
 
 // std::pow for floats: |a|^b with the sign of odd integer powers of negative
-// bases, NaN for non-integer powers of them, and pow(x, 0) = pow(1, y) = 1.
+// bases, NaN for non-integer powers of finite ones, and pow(x, 0) =
+// pow(1, y) = pow(-1, +-inf) = 1.
 T float_pow(G& g, T a, T b) {
   auto c = [&](double v) { return g.like(v, a); };
   T r = g.pow(g.abs(a), b);
@@ -252,8 +259,8 @@ T float_pow(G& g, T a, T b) {
   T half = g.mul(b, c(0.5));
   T is_odd = g.land(is_int, g.ne(g.floor(half), half));
   T negative = g.lt(a, c(0));
-  r = g.select(g.land(negative, is_odd), g.neg(r), r);
-  r = g.select(g.land(negative, g.lnot(is_int)), c(NAN), r);
+  r = g.select(g.land(g.signbit(a), is_odd), g.neg(r), r);  // -0.0 too: pow(-0, -3) = -inf
+  r = g.select(g.land(g.land(negative, g.lnot(is_int)), g.isfinite(a)), c(NAN), r);
   r = g.select(g.land(g.eq(a, c(-1)), g.isinf(b)), c(1), r);
   r = g.select(g.eq(b, c(0)), c(1), r);
   return g.select(g.eq(a, c(1)), c(1), r);
