@@ -66,13 +66,14 @@ void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
   const Shape sst = contiguous_strides(in[2].meta->shape);
   const size_t es = itemsize(out[0].meta->dtype);
   if (out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, size_t(out[0].meta->numel()) * es);
+  const std::string op_name = sc.name();  // once, not per element
   LUCID_DISPATCH_ALL(out[0].meta->dtype, "scatter", [&] {
     T* o = static_cast<T*>(out[0].data);
     const T* src = static_cast<const T*>(in[2].data);
     for_each_index(in[1].meta->shape, [&](int64_t pos, const std::vector<int64_t>& idx) {
       int64_t off = 0, soff = 0;
       for (size_t d = 0; d < idx.size(); ++d) {
-        off += (int(d) == sc.axis ? checked(read_index(in[1], pos), bs[d], sc.name().c_str(), sc.axis) : idx[d]) *
+        off += (int(d) == sc.axis ? checked(read_index(in[1], pos), bs[d], op_name.c_str(), sc.axis) : idx[d]) *
                bst[d];
         soff += idx[d] * sst[d];
       }
