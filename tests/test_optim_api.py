@@ -560,3 +560,17 @@ def test_subclass_step_is_wrapped():
     np.testing.assert_allclose(p.detach().numpy(), before - 0.5)
     assert isinstance(opt, lo.Optimizer)
     assert "Parameter Group 0" in repr(opt)
+
+
+def test_parameter_replaced_under_its_state_is_an_error():
+    a, b = lparam(seed=0), lparam(seed=1)
+    opt = lo.Adam([a, b])
+    a.grad, b.grad = lucid.ones(2, 3), lucid.ones(2, 3)
+    opt.step()
+    b.data = lucid.zeros(4, dtype=lucid.float64)
+    b.grad = lucid.ones(4, dtype=lucid.float64)
+    before = a.detach().numpy().copy()
+    with pytest.raises(ValueError, match="parameter 1 is now shape=\\[4\\], dtype=float64"):
+        opt.step()
+    np.testing.assert_array_equal(a.detach().numpy(), before)
+    assert float(opt.state[a]["step"]) == 1

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/backend/cpu/parallel.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
@@ -107,6 +108,11 @@ void EngineOptimizer::check(const Hyper& h) const {
                   " but the parameter is on ", p.device().str());
     if (g.is_symbolic() || p.is_symbolic())
       fail<Error>("optimizer step: parameter ", i, " or its gradient is a tensor from a compiled step's trace");
+    // `p.data = ...` can change a parameter under its state.
+    for (const Tensor& b : states_[i].buffers)
+      if (b.defined() && !(b.meta() == p.meta()))
+        fail("parameter ", i, " is now ", meta_str(p.meta()), " but its optimizer state is ", meta_str(b.meta()),
+             "; load or reset the optimizer state to match");
   }
 }
 
@@ -117,11 +123,22 @@ void EngineOptimizer::step(const Hyper& h) {
     if (params_[i].grad().defined()) active.push_back(i);
   // Allocate first, so that running out of memory leaves every parameter as it was.
   for (size_t i : active) algo_->init_state(states_[i], params_[i], h, defaults_);
+  auto update = [&](size_t i) {
+    algo_->fused_update(params_[i], params_[i].grad(), states_[i], algo_->host_scalars(states_[i], h), h);
+  };
+  // A large parameter splits its own pass over the pool; small ones (too
+  // small to split) are spread over the pool one parameter per task.
+  std::vector<size_t> small;
   for (size_t i : active) {
-    ParamState& st = states_[i];
-    algo_->fused_update(params_[i], params_[i].grad(), st, algo_->host_scalars(st, h), h);
-    algo_->advance(st, h);
+    if (params_[i].numel() < cpu::kElementwiseGrain && params_[i].device().type == DeviceType::CPU)
+      small.push_back(i);
+    else
+      update(i);
   }
+  cpu::parallel_for(int64_t(small.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) update(small[size_t(k)]);
+  });
+  for (size_t i : active) algo_->advance(states_[i], h);
 }
 
 void EngineOptimizer::init_state(size_t i, const Hyper& h) {
