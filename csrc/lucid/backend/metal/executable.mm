@@ -13,6 +13,11 @@
 //
 // Random: Philox draws are made on the host from the run's key feeds (the
 // same generator as every other device) into shared buffers the graph reads.
+//
+// float64 host scalars: MPSGraph has no float64, so float64 feeds (the
+// optimizers' hyper-parameters, which the update rules cast to the parameter
+// dtype on entry) are rounded to float32 on the host, exactly as that cast
+// rounds them. Any other float64 value raises TypeError.
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 #import <MetalPerformanceShaders/MetalPerformanceShaders.h>
@@ -69,6 +74,7 @@ class MetalExecutable final : public graph::Executable {
     MPSShape* shape;
     MPSDataType type;
     id<MTLBuffer> staging;  // for host memory, made on first need
+    bool from_double;       // a float64 feed handed to the graph as float32
   };
   struct Draw {
     int key_value;
@@ -78,9 +84,9 @@ class MetalExecutable final : public graph::Executable {
     id<MTLBuffer> buffer;
   };
   struct Target {
-    int value;
-    MPSShape* shape;
-    MPSDataType type;
+    int value = -1;
+    MPSShape* shape = nil;
+    MPSDataType type = MPSDataTypeInvalid;
     int output = -1;          // the first step output with this value
     int direct_capture = -1;  // a capture that is written but never read
     Tensor second;            // where a new value goes before it is copied in place
@@ -98,21 +104,33 @@ class MetalExecutable final : public graph::Executable {
     return nullptr;
   }
 
+  bool demoted(int v) const {
+    const graph::Value& val = graph_.values[v];
+    return val.kind == ValueKind::Feed && val.meta.dtype == DType::Float64;
+  }
+  // A value's meta as the graph sees it.
+  TensorMeta meta_of(int v) const {
+    TensorMeta m = graph_.values[v].meta;
+    if (demoted(v)) m.dtype = DType::Float32;
+    return m;
+  }
+
   void build() {
     const Graph& g = graph_;
     for (const auto& n : g.nodes) {
-      for (int v : n.inputs) mps_dtype(g.values[v].meta.dtype, "compiled step");
-      for (int v : n.outputs) mps_dtype(g.values[v].meta.dtype, "compiled step");
+      for (int v : n.inputs) mps_dtype(meta_of(v).dtype, "compiled step");
+      for (int v : n.outputs) mps_dtype(meta_of(v).dtype, "compiled step");
     }
     for (int v : g.outputs) mps_dtype(g.values[v].meta.dtype, "compiled step");
+    for (const auto& w : g.writebacks) mps_dtype(g.values[w.value].meta.dtype, "compiled step");
 
     MPSGraph* mg = [MPSGraph new];
     std::vector<MPSGraphTensor*> tensors(g.values.size(), nil);
     std::vector<MPSGraphTensor*> placeholders;
     auto placeholder = [&](int v, Slot::Kind kind, int index) {
-      const TensorMeta& m = g.values[v].meta;
+      const TensorMeta m = meta_of(v);
       MPSGraphTensor* t = [mg placeholderWithShape:mps_shape(m.shape) dataType:mps_dtype(m.dtype) name:nil];
-      slots_.push_back({kind, index, v, mps_shape(m.shape), mps_dtype(m.dtype), nil});
+      slots_.push_back({kind, index, v, mps_shape(m.shape), mps_dtype(m.dtype), nil, demoted(v)});
       placeholders.push_back(t);
       tensors[size_t(v)] = t;
       return t;
@@ -150,7 +168,7 @@ class MetalExecutable final : public graph::Executable {
       std::vector<TensorMeta> in_metas, out_metas;
       for (int v : n.inputs) {
         ins.push_back(tensor_of(v));
-        in_metas.push_back(g.values[v].meta);
+        in_metas.push_back(meta_of(v));
       }
       for (int o : n.outputs) out_metas.push_back(g.values[o].meta);
       std::vector<MPSGraphTensor*> outs = emit_primitive(mg, *n.prim, ins, in_metas, out_metas);
@@ -172,7 +190,10 @@ class MetalExecutable final : public graph::Executable {
       if (is_input || taken.count((__bridge const void*)t)) t = [mg identityWithTensor:t name:nil];
       taken.insert((__bridge const void*)t);
       const TensorMeta& m = g.values[v].meta;
-      Target target{v, mps_shape(m.shape), mps_dtype(m.dtype)};
+      Target target;
+      target.value = v;
+      target.shape = mps_shape(m.shape);
+      target.type = mps_dtype(m.dtype);
       for (size_t i = 0; i < g.outputs.size(); ++i)
         if (g.outputs[i] == v) {
           target.output = int(i);
@@ -200,7 +221,7 @@ class MetalExecutable final : public graph::Executable {
       if (t.output < 0) t.second = Tensor::empty(m.shape, m.dtype, Device{DeviceType::Metal, 0});
     }
 
-    program_ = std::make_unique<Program>(mg, placeholders, results);
+    if (!results.empty()) program_ = std::make_unique<Program>(mg, placeholders, results);
   }
 
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
@@ -208,6 +229,10 @@ class MetalExecutable final : public graph::Executable {
     for (int o : graph_.outputs) {
       const TensorMeta& m = graph_.values[o].meta;
       outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));
+    }
+    if (!program_) {  // nothing with elements to compute
+      for (const auto& w : graph_.writebacks) graph_.captures[size_t(w.capture)].storage->bump_version();
+      return outs;
     }
     with_pool([&] {
       Context& ctx = checked_context();
@@ -224,9 +249,15 @@ class MetalExecutable final : public graph::Executable {
           buf = d.buffer;
         } else {
           const void* host = host_data(s.value, inputs, feeds);
-          const size_t n = nbytes_of(graph_.values[s.value].meta);
+          const TensorMeta& m = graph_.values[s.value].meta;
+          const size_t n = nbytes_of(m);
           BufferRef r = find_buffer(host);
-          if (r.buffer != nil && r.offset == 0) {
+          if (s.from_double) {
+            if (s.staging == nil) s.staging = new_shared_buffer(size_t(m.numel()) * sizeof(float));
+            float* dst = static_cast<float*>(s.staging.contents);
+            for (int64_t i = 0; i < m.numel(); ++i) dst[i] = float(static_cast<const double*>(host)[i]);
+            buf = s.staging;
+          } else if (r.buffer != nil && r.offset == 0) {
             buf = r.buffer;
           } else {
             if (s.staging == nil) s.staging = new_shared_buffer(n);
@@ -309,7 +340,7 @@ class MetalExecutable final : public graph::Executable {
     return outs;
   }
 
-  std::unique_ptr<Program> program_;
+  std::unique_ptr<Program> program_;  // null when no result has elements
   std::vector<Slot> slots_;  // one per program input, in the program's input order
   std::vector<Draw> draws_;
   std::vector<Target> targets_;  // one per program result, in the program's result order
