@@ -215,6 +215,16 @@ def test_scaled_dot_product_attention(kw):
     check(f, q, k, v)
 
 
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_fully_masked_query_gives_zeros(kind):
+    q = rnd(1, 2, 3, 4)
+    m = np.ones((3, 3), bool)
+    m[1] = False
+    mask = m if kind == "bool" else np.where(m, 0.0, -np.inf).astype(np.float32)
+    check(lambda lib, a, b, c: nnf(lib).scaled_dot_product_attention(a, b, c, attn_mask=lib.tensor(mask)),
+          q, rnd(1, 2, 3, 4, seed=1), rnd(1, 2, 3, 4, seed=2))
+
+
 def test_sdpa_dropout_and_errors():
     q = lucid.randn(2, 3, 4)
     out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)

@@ -662,6 +662,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
     s = 1.0 / math.sqrt(E) if scale is None else float(scale)
     scores = _C.mul(_C.matmul(query, _C.transpose(key, -2, -1)), s)
+    attn = None
     if is_causal:
         if attn_mask is not None:
             raise _C.InvalidArgument("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
@@ -673,7 +674,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = _C.where(attn_mask, scores, -_INF)
         else:
             scores = _C.add(scores, _C.cast(attn_mask, scores.dtype))
-    attn = _C.softmax(scores, -1)
+        # A query that may attend to nothing gets zeros (PyTorch's safe
+        # softmax), with a zero gradient rather than NaN.
+        dead = _C.all(_C.eq(scores, -_INF), [-1], True)
+        attn = _C.where(dead, 0.0, _C.softmax(_C.where(dead, 0.0, scores), -1))
+    if attn is None:
+        attn = _C.softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return _C.matmul(attn, value)
