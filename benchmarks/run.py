@@ -74,6 +74,7 @@ def machine_info(threads):
                 info["memory_gib"] = int(subprocess.check_output(["sysctl", "-n", "hw.memsize"], text=True)) / 2**30
             except (OSError, subprocess.CalledProcessError, ValueError):
                 pass
+    info["caches"] = _caches()
     try:
         m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
         if m:
@@ -95,6 +96,28 @@ def machine_info(threads):
     return info
 
 
+def _caches():
+    """{level: bytes} of cpu0's data/unified caches (Linux sysfs)."""
+    out = {}
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if (d / "type").read_text().strip() == "Instruction":
+                continue
+            size = (d / "size").read_text().strip()
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
+            out[f"L{(d / 'level').read_text().strip()}"] = int(size.rstrip("KMG")) * mult
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _size(nbytes):
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= div:
+            return f"{nbytes / div:.0f} {unit}"
+    return f"{nbytes} B"
+
+
 def machine_line(info):
     parts = [info["cpu"]]
     cores = f"{info['logical_cpus']} logical CPUs"
@@ -103,6 +126,8 @@ def machine_line(info):
     parts.append(cores)
     if info.get("simd"):
         parts.append(info["simd"])
+    if info.get("caches"):
+        parts.append(" ".join(f"{k} {_size(v)}" for k, v in info["caches"].items()))
     if info.get("memory_gib"):
         parts.append(f"{info['memory_gib']:.0f} GiB RAM")
     parts.append(info["os"])
@@ -177,7 +202,8 @@ class Runner:
             self._log(label, res)
             return res
         spec = {"framework": fw, "variant": var, "workload": w, "threads": self.args.threads,
-                "steps": self.args.steps, "warmup": self.args.warmup}
+                "steps": self.args.steps, "warmup": self.args.warmup,
+                "budget_s": 0.8 * self.args.timeout}
         with tempfile.TemporaryDirectory(prefix="lucid-bench-") as scratch:
             spec_path, out_path, log_path = (Path(scratch) / n for n in ("spec.json", "out.json", "log.txt"))
             spec_path.write_text(json.dumps(spec))
@@ -214,6 +240,8 @@ class Runner:
     def _log(self, label, res):
         if res.get("status") == "ok":
             msg = f"ok  median {res['median_ms']:.3f} ms  (first call {res.get('first_call_s', 0):.2f} s)"
+            if res.get("cut_short"):
+                msg += f"  [{res['cut_short']}]"
         else:
             msg = f"{res.get('status')}: {first_line(res.get('reason', ''))[:140]}"
         print(f"{label} {msg}", file=sys.stderr, flush=True)
@@ -349,8 +377,9 @@ def results_table(results, wl_by_name, notes):
             if status != "ok":
                 notes.append(f"{name} {vid}: {status}: {r.get('reason', '')}")
                 status = f"{status} [{len(notes)}]"
-            elif r.get("note"):
-                status = f"ok ({r['note']})"
+            else:
+                detail = [d for d in (r.get("note"), r.get("cut_short")) if d]
+                status = f"ok ({'; '.join(detail)})" if detail else "ok"
             over = None
             if r.get("peak_rss_mib") is not None and r.get("base_rss_mib") is not None:
                 over = r["peak_rss_mib"] - r["base_rss_mib"]
@@ -362,7 +391,7 @@ def results_table(results, wl_by_name, notes):
     return lines
 
 
-def bandwidth_table(rows, roofline, wl_by_name):
+def bandwidth_table(rows, roofline, wl_by_name, caches):
     if not rows:
         return ["No triad or optimizer-only run succeeded, so there is no bandwidth figure."]
     lines = []
@@ -371,16 +400,23 @@ def bandwidth_table(rows, roofline, wl_by_name):
                      f"run ({roofline[1]}, median).")
     else:
         lines.append("No triad ran, so the optimizer-only runs have no roofline to compare to.")
-    lines += ["", "| workload | variant | bytes moved / step | median ms | GB/s (median) | GB/s (best) | of roofline |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    llc_name, llc = (list(caches.items())[-1] if caches else (None, None))
+    if llc:
+        lines.append(f"The last-level cache is {_size(llc)} ({llc_name}): a working set below that can run "
+                     "from cache and beat the DRAM roofline.")
+    lines += ["", "| workload | variant | working set | bytes moved / step | median ms | GB/s (median) "
+                  "| GB/s (best) | of roofline |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         w = wl_by_name[r["workload"]]
         nbytes = (w["numel"] * w["bytes_per_elem"] if w["kind"] == "bandwidth"
                   else w["tensors"] * w["numel"] * w["bytes_per_param"])
+        ws = workloads.working_set(w)
+        where = "" if not llc else (" (fits in " + llc_name + ")" if ws < llc else "")
         frac = r.get("roofline_fraction")
-        lines.append(f"| {r['workload']} | {r['framework']}:{r['variant']} | {nbytes / 1e6:,.0f} MB "
-                     f"| {fmt(r['median_ms'])} | {fmt(r['gbps'], 1)} | {fmt(r['gbps_best'], 1)} "
-                     f"| {'–' if frac is None else f'{frac * 100:.0f}%'} |")
+        lines.append(f"| {r['workload']} | {r['framework']}:{r['variant']} | {_size(ws)}{where} "
+                     f"| {nbytes / 1e6:,.0f} MB | {fmt(r['median_ms'])} | {fmt(r['gbps'], 1)} "
+                     f"| {fmt(r['gbps_best'], 1)} | {'–' if frac is None else f'{frac * 100:.0f}%'} |")
     return lines
 
 
@@ -467,7 +503,7 @@ def write_report(results, wl_by_name, info, args, out_dir, missing):
     else:
         lines.append("![ratios](ratios.png)")
     lines += ["", "## Optimizer-only updates and memory bandwidth", ""]
-    lines += bandwidth_table(bw_rows, roofline, wl_by_name)
+    lines += bandwidth_table(bw_rows, roofline, wl_by_name, info.get("caches"))
     if notes:
         lines += ["", "## Not measured", ""]
         lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)]
@@ -558,8 +594,9 @@ def write_scaling(sections, results, info, args, out_dir, missing):
                      "small sizes fit in cache and can pass 100%.")
     else:
         lines.append("No triad ran, so there is no roofline; cells show ms per step.")
-    lines += ["", "| workload | params | " + " | ".join(f"{f}:{v}" for f, v in vs) + " |",
-              "| --- | ---: |" + " ---: |" * len(vs)]
+    llc = list(info["caches"].values())[-1] if info.get("caches") else None
+    lines += ["", "| workload | params | working set | " + " | ".join(f"{f}:{v}" for f, v in vs) + " |",
+              "| --- | ---: | ---: |" + " ---: |" * len(vs)]
     for w in ws:
         cells = []
         for fw, var in vs:
@@ -568,9 +605,12 @@ def write_scaling(sections, results, info, args, out_dir, missing):
             if r is not None and r.get("roofline_fraction") is not None:
                 c += f" ({r['roofline_fraction'] * 100:.0f}%)"
             cells.append(c)
-        lines.append(f"| {w['name']} | {w['tensors'] * w['numel']:,} | " + " | ".join(cells) + " |")
+        ws_bytes = workloads.working_set(w)
+        ws_cell = _size(ws_bytes) + (" (in LLC)" if llc and ws_bytes < llc else "")
+        lines.append(f"| {w['name']} | {w['tensors'] * w['numel']:,} | {ws_cell} | " + " | ".join(cells) + " |")
     lines += ["", "Triad runs:", ""] + bandwidth_table([r for r in bw_rows if by_name[r["workload"]]["kind"] ==
-                                                        "bandwidth"], roofline, by_name)
+                                                        "bandwidth"], roofline, by_name,
+                                                       info.get("caches"))
     chart_msg = chart_scaling(sections, get, roofline, info, args, out_dir / "scaling.png")
     lines += ["", chart_msg or "![scaling](scaling.png)"]
     if notes:
@@ -635,6 +675,7 @@ def chart_scaling(sections, get, roofline, info, args, path):
                 ax.plot(xs, ys, marker="o" if opt == "adam" else "s", linestyle="-" if opt == "adam" else "--",
                         label=f"{opt} {fw}:{var}")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.axhline(100, color="black", linewidth=1)
     ax.set_xlabel("parameters")
     ax.set_ylabel("% of triad bandwidth")
@@ -660,8 +701,8 @@ def update_readme(out_dir):
         if not src.exists() or start not in text or end not in text:
             continue
         body = src.read_text()
-        # One level down under the README's own headings; images relative to it.
-        body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", body, flags=re.M)
+        # Two levels down, under the README's own section headings; images relative to it.
+        body = re.sub(r"^(#+) ", lambda m: "##" + m.group(1) + " ", body, flags=re.M)
         body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", lambda m: f"![{m.group(1)}]({rel}/{m.group(2)})", body)
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)

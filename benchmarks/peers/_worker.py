@@ -14,6 +14,8 @@ import sys
 import time
 import traceback
 
+_START = time.perf_counter()
+
 # Top-level modules whose absence means "framework not installed".
 _PACKAGES = {"lucid": {"lucid"}, "torch": {"torch"}, "jax": {"jax", "jaxlib", "optax"},
              "mlx": {"mlx"}}
@@ -63,6 +65,16 @@ def rss_mib(field):
     return None
 
 
+def reset_peak_rss():
+    """Restarts VmHWM at the current RSS (Linux: clear_refs 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def _classify_import_error(framework, exc):
     name = (getattr(exc, "name", None) or "").split(".")[0]
     if isinstance(exc, ModuleNotFoundError) and name in _PACKAGES[framework]:
@@ -87,6 +99,13 @@ def measure(spec, result):
         phase = "build"
         data = workloads.make_data(w)
         runner = adapter.build(w, variant, data)
+        # The numpy originals are not the framework's memory: drop them (a
+        # framework that shares their storage keeps it alive) and restart the
+        # peak from here, so the peak covers the model, its state, the
+        # compile and the steps.
+        del data
+        gc.collect()
+        result["peak_reset"] = reset_peak_rss()
         result["note"] = runner.note
         expected = workloads.param_count(w)
         result["n_params"] = runner.n_params
@@ -122,11 +141,16 @@ def measure(spec, result):
 
     steps = max(spec["steps"], w.get("min_steps", 0))
     warmup = max(spec["warmup"], w.get("min_steps", 0) // 10)
+    # A variant too slow for its time budget stops early with what it has
+    # (flagged in the report) rather than losing every figure to a timeout.
+    deadline = _START + spec["budget_s"] if spec.get("budget_s") else None
+    clock = time.perf_counter
     try:
         for _ in range(warmup):
             handle = runner.step()
+            if deadline and clock() > deadline:
+                break
         times = []
-        clock = time.perf_counter
         gc.collect()
         gc.disable()  # a collection inside one step would be charged to that framework
         try:
@@ -134,6 +158,9 @@ def measure(spec, result):
                 t0 = clock()
                 handle = runner.step()
                 times.append(clock() - t0)
+                if deadline and len(times) >= 3 and clock() > deadline:
+                    result["cut_short"] = f"{len(times)} of {steps} steps (time budget)"
+                    break
         finally:
             gc.enable()
         result["peak_rss_mib"] = rss_mib("VmHWM")
@@ -142,7 +169,7 @@ def measure(spec, result):
         result.update(status="failed", reason=f"{type(e).__name__}: {e}", phase="timed steps",
                       traceback=traceback.format_exc(limit=8))
         return
-    result.update(status="ok", times_s=times, steps=steps, warmup=warmup)
+    result.update(status="ok", times_s=times, steps=len(times), warmup=warmup)
 
 
 def main(argv):

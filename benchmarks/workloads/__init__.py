@@ -40,14 +40,17 @@ WORKLOADS = {
     },
     "adam_only_10M": {
         "kind": "optim", "tensors": 10, "numel": 1_000_000, "optimizer": ADAM, "bytes_per_param": 28,
+        "resident_bytes_per_param": 16,
         "what": "one Adam step over 10 x 1M params with given grads (28 bytes/param)",
     },
     "sgd_only_10M": {
         "kind": "optim", "tensors": 10, "numel": 1_000_000, "optimizer": SGD_M, "bytes_per_param": 20,
+        "resident_bytes_per_param": 12,
         "what": "one SGD(momentum=0.9) step over 10 x 1M params with given grads (20 bytes/param)",
     },
     "bandwidth": {
         "kind": "bandwidth", "numel": 64 * 1024 * 1024, "scalar": 3.0, "bytes_per_elem": 12,
+        "resident_bytes_per_param": 12,
         "what": "a = b + s*c over 64M float32 (12 bytes/element): the memory roofline",
     },
 }
@@ -67,7 +70,7 @@ def fixed_cost():
     """The smallest training step: what a step costs beyond its arithmetic."""
     return {"name": "fixed_8x4_b1", "kind": "train", "model": "mlp", "sizes": [8, 4], "batch": 1,
             "optimizer": ADAM, "min_steps": 300,
-            "what": "Linear 8->4, batch 1, cross-entropy, Adam: the fixed cost of a step"}
+            "what": "Linear 8->4, batch 1, cross-entropy, Adam"}
 
 
 def mlp_width(width, depth=2, batch=64):
@@ -77,11 +80,12 @@ def mlp_width(width, depth=2, batch=64):
 
 
 def optim_size(opt, numel, tensors=10):
-    base = {"adam": (ADAM, 28), "sgd": (SGD_M, 20)}[opt]
+    # (optimizer, bytes moved per param, bytes resident per param)
+    base = {"adam": (ADAM, 28, 16), "sgd": (SGD_M, 20, 12)}[opt]
     total = numel * tensors
     label = f"{total // 1_000_000}M" if total >= 1_000_000 else f"{total // 1000}K"
     return {"name": f"{opt}_only_{label}", "kind": "optim", "tensors": tensors, "numel": numel,
-            "optimizer": base[0], "bytes_per_param": base[1],
+            "optimizer": base[0], "bytes_per_param": base[1], "resident_bytes_per_param": base[2],
             "what": f"one {base[0]['name']} step over {tensors} x {numel} params"}
 
 
@@ -103,6 +107,13 @@ def param_count(w):
         block = 2 * (2 * d) + (d * 3 * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d)
         return v * d + t * d + w["layers"] * block + 2 * d + d * v
     raise ValueError(f"unknown model {w['model']!r}")
+
+
+def working_set(w):
+    """Bytes an optimizer-only step or the triad keeps touching, to tell
+    a cache-resident run from a memory-bound one."""
+    n = w["numel"] if w["kind"] == "bandwidth" else w["tensors"] * w["numel"]
+    return n * w["resident_bytes_per_param"]
 
 
 def flops_per_step(w):
