@@ -85,3 +85,4 @@ def is_floating_point(t):
 __version__ = "0.1.0"
 from .serialization import load, save  # noqa: E402
 from . import utils  # noqa: E402,F401
+from . import nn  # noqa: E402,F401
