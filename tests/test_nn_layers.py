@@ -222,6 +222,11 @@ def test_batchnorm_errors():
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
         nn.BatchNorm1d(3)(lucid.randn(1, 3))
     nn.BatchNorm1d(3).eval()(lucid.randn(1, 3))  # fine in eval mode
+    bn = nn.BatchNorm2d(3)
+    with pytest.raises(ValueError, match=r"running_mean of shape \[4\]"):
+        bn(lucid.randn(2, 4, 3, 3))
+    assert int(bn.num_batches_tracked.item()) == 0  # the failed call changed nothing
+    assert not bn.running_mean.numpy().any()
 
 
 @pytest.mark.parametrize("shape,ns,kw", [

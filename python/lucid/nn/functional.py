@@ -257,21 +257,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalizes over every dim but the channel dim (1). In training the
     batch statistics are used and, if given, the running ones are updated in
     place (unbiased variance), as PyTorch does."""
-    _check_tensor(input, "input", "batch_norm")
-    if input.ndim < 2:
-        raise _C.InvalidArgument(f"batch_norm: expected at least a 2-D input [N, C, ...], got {list(input.shape)}")
+    _check_batch_norm(input, running_mean, running_var, weight, bias, training)
     c = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                    ("bias", bias)):
-        if t is not None and tuple(t.shape) != (c,):
-            raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}], got {list(t.shape)}")
     shape = _bshape(input.ndim, 1, c)
     dims = [0] + list(range(2, input.ndim))
-    if training:
-        n = input.numel() // c if c else 0
-        if n <= 1:
-            raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
-                                     f"{list(input.shape)}")
     if training or running_mean is None or running_var is None:
         mean = _C.mean(input, dims, True)
         xc = _C.sub(input, mean)
@@ -298,6 +287,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         shift = _C.add(shift, bias)
     return _C.add(_C.mul(input, _C.reshape(_C.cast(scale, input.dtype), shape)),
                   _C.reshape(_C.cast(shift, input.dtype), shape))
+
+
+def _check_batch_norm(input, running_mean, running_var, weight, bias, training):  # noqa: A002
+    _check_tensor(input, "input", "batch_norm")
+    if input.ndim < 2:
+        raise _C.InvalidArgument(f"batch_norm: expected at least a 2-D input [N, C, ...], got {list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}] (the input's channels), got "
+                                     f"{list(t.shape)}")
+    if training and (input.numel() // c if c else 0) <= 1:
+        raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
+                                 f"{list(input.shape)}")
 
 
 def _rsub1(m):

@@ -64,17 +64,20 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     def forward(self, input):  # noqa: A002
         self._check_input_dim(input)
+        keep_running = not self.training or self.track_running_stats
+        running_mean = self.running_mean if keep_running else None
+        running_var = self.running_var if keep_running else None
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        # Validate before the in-place counter update below: a bad input changes nothing.
+        F._check_batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch_stats)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
                 _C.assign_(self.num_batches_tracked, _C.add(self.num_batches_tracked, 1))
             if self.momentum is None:  # cumulative moving average: 1 / batches seen, kept a tensor op
                 factor = _C.div(1.0, _C.cast(self.num_batches_tracked, self.running_mean.dtype))
-        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        keep_running = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if keep_running else None,
-                            self.running_var if keep_running else None, self.weight, self.bias, use_batch_stats,
-                            factor, self.eps)
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch_stats, factor,
+                            self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
