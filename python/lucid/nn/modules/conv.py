@@ -7,7 +7,6 @@ from ..parameter import Parameter
 from ._factory import empty, tuple_of
 from .module import Module
 
-_PADDING_STRINGS = {"same", "valid"}
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
 
@@ -25,13 +24,10 @@ class _ConvNd(Module):
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
         kernel_size, stride, dilation = tuple_of(kernel_size, nd), tuple_of(stride, nd), tuple_of(dilation, nd)
-        if isinstance(padding, str):
-            if padding not in _PADDING_STRINGS:
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of {_PADDING_STRINGS}")
-            if padding == "same" and any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-        else:
+        if not isinstance(padding, str):
             padding = tuple_of(padding, nd)
+        # Validates the padding (strings included) and resolves it per side.
+        sides = F._conv_padding(padding, kernel_size, dilation, stride, nd, type(self).__name__)
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got padding_mode='{padding_mode}'")
         self.in_channels = in_channels
@@ -45,16 +41,7 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         # F.pad order (last dim first), for the non-zero padding modes
-        if isinstance(padding, str):
-            rev = [0, 0] * nd
-            if padding == "same":
-                for d, k, i in zip(dilation, kernel_size, range(nd - 1, -1, -1)):
-                    total = d * (k - 1)
-                    rev[2 * i] = total // 2
-                    rev[2 * i + 1] = total - total // 2
-            self._reversed_padding_repeated_twice = rev
-        else:
-            self._reversed_padding_repeated_twice = [p for p in reversed(padding) for _ in range(2)]
+        self._reversed_padding_repeated_twice = [p for lo_hi in reversed(sides) for p in lo_hi]
         self.weight = Parameter(empty((out_channels, in_channels // groups) + kernel_size, device, dtype))
         if bias:
             self.bias = Parameter(empty((out_channels,), device, dtype))
