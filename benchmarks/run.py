@@ -186,7 +186,11 @@ class Runner:
         env = dict(os.environ)
         env.update(thread_env(self.args.threads))
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        # Cold caches, so compile time is what a fresh process pays.
+        # Cold caches, so compile time is what a fresh process pays (MLX
+        # keeps its compiled CPU kernels under TMPDIR).
+        tmp = Path(scratch) / "tmp"
+        tmp.mkdir()
+        env["TMPDIR"] = str(tmp)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(scratch) / "inductor")
         env["TRITON_CACHE_DIR"] = str(Path(scratch) / "triton")
         env.pop("JAX_COMPILATION_CACHE_DIR", None)

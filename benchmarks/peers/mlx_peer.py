@@ -121,6 +121,24 @@ def _gpt(w):
     return GPT()
 
 
+def _blas_note():
+    """Which BLAS the installed MLX CPU build carries (the Linux wheel bundles
+    one; its speed decides every matmul-bound workload)."""
+    import glob
+    import os
+
+    import mlx
+
+    libs = []
+    for base in mlx.__path__:
+        libs += [os.path.basename(p) for p in glob.glob(os.path.join(os.path.dirname(base), "mlx_cpu.libs", "*"))]
+    if any(n.startswith("libopenblas") for n in libs):
+        return "BLAS: bundled OpenBLAS"
+    if any(n.startswith("libblas") for n in libs):
+        return "BLAS: bundled reference BLAS"
+    return ""
+
+
 def _count(tree):
     from mlx.utils import tree_flatten
 
@@ -159,7 +177,7 @@ def _train(w, data):
         mx.eval(loss, state)
         return loss
 
-    return Runner(step, _count(model.parameters()), loss_value=lambda t: t.item())
+    return Runner(step, _count(model.parameters()), loss_value=lambda t: t.item(), note=_blas_note())
 
 
 def _optim(w, data):
