@@ -8,7 +8,7 @@ import torch
 import lucid
 import lucid.nn as nn
 from conftest import assert_close, rnd
-from nn_helpers import compare_module, copy_weights
+from test_nn_helpers import compare_module, copy_weights
 
 T = torch.nn
 pytestmark = [pytest.mark.filterwarnings("ignore:Support for mismatched"),

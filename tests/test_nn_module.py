@@ -10,7 +10,7 @@ import torch
 import lucid
 import lucid.nn as nn
 from conftest import assert_close
-from nn_helpers import copy_weights, torch_state_as_numpy
+from test_nn_helpers import copy_weights, torch_state_as_numpy
 
 
 def both(build):
