@@ -294,6 +294,20 @@ def add_ratios(results, wl_by_name):
             r["reference"] = f"{ref_fw}:{ref_var}"
 
 
+def architecture_check(results):
+    """Lucid and PyTorch build each model from one source; their parameter
+    names and shapes must agree exactly. Returns the disagreements."""
+    problems = []
+    by_wl = {}
+    for r in results:
+        if r.get("param_shapes") and r["framework"] in ("lucid", "torch"):
+            by_wl.setdefault(r["workload"], {}).setdefault(r["framework"], r["param_shapes"])
+    for name, fws in by_wl.items():
+        if len(fws) == 2 and [tuple(map(str, x)) for x in fws["lucid"]] != [tuple(map(str, x)) for x in fws["torch"]]:
+            problems.append(f"{name}: Lucid's parameters {fws['lucid']} differ from PyTorch's {fws['torch']}")
+    return problems
+
+
 def bandwidth_figures(results, wl_by_name):
     """GB/s of every triad and optimizer-only run, and the roofline (the best
     triad measured in this run)."""
@@ -382,7 +396,9 @@ def results_table(results, wl_by_name, notes):
                 notes.append(f"{name} {vid}: {status}: {r.get('reason', '')}")
                 status = f"{status} [{len(notes)}]"
             else:
-                detail = [d for d in (r.get("note"), r.get("cut_short")) if d]
+                loss = r.get("loss_last")
+                bad_loss = "loss not finite" if loss is not None and not math.isfinite(loss) else None
+                detail = [d for d in (r.get("note"), r.get("cut_short"), bad_loss) if d]
                 status = f"ok ({'; '.join(detail)})" if detail else "ok"
             over = None
             if r.get("peak_rss_mib") is not None and r.get("base_rss_mib") is not None:
@@ -495,6 +511,8 @@ def write_report(results, wl_by_name, info, args, out_dir, missing):
     bw_rows, roofline = bandwidth_figures(results, wl_by_name)
     notes = []
     lines = header(info, args, "Lucid benchmarks")
+    for problem in architecture_check(results):
+        lines.append(f"- **Architecture mismatch** — {problem}")
     lines += ["", "## Results (ms per step)", ""]
     lines += results_table(results, wl_by_name, notes)
     chart_path = out_dir / "ratios.png"

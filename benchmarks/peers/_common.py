@@ -9,9 +9,10 @@ class Runner:
     """`step()` runs one step, synchronised (the timed unit); it returns a
     handle that `loss_value` turns into a float outside the timed region."""
 
-    def __init__(self, step, n_params, loss_value=None, note="", extra=None):
+    def __init__(self, step, n_params, loss_value=None, note="", extra=None, param_shapes=None):
         self.step = step
         self.n_params = n_params
+        self.param_shapes = param_shapes  # [(name, shape)] where names are comparable
         self._loss_value = loss_value
         self.note = note
         self.extra = extra or {}
@@ -20,6 +21,10 @@ class Runner:
         if handle is None or self._loss_value is None:
             return None
         return float(self._loss_value(handle))
+
+
+def named_shapes(model):
+    return [(name, list(p.shape)) for name, p in model.named_parameters()]
 
 
 def train_loop(model, loss_fn, opt, x, y):

@@ -109,6 +109,7 @@ def measure(spec, result):
         result["note"] = runner.note
         expected = workloads.param_count(w)
         result["n_params"] = runner.n_params
+        result["param_shapes"] = runner.param_shapes
         if runner.n_params != expected:
             raise AssertionError(f"{framework} model has {runner.n_params} parameters, the workload "
                                  f"defines {expected}: the architectures differ")

@@ -1,7 +1,7 @@
 """Lucid's variants: eager, eager + compile_optimizer, make_step + eager
 optimizer, fused_step (and the bandwidth triad, eager and compiled)."""
 from ..workloads import torchlike
-from ._common import Runner, Unavailable, optim_loop, train_loop
+from ._common import Runner, Unavailable, named_shapes, optim_loop, train_loop
 
 lucid = None
 
@@ -58,7 +58,7 @@ def _train(w, variant, data):
             return fused(x, y)
     else:
         raise Unavailable(variant)
-    return Runner(step, n, loss_value=lambda t: t.item())
+    return Runner(step, n, loss_value=lambda t: t.item(), param_shapes=named_shapes(model))
 
 
 def _optim(w, variant, data):

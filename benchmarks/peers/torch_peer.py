@@ -1,7 +1,7 @@
 """PyTorch's variants: eager with the default optimizer, foreach=True,
 fused=True, and torch.compile of the whole train step."""
 from ..workloads import torchlike
-from ._common import Runner, Unavailable, optim_loop, train_loop
+from ._common import Runner, Unavailable, named_shapes, optim_loop, train_loop
 
 torch = None
 
@@ -64,7 +64,8 @@ def _train(w, variant, data):
         def step():
             return compiled()
     note = f"optimizer: {_resolved_impl(opt, flags)}"
-    return Runner(step, torchlike.count_params(model), loss_value=lambda t: t.item(), note=note)
+    return Runner(step, torchlike.count_params(model), loss_value=lambda t: t.item(), note=note,
+                  param_shapes=named_shapes(model))
 
 
 def _optim(w, variant, data):
