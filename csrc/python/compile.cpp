@@ -50,6 +50,16 @@ void init_compile(py::module_& m) {
       })
       .def("feed", [](PyTracer& t, const Shape& shape, DType dt) { return t.tracer().add_feed({shape, dt, Device{}}); })
       .def("output", [](PyTracer& t, const Tensor& x) { t.tracer().add_output(x); })
+      .def("writebacks", [](PyTracer& t) {
+        std::vector<std::pair<int, int>> out;
+        for (const auto& w : t.tracer().writebacks()) out.push_back({w.capture, w.value});
+        return out;
+      })
+      .def("guard_writebacks_since", [](PyTracer& t, const std::vector<std::pair<int, int>>& before, const Tensor& cond) {
+        std::vector<graph::Writeback> b;
+        for (auto [c, v] : before) b.push_back({c, v});
+        t.tracer().guard_writebacks_since(b, cond);
+      })
       .def("num_feeds", [](PyTracer& t) { return t.tracer().graph().feeds.size(); })
       .def("dump", [](PyTracer& t) { return t.tracer().graph().dump(); })
       .def("compile", &PyTracer::compile, py::arg("device") = "cpu");

@@ -4,6 +4,7 @@
 #include "bindings.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/autocast.h"
 #include "lucid/ops/dispatch.h"
 
 namespace lucid::python {
@@ -201,6 +202,11 @@ void init_tensor(py::module_& m) {
 
   m.def("from_numpy", [](py::array a) { return from_numpy(a, false); });
   m.def("from_numpy_copy", [](py::array a) { return from_numpy(a, true); });
+  m.def("autocast_state", [] {
+    const AutocastState s = autocast_state();
+    return py::make_tuple(s.enabled, s.dtype);
+  });
+  m.def("set_autocast_state", [](bool enabled, DType dtype) { set_autocast_state({enabled, dtype}); });
   m.def("set_num_threads", &cpu::set_num_threads);
   m.def("get_num_threads", &cpu::num_threads);
   m.def("eager_dispatch_count", &eager_dispatch_count);

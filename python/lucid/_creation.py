@@ -20,9 +20,10 @@ def _finish(t, dtype, device, requires_grad):
     return t
 
 
-def _infer_array(data):
+def _infer_array(data, dtype=None):
     """Python data -> NumPy array with PyTorch's dtype inference: Python
-    floats become the default dtype, ints int64, bools bool."""
+    floats become the default dtype (or go straight to an explicit `dtype`,
+    without rounding through the default), ints int64, bools bool."""
     if isinstance(data, _C.Tensor):
         return data.detach().numpy()
     if isinstance(data, np.ndarray):
@@ -32,7 +33,7 @@ def _infer_array(data):
     arr = np.asarray(data)
     if arr.dtype == object:
         raise TypeError(f"could not convert {type(data).__name__} to a tensor (ragged or non-numeric data)")
-    if arr.dtype.kind == "f" and not _has_numpy_floats(data):
+    if arr.dtype.kind == "f" and not _has_numpy_floats(data) and dtype != _C.dtype.float64:
         arr = arr.astype(_C.get_default_dtype().name if _C.get_default_dtype() != _C.dtype.bfloat16 else "float32")
     return arr
 
@@ -66,7 +67,7 @@ def _has_numpy_floats(data):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (scalar, nested lists, NumPy)."""
     dtype = to_dtype(dtype)
-    arr = _infer_array(data)
+    arr = _infer_array(data, dtype)
     if arr.dtype in _NP_WIDEN:
         arr = arr.astype(_NP_WIDEN[arr.dtype])
     elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:

@@ -86,6 +86,24 @@ void GraphTracer::assign(const Tensor& target, const Tensor& value) {
   graph_.writebacks.push_back({cap, v});
 }
 
+void GraphTracer::guard_writebacks_since(const std::vector<Writeback>& before, const Tensor& cond) {
+  const int c = value_of(cond);
+  for (auto& w : graph_.writebacks) {
+    int old = graph_.captures[w.capture].value;
+    bool unchanged = false;
+    for (const auto& b : before)
+      if (b.capture == w.capture) {
+        old = b.value;
+        unchanged = b.value == w.value;
+      }
+    if (unchanged) continue;
+    const TensorMeta& m = graph_.values[w.value].meta;
+    const int guarded = graph_.add_node(std::make_shared<const Where>(), {c, old, w.value}, {m})[0];
+    w.value = guarded;
+    current_[graph_.captures[w.capture].storage.get()] = guarded;
+  }
+}
+
 Graph GraphTracer::take_graph() {
   capture_of_.clear();
   current_.clear();

@@ -24,6 +24,13 @@ class GraphTracer final : public Tracer {
   void assign(const Tensor& target, const Tensor& value) override;
   Tensor random_key(uint64_t count) override;
 
+  // Makes every writeback recorded since `before` (a copy of writebacks()
+  // taken earlier) conditional: where(cond, contents before, new contents).
+  // A compiled step with a GradScaler guards the optimizer update this way,
+  // so an overflow step leaves parameters and state as they were.
+  void guard_writebacks_since(const std::vector<Writeback>& before, const Tensor& cond);
+  const std::vector<Writeback>& writebacks() const { return graph_.writebacks; }
+
   // Feeds that must be filled with fresh random keys on every run, with the
   // number of draws each one covers.
   const std::vector<std::pair<int, uint64_t>>& random_key_feeds() const { return random_key_feeds_; }

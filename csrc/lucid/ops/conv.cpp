@@ -1,6 +1,7 @@
 // Im2Col / Col2Im (each the other's VJP) and the convolution and pooling ops
 // composed from them: conv = im2col + one GEMM, pooling = im2col + a
 // reduction over the window axis.
+#include "lucid/core/autocast.h"
 #include "lucid/ops/conv.h"
 
 #include <cmath>
@@ -108,8 +109,16 @@ static void check_conv_args(const char* op, int64_t groups) {
 
 // x [N, C, H, W], weight [O, C/groups, kh, kw]: the shared body of conv1d and
 // conv2d (which validate and reshape their own arguments).
-static Tensor conv_impl(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, const Window2d& win,
-                        int64_t groups, const Shape& user_weight_shape, const Shape& user_input_shape) {
+// Under autocast, convolution and linear run in the lower precision, with
+// input, weight and bias all cast (PyTorch's autocast list).
+static Tensor autocast_lower(const Tensor& t) {
+  return t.defined() ? cast(t, autocast_lower_dtype(t.dtype())) : t;
+}
+
+static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
+                        const Window2d& win, int64_t groups, const Shape& user_weight_shape,
+                        const Shape& user_input_shape) {
+  const Tensor x = autocast_lower(x_in), weight = autocast_lower(weight_in), bias = autocast_lower(bias_in);
   LUCID_CHECK_T(TypeError, is_floating(x.dtype()), op, ": expected a floating-point input, got ",
                 dtype_name(x.dtype()));
   LUCID_CHECK_T(TypeError, x.dtype() == weight.dtype(), op, ": Input type (", dtype_name(x.dtype()),
@@ -287,7 +296,8 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
 }
 
 // ------------------------------------------------------------------ linear
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  const Tensor x = autocast_lower(x_in), weight = autocast_lower(weight_in), bias = autocast_lower(bias_in);
   LUCID_CHECK(x.ndim() >= 1, "linear: input must have at least one dimension, got a 0-D tensor");
   LUCID_CHECK(weight.ndim() == 2 || weight.ndim() == 1, "linear: weight must be 1-D or 2-D, got weight of size ",
               shape_str(weight.shape()));

@@ -11,11 +11,20 @@ namespace lucid {
 static thread_local uint64_t t_dispatch_count = 0;
 uint64_t eager_dispatch_count() { return t_dispatch_count; }
 
+// One device per op, except that 0-d CPU tensors (host scalars, the feeds of
+// a compiled step) combine with tensors on any device, as in PyTorch.
 static void check_devices(const Primitive& prim, const std::vector<Tensor>& inputs) {
-  for (size_t i = 1; i < inputs.size(); ++i)
-    if (inputs[i].device() != inputs[0].device())
+  const Tensor* ref = nullptr;
+  for (const auto& t : inputs)
+    if (!(t.ndim() == 0 && t.device().type == DeviceType::CPU)) {
+      ref = &t;
+      break;
+    }
+  if (!ref) return;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].device() != ref->device() && !(inputs[i].ndim() == 0 && inputs[i].device().type == DeviceType::CPU))
       fail<TypeError>(prim.name(), ": expected all tensors to be on the same device, but found ",
-                      inputs[0].device().str(), " and ", inputs[i].device().str());
+                      ref->device().str(), " and ", inputs[i].device().str());
 }
 
 static std::vector<Tensor> run_kernel(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,

@@ -180,6 +180,14 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
   return where(gt(bx, wrap_scalar(threshold, bx)), x, soft);
 }
 
+// The device of an elementwise result: that of its first input that is not
+// a 0-d host scalar (those mix with any device).
+static Device result_device(const std::vector<TensorMeta>& in) {
+  for (const auto& m : in)
+    if (!(m.shape.empty() && m.device.type == DeviceType::CPU)) return m.device;
+  return in[0].device;
+}
+
 // ------------------------------------------------------------------ Binary
 std::string Binary::name() const { return binary_op_name(op); }
 bool Binary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Binary&>(o).op == op; }
@@ -188,7 +196,7 @@ size_t Binary::hash() const { return hash_mix(size_t(kind()), size_t(op)); }
 std::vector<TensorMeta> Binary::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype == in[1].dtype, "internal: ", name(), " got ", dtype_name(in[0].dtype), " and ",
                 dtype_name(in[1].dtype));
-  TensorMeta m{broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype, in[0].device};
+  TensorMeta m{broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype, result_device(in)};
   if (binary_returns_bool(op)) m.dtype = DType::Bool;
   return {m};
 }
@@ -321,7 +329,7 @@ std::string Where::name() const { return "where"; }
 std::vector<TensorMeta> Where::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype == DType::Bool, "where: condition must be a bool tensor, got ",
                 dtype_name(in[0].dtype));
-  return {{broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape), in[2].shape), in[1].dtype, in[1].device}};
+  return {{broadcast_shapes(broadcast_shapes(in[0].shape, in[1].shape), in[2].shape), in[1].dtype, result_device(in)}};
 }
 std::vector<Tensor> Where::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {

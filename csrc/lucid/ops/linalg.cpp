@@ -1,5 +1,6 @@
 // Matmul: the primitive (equal batch dims, optional transposes) and the
 // public matmul with NumPy's 1-D and batch-broadcasting rules.
+#include "lucid/core/autocast.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -45,7 +46,17 @@ std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const std::vector
   });
 }
 
+static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in);
+
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  // Under autocast, matmul runs in the lower precision (PyTorch's list).
+  const DType low = autocast_lower_dtype(a_in.dtype());
+  if (low != a_in.dtype() && autocast_lower_dtype(b_in.dtype()) == low)
+    return matmul_impl(cast(a_in, low), cast(b_in, low));
+  return matmul_impl(a_in, b_in);
+}
+
+static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   LUCID_CHECK(a_in.ndim() > 0 && b_in.ndim() > 0, "both arguments to matmul need to be at least 1D, but they are ",
               a_in.ndim(), "D and ", b_in.ndim(), "D");
   LUCID_CHECK_T(TypeError, a_in.dtype() == b_in.dtype(), "expected m1 and m2 to have the same dtype, but got: ",

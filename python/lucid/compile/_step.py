@@ -75,8 +75,11 @@ class _TracedStep:
         outs = entry.executable.run(args, scalars)
         self._after_run(entry, outs)
         for f in entry.after_run:
-            f()
+            f(outs)
         return outs[0]
+
+    def _backward(self, tracer, loss, entry):
+        loss.backward()
 
     def _compile(self, args):
         start = time.perf_counter()
@@ -93,7 +96,7 @@ class _TracedStep:
                 if not isinstance(loss, _C.Tensor) or loss.numel() != 1:
                     raise RuntimeError("loss_fn must return a scalar tensor to compile a training step")
                 self._prepare_grads(params)
-                loss.backward()
+                self._backward(tracer, loss, entry)
                 tracer.output(loss.detach())
                 self._trace_update(tracer, params, saved_grads, entry)
         finally:
@@ -166,8 +169,7 @@ class FusedStep(_TracedStep):
 
     def __init__(self, model, loss_fn, optimizer, grad_scaler=None, cache_size=8):
         super().__init__(model, loss_fn, cache_size)
-        if grad_scaler is not None:
-            raise NotImplementedError("fused_step(grad_scaler=...) is not supported yet")
+        self.grad_scaler = grad_scaler
         self._rules = _bridge.rules(optimizer)
         model_params = {id(p) for p in model.parameters()}
         for _, _, p in _bridge.param_slots(optimizer):
@@ -182,7 +184,21 @@ class FusedStep(_TracedStep):
             "groups": tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups),
             # validates the hyper-parameters before anything runs
             "optimizer": self._rules.prepare(),
+            "grad_scaler": self._scaling(),
         }
+
+    def _scaling(self):
+        return self.grad_scaler is not None and self.grad_scaler.is_enabled()
+
+    def _backward(self, tracer, loss, entry):
+        if not self._scaling():
+            loss.backward()
+            return
+        # The scale is a feed: a changing scale never recompiles.
+        self.grad_scaler._lazy_init()
+        scale = tracer.feed([], _C.dtype.float32)
+        _C.mul(loss, _C.cast(scale, loss.dtype)).backward()
+        entry.scale_tensor = scale
 
     def _prepare_grads(self, params):
         # The eager loop starts from zero_grad(): every gradient is fresh.
@@ -191,15 +207,46 @@ class FusedStep(_TracedStep):
 
     def _trace_update(self, tracer, params, saved_grads, entry):
         rules = self._rules
-        slots = []
+        slots, grads = [], []
         for gi, i, p in _bridge.param_slots(self.optimizer):
             g = p.grad
             if g is None or not p.requires_grad:
                 continue  # no gradient: skipped entirely, as in the eager step
+            slots.append((gi, i, p))
+            grads.append(g)
+        scaling = self._scaling()
+        if scaling:
+            # Unscale in float32 and flag any inf/NaN; the update below is
+            # then made conditional on the flag.
+            inv = _C.div(1.0, entry.scale_tensor)
+            unscaled = [_C.mul(_C.cast(g, _C.dtype.float32), inv) for g in grads]
+            flags = [_C.any(_C.logical_not(_C.isfinite(u)), None, False) for u in unscaled]
+            found_inf = flags[0]
+            for f in flags[1:]:
+                found_inf = _C.logical_or(found_inf, f)
+            grads = [_C.cast(u, g.dtype) for u, g in zip(unscaled, grads)]
+            before = tracer.writebacks()
+        for (gi, i, p), g in zip(slots, grads):
             rules.emit(tracer, gi, i, p, g)
-            slots.append((gi, i))
-        entry.scalar_fn = lambda: rules.host_scalars(slots)
-        entry.after_run.append(lambda: rules.advance(slots))
+        positions = [(gi, i) for gi, i, _ in slots]
+        scaler = self.grad_scaler
+        if scaling:
+            tracer.guard_writebacks_since(before, found_inf)
+            tracer.output(found_inf)
+            # the scale feed was made first (in backward), then the update's
+            entry.scalar_fn = lambda: [scaler.get_scale()] + rules.host_scalars(positions)
+        else:
+            entry.scalar_fn = lambda: rules.host_scalars(positions)
+        entry.after_run.append(lambda outs: self._finish(rules, positions, outs, scaling))
+
+    def _finish(self, rules, positions, outs, scaling):
+        if not scaling:
+            rules.advance(positions)
+            return
+        found_inf = bool(outs[1].item())
+        if not found_inf:  # an overflow step does not count, as with scaler.step(opt)
+            rules.advance(positions)
+        self.grad_scaler._update_scale(found_inf)
 
     def _after_run(self, entry, outs):
         pass

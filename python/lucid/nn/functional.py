@@ -2,6 +2,7 @@
 PyTorch's names, arguments and defaults. Everything here is composed of
 lucid ops (no host reads of tensor data), so it traces into a compiled step.
 """
+import functools
 import math
 import numbers
 import warnings
@@ -1056,3 +1057,23 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         total = _C.sum(loss, None, False)
         return _C.div(total, float(input.shape[0])) if input.ndim else total
     return _reduce(loss, reduction)
+
+
+# Autocast: the losses are on PyTorch's float32 list: under autocast their
+# 16-bit inputs are computed in float32.
+def _autocast_fp32(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _C.autocast_state()[0]:
+            return fn(*args, **kwargs)
+        from ..amp.autocast_mode import cast_fp32
+
+        return fn(*cast_fp32(*args), **dict(zip(kwargs, cast_fp32(*kwargs.values()))))
+
+    return wrapper
+
+
+for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"):
+    globals()[_name] = _autocast_fp32(globals()[_name])
+del _name

@@ -1,0 +1,5 @@
+"""Mixed precision: autocast and GradScaler (torch.amp's contract)."""
+from .autocast_mode import autocast, autocast_state, get_autocast_dtype, is_autocast_enabled
+from .grad_scaler import GradScaler
+
+__all__ = ["GradScaler", "autocast", "autocast_state", "get_autocast_dtype", "is_autocast_enabled"]

@@ -1,0 +1,85 @@
+"""autocast: mixed precision as in torch.autocast.
+
+Inside ``autocast(device_type, dtype)``, matmul and the layers built on it
+(linear, conv, attention) run in ``dtype``; the ops on PyTorch's float32 list
+(losses, prod) run in float32; everything else runs in its inputs' dtype.
+The state is thread-local, nests and restores, and is part of a compiled
+step's signature.
+"""
+import functools
+
+from .. import _C
+
+_DEVICE_DEFAULT = {"cpu": "bfloat16", "metal": "float16", "mps": "float16", "cuda": "float16"}
+
+
+class autocast:
+    """``with autocast(device_type="cpu", dtype=lucid.bfloat16): ...`` (also a
+    decorator). ``enabled=False`` turns autocast off inside the block."""
+
+    def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type not in _DEVICE_DEFAULT:
+            raise ValueError(f"autocast: unsupported device_type {device_type!r}; expected one of "
+                             f"{sorted(_DEVICE_DEFAULT)}")
+        if dtype is None:
+            dtype = getattr(_C.dtype, _DEVICE_DEFAULT[device_type])
+        if dtype not in (_C.dtype.float16, _C.dtype.bfloat16):
+            raise ValueError(f"autocast: dtype must be lucid.float16 or lucid.bfloat16, got {dtype}")
+        self.device_type = device_type
+        self.fast_dtype = dtype
+        self._enabled = bool(enabled)
+
+    def __enter__(self):
+        self._prev = _C.autocast_state()
+        _C.set_autocast_state(self._enabled, self.fast_dtype if self._enabled else self._prev[1])
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_autocast_state(*self._prev)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.fast_dtype, self._enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def autocast_state():
+    """(enabled, dtype) on this thread; compiled steps key on it."""
+    enabled, dtype = _C.autocast_state()
+    return (enabled, str(dtype)) if enabled else (False,)
+
+
+def is_autocast_enabled(device_type=None):
+    return _C.autocast_state()[0]
+
+
+def get_autocast_dtype(device_type=None):
+    return _C.autocast_state()[1]
+
+
+def cast_lower(*tensors):
+    """Inputs of a lower-precision op (linear, conv, attention): float32 and
+    16-bit float tensors go to the autocast dtype. Others pass through."""
+    enabled, dtype = _C.autocast_state()
+    if not enabled:
+        return tensors
+    return tuple(_C.cast(t, dtype) if _eligible(t) else t for t in tensors)
+
+
+def cast_fp32(*tensors):
+    """Inputs of an op on PyTorch's float32 list (losses, prod): 16-bit
+    floats go to float32."""
+    if not _C.autocast_state()[0]:
+        return tensors
+    return tuple(_C.cast(t, _C.dtype.float32) if isinstance(t, _C.Tensor) and t.dtype in
+                 (_C.dtype.float16, _C.dtype.bfloat16) else t for t in tensors)
+
+
+def _eligible(t):
+    return isinstance(t, _C.Tensor) and t.dtype in (_C.dtype.float32, _C.dtype.float16, _C.dtype.bfloat16)
