@@ -465,6 +465,20 @@ def variants_lines(results, wl_by_name):
     return lines
 
 
+def _framework_colors(plt, series):
+    """One hue per framework, one shade per variant, so frameworks read as groups."""
+    maps = {"lucid": "Blues", "torch": "Oranges", "jax": "Greens", "mlx": "Purples"}
+    colors = {}
+    for fw, cmap_name in maps.items():
+        mine = [v for v in series if v.split(":")[0] == fw]
+        cmap = plt.get_cmap(cmap_name)
+        for i, vid in enumerate(mine):
+            colors[vid] = cmap(0.45 + 0.45 * (i / max(1, len(mine) - 1)) if len(mine) > 1 else 0.7)
+    for vid in series:
+        colors.setdefault(vid, "grey")
+    return colors
+
+
 def chart_ratios(results, wl_by_name, info, args, path):
     """Grouped bars of the ratios, log scale. Returns a line for the report."""
     try:
@@ -484,23 +498,25 @@ def chart_ratios(results, wl_by_name, info, args, path):
             series.append(vid)
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names) + 2), 5))
     width = 0.8 / max(1, len(series))
-    cmap = plt.get_cmap("tab20")
+    colors = _framework_colors(plt, series)
     for i, vid in enumerate(series):
         xs, ys = [], []
         for j, n in enumerate(names):
             r = next((r for r in results if r["workload"] == n and f"{r['framework']}:{r['variant']}" == vid), None)
-            if r is not None and r.get("ratio"):
+            if r is not None and r.get("ratio") and vid != r.get("reference"):
                 xs.append(j - 0.4 + width * (i + 0.5))
                 ys.append(r["ratio"])
-        ax.bar(xs, ys, width, label=vid, color=cmap(i % 20))
+        ax.bar(xs, ys, width, label=vid, color=colors[vid])
     ax.axhline(1.0, color="black", linewidth=1)
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names)
     ax.set_ylabel("time / Lucid reference time (log; >1: Lucid faster)")
     ax.set_title(f"{info['cpu']}, {args.threads} threads, median of {args.steps} steps", fontsize=10)
+    refs = ", ".join(f"{v} ({k})" for k, (_, v) in peers.REFERENCE.items())
+    fig.text(0.01, 0.01, f"reference = 1: Lucid {refs}", fontsize=7, color="dimgrey")
     ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return None
