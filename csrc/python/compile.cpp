@@ -73,6 +73,18 @@ void init_compile(py::module_& m) {
       .def_property_readonly("num_kernels", [](const graph::Executable& e) { return e.graph().nodes.size(); })
       .def_property_readonly("num_scalar_feeds", &graph::Executable::num_scalar_feeds);
   m.def("executable_run_count", &graph::Executable::run_count);
+  // A hash of what a trace depends on in a list of tensors (shape, dtype,
+  // device, requires_grad): the per-call signature check, done in C++.
+  m.def("tensor_key", [](const std::vector<Tensor>& ts) {
+    size_t h = ts.size();
+    for (const auto& t : ts) {
+      const TensorMeta& m = t.meta();
+      h = hash_seq(h, m.shape);
+      h = hash_mix(h, size_t(m.dtype) | size_t(m.device.type) << 8 | size_t(m.device.index) << 16 |
+                          size_t(t.requires_grad()) << 32);
+    }
+    return h;
+  });
 
   py::class_<graph::ExecutableCache>(m, "ExecutableCache")
       .def(py::init<size_t>(), py::arg("capacity") = 8)

@@ -31,12 +31,14 @@ class _TracedStep:
         self._entries = {}
         self._last_signature = None
         self._last_miss = None
+        self._keys = {}  # fast signature key -> cache key
 
     # -- signature ---------------------------------------------------------
     def _params(self):
         return list(self.model.parameters())
 
     def _signature(self, args):
+        """The signature in readable form (for cache-miss reports)."""
         parts = {
             "inputs": tuple(tensor_meta(a) for a in args),
             "parameters": tuple((id(p), p.requires_grad, tensor_meta(p)) for p in self._params()),
@@ -47,6 +49,16 @@ class _TracedStep:
         parts.update(self._extra_signature())
         return parts
 
+    def _signature_key(self, args):
+        """The same facts as _signature, cheaply: checked on every call."""
+        params = self._params()
+        return (_C.tensor_key(args), tuple(map(id, params)), _C.tensor_key(params),
+                getattr(self.model, "training", None), id(self.loss_fn), _C.autocast_state(),
+                self._extra_key())
+
+    def _extra_key(self):
+        return tuple(self._extra_signature().values())
+
     def _extra_signature(self):
         return {}
 
@@ -55,11 +67,14 @@ class _TracedStep:
         if not args:
             raise TypeError("a compiled step needs at least the model input")
         args = as_tensor_args(args)
-        parts = self._signature(args)
-        key = repr(tuple(parts.items()))
+        fast = self._signature_key(args)
+        key = self._keys.get(fast)
+        if key is None:  # not seen in this form: the readable signature decides
+            key = repr(tuple(self._signature(args).items()))
         exe = self._cache.get(key)
         entry = self._entries.get(key)
         if exe is None or entry is None or not exe.bindings_valid():
+            parts = self._signature(args)
             self._last_miss = describe_change(self._last_signature, parts) if exe is None else \
                 "captured buffers were rebound (e.g. a parameter's .data was replaced)"
             entry = self._compile(args)
@@ -67,10 +82,14 @@ class _TracedStep:
             # signature it will be looked up with from now on.
             parts = self._signature(args)
             key = repr(tuple(parts.items()))
+            fast = self._signature_key(args)
             for evicted in self._cache.put(key, entry.executable, entry.compile_seconds):
                 self._entries.pop(evicted, None)
             self._entries[key] = entry
-        self._last_signature = parts
+            self._last_signature = parts
+        if len(self._keys) > 16 * self._cache.capacity:
+            self._keys.clear()  # bounded memo; entries are re-found by their readable key
+        self._keys[fast] = key
         scalars = entry.scalar_fn() if entry.scalar_fn else []
         outs = entry.executable.run(args, scalars)
         self._after_run(entry, outs)
