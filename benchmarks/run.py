@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -221,8 +222,11 @@ class Runner:
                 try:
                     rc = proc.wait(timeout=self.args.timeout)
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc)
                     rc = None
+                finally:
+                    # Also on success: nothing the worker left behind may run
+                    # on into the next measurement (and Ctrl-C ends it too).
+                    _kill_group(proc)
             wall = time.perf_counter() - start
             log_tail = log_path.read_text(errors="replace")[-3000:]
             if rc is None:
@@ -255,7 +259,8 @@ def _kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, AttributeError):
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
     proc.wait()
 
 
@@ -803,8 +808,16 @@ def _note_load(info):
         info["loadavg_end"] = os.getloadavg()
 
 
+def _exit_on_term(signum, frame):
+    # Workers run in sessions of their own; turning SIGTERM into SystemExit
+    # lets the current one be ended with the runner.
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_term)
     out_dir = Path(args.out).resolve()
     if args.list:
         list_all()
