@@ -1,0 +1,99 @@
+#pragma once
+// The engine optimizers as a native app uses them: torch.optim's kinds with
+// their default options, param groups, step() and zero_grad(). Each group is
+// one optim::EngineOptimizer (engine.h) updated with the group's options,
+// read again on every step, so editing them between steps (an LR schedule)
+// takes effect like editing Python's param_groups.
+//
+//   lucid::optim::Optimizer opt("adam", params, {{"lr", 1e-3}, {"betas", {0.9, 0.99}}});
+//   loss = ...; lucid::autograd::backward(loss); opt.step(); opt.zero_grad();
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lucid/core/tensor.h"
+#include "lucid/optim/engine.h"
+#include "lucid/optim/hyper.h"
+
+namespace lucid::optim {
+
+// One option as a param group holds it: a number, a flag, or a few numbers
+// (betas). Integers keep their kind so error messages print them as Python
+// does ("-1", not "-1.0").
+struct OptionValue {
+  std::vector<double> values;
+  std::vector<bool> integral;
+  OptionValue(double v) : values{v}, integral{false} {}                // NOLINT
+  OptionValue(int v) : values{double(v)}, integral{true} {}            // NOLINT
+  OptionValue(int64_t v) : values{double(v)}, integral{true} {}        // NOLINT
+  OptionValue(bool v) : values{v ? 1.0 : 0.0}, integral{true} {}       // NOLINT
+  OptionValue(std::initializer_list<double> v) : values(v), integral(v.size(), false) {}  // NOLINT
+  double number(size_t index = 0) const;  // InvalidArgument when absent
+};
+
+// Options by name ("lr", "betas", "momentum", "nesterov", ...), as in a
+// Python param group (without "params").
+using Options = std::map<std::string, OptionValue>;
+
+// torch.optim's constructor defaults for an engine kind ("sgd", "adam",
+// "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "radam",
+// "asgd", "rprop"): the values lucid.optim's constructors take. Options
+// that are None in Python (foreach, fused) are absent. InvalidArgument for
+// any other kind.
+const Options& default_options(const std::string& kind);
+Hyper to_hyper(const Options& options);
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;  // overrides of the optimizer's defaults for this group
+};
+
+class Optimizer {
+ public:
+  // One group of `params`; `options` override default_options(kind) and
+  // become this optimizer's defaults for later groups.
+  Optimizer(const std::string& kind, std::vector<Tensor> params, const Options& options = {});
+  Optimizer(const std::string& kind, std::vector<ParamGroup> groups, const Options& options = {});
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const std::string& kind() const { return kind_; }
+  const Options& defaults() const { return defaults_; }
+
+  // Validates the group (options, parameters not already optimized) before
+  // adding it; missing options take this optimizer's defaults.
+  void add_param_group(ParamGroup group);
+  size_t num_groups() const { return groups_.size(); }
+  // The group's parameters and options (complete: defaults filled in).
+  // Edit the options between steps; the parameter list is fixed.
+  ParamGroup& param_group(size_t g);
+  const ParamGroup& param_group(size_t g) const;
+  std::vector<Tensor> params() const;  // every group's, in order
+
+  // The learning rate of group g; set_lr() sets every group's.
+  double lr(size_t g = 0) const;
+  void set_lr(double lr);
+
+  // Validates every group and gradient, then updates each parameter that
+  // has a gradient (skipping the others: no state, no step).
+  void step();
+  // Resets every gradient (to an undefined tensor, like set_to_none=True).
+  void zero_grad();
+
+  // The engine of group g (state, state_entries/set_state) and the group's
+  // options as the engine reads them.
+  EngineOptimizer& engine(size_t g);
+  const EngineOptimizer& engine(size_t g) const;
+  Hyper hyper(size_t g) const;
+
+ private:
+  std::string kind_;
+  Options defaults_;
+  std::vector<ParamGroup> groups_;
+  std::vector<std::unique_ptr<EngineOptimizer>> engines_;
+  bool constructing_ = false;
+};
+
+}  // namespace lucid::optim
