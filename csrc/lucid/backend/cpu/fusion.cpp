@@ -11,7 +11,7 @@ namespace lucid::cpu {
 
 namespace {
 
-constexpr int64_t kTile = 512;
+constexpr int64_t kTile = 1024;
 
 bool f32_or_bool(DType t) { return t == DType::Float32 || t == DType::Bool; }
 
@@ -129,24 +129,38 @@ void run_binary(float* d, const float* a, const float* b, int64_t n) {
 void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, const std::vector<void*>& out_ptrs) {
   // Registers hold float32; bools are 0/1 and compare/select like the eager
   // bool kernels. Casts between float32 and bool are exact in this form.
+  // float32 inputs are read in place and float32 outputs written in place:
+  // only scalars, bools and intermediates live in tile buffers.
   parallel_for(grp.numel, 16384, [&](int64_t begin, int64_t end) {
     std::vector<float> regs(size_t(grp.num_regs) * kTile);
-    auto R = [&](int r) { return regs.data() + size_t(r) * kTile; };
+    std::vector<float*> ptr(size_t(grp.num_regs));
+    for (int r = 0; r < grp.num_regs; ++r) ptr[r] = regs.data() + size_t(r) * kTile;
+    bool scalars_filled = false;
     for (int64_t t0 = begin; t0 < end; t0 += kTile) {
       const int64_t n = std::min(kTile, end - t0);
       for (size_t k = 0; k < grp.inputs.size(); ++k) {
         const FusedInput& in = grp.inputs[k];
-        float* r = R(in.reg);
+        float* r = regs.data() + size_t(in.reg) * kTile;
         if (in.is_bool) {
           const bool* p = static_cast<const bool*>(in_ptrs[k]);
-          if (in.scalar) std::fill(r, r + n, p[0] ? 1.f : 0.f);
-          else for (int64_t i = 0; i < n; ++i) r[i] = p[t0 + i] ? 1.f : 0.f;
+          if (in.scalar) {
+            if (!scalars_filled) std::fill(r, r + kTile, p[0] ? 1.f : 0.f);
+          } else {
+            for (int64_t i = 0; i < n; ++i) r[i] = p[t0 + i] ? 1.f : 0.f;
+          }
         } else {
           const float* p = static_cast<const float*>(in_ptrs[k]);
-          if (in.scalar) std::fill(r, r + n, p[0]);
-          else std::copy(p + t0, p + t0 + n, r);
+          if (in.scalar) {
+            if (!scalars_filled) std::fill(r, r + kTile, p[0]);
+          } else {
+            ptr[in.reg] = const_cast<float*>(p + t0);
+          }
         }
       }
+      scalars_filled = true;
+      for (size_t k = 0; k < grp.outputs.size(); ++k)
+        if (!grp.outputs[k].is_bool) ptr[grp.outputs[k].reg] = static_cast<float*>(out_ptrs[k]) + t0;
+      auto R = [&](int r) { return ptr[r]; };
       for (const FusedInstr& ins : grp.code) {
         float* d = R(ins.dst);
         switch (ins.kind) {
@@ -178,13 +192,10 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
       }
       for (size_t k = 0; k < grp.outputs.size(); ++k) {
         const FusedOutput& out = grp.outputs[k];
+        if (!out.is_bool) continue;  // written in place above
         const float* r = R(out.reg);
-        if (out.is_bool) {
-          bool* p = static_cast<bool*>(out_ptrs[k]);
-          for (int64_t i = 0; i < n; ++i) p[t0 + i] = r[i] != 0.f;
-        } else {
-          std::copy(r, r + n, static_cast<float*>(out_ptrs[k]) + t0);
-        }
+        bool* p = static_cast<bool*>(out_ptrs[k]);
+        for (int64_t i = 0; i < n; ++i) p[t0 + i] = r[i] != 0.f;
       }
     }
   });
