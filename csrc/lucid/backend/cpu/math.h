@@ -1,14 +1,117 @@
 #pragma once
 // Scalar definitions of the elementwise ops, shared by the eager kernels and
 // the fused executable so both compute bit-identical results.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "lucid/ops/primitives.h"
 
 namespace lucid::cpu {
+
+// float32 exp, tanh and erf, within ~1.3 ulp of the exact values (the tests
+// check this against float64): branch-free, so the kernels' loops vectorise,
+// where calls into libm would not. float64 keeps libm.
+inline float float_from_bits(int32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+inline int32_t float_bits(float f) {
+  int32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// a * b + c, fused where the target has FMA instructions. Eager kernels and
+// the fused executable are compiled alike, so they still agree bit for bit.
+inline float madd(float a, float b, float c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+inline float exp_f32(float x) {
+  // Cephes' expf: x = n ln2 + r (Cody-Waite), exp(r) by a degree-7
+  // polynomial, 2^n applied in two halves so results down to the subnormal
+  // range and up to overflow come out right. n is rounded by adding 1.5 * 2^23
+  // (no float-to-int conversion, which would keep the loop scalar).
+  constexpr float kRound = 12582912.0f;
+  const bool nan = x != x;
+  float xc = std::min(std::max(x, -104.0f), 89.0f);
+  xc = nan ? 0.0f : xc;
+  const float shifted = madd(xc, 1.44269504088896341f, kRound);
+  const float fn = shifted - kRound;
+  const int32_t n = float_bits(shifted) - float_bits(kRound);
+  float r = madd(fn, -0.693359375f, xc);
+  r = madd(fn, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = madd(p, r, 1.3981999507e-3f);
+  p = madd(p, r, 8.3334519073e-3f);
+  p = madd(p, r, 4.1665795894e-2f);
+  p = madd(p, r, 1.6666665459e-1f);
+  p = madd(p, r, 5.0000001201e-1f);
+  float y = madd(p, r * r, r) + 1.0f;
+  const int32_t n1 = n / 2, n2 = n - n1;
+  y = y * float_from_bits((n1 + 127) << 23) * float_from_bits((n2 + 127) << 23);
+  return nan ? x : y;
+}
+
+inline float tanh_f32(float x) {
+  // Cephes' tanhf: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above.
+  const float a = std::fabs(x), z = a * a;
+  float p = -5.70498872745e-3f;
+  p = madd(p, z, 2.06390887954e-2f);
+  p = madd(p, z, -5.37397155531e-2f);
+  p = madd(p, z, 1.33314422036e-1f);
+  p = madd(p, z, -3.33332819422e-1f);
+  const float small = madd(p * z, a, a);
+  const float big = 1.0f - 2.0f / (exp_f32(2.0f * a) + 1.0f);
+  return std::copysign(a < 0.625f ? small : big, x);
+}
+
+inline float erf_f32(float x) {
+  // Minimax fits on two intervals (N. Juffa's erff): odd polynomial below
+  // 0.9277, 1 - exp(poly(|x|)) above.
+  const float t = std::fabs(x), s = x * x;
+  float r = madd(-1.72853470e-5f, t, 3.83197126e-4f);
+  const float u = madd(-3.88396438e-3f, t, 2.42546219e-2f);
+  r = madd(r, s, u);
+  r = madd(r, t, -1.06777877e-1f);
+  r = madd(r, t, -6.34846687e-1f);
+  r = madd(r, t, -1.28717512e-1f);
+  r = madd(r, t, -t);
+  const float big = std::copysign(1.0f - exp_f32(r), x);
+  float q = -5.96761703e-4f;
+  q = madd(q, s, 4.99119423e-3f);
+  q = madd(q, s, -2.67681349e-2f);
+  q = madd(q, s, 1.12819925e-1f);
+  q = madd(q, s, -3.76125336e-1f);
+  q = madd(q, s, 1.28379166e-1f);
+  q = madd(q, x, x);
+  return t > 0.927734375f ? big : q;
+}
+
+template <class C>
+inline C exp_(C x) {
+  if constexpr (std::is_same_v<C, float>) return exp_f32(x);
+  else return std::exp(x);
+}
+template <class C>
+inline C tanh_(C x) {
+  if constexpr (std::is_same_v<C, float>) return tanh_f32(x);
+  else return std::tanh(x);
+}
+template <class C>
+inline C erf_(C x) {
+  if constexpr (std::is_same_v<C, float>) return erf_f32(x);
+  else return std::erf(x);
+}
 
 template <UnaryOp op, class C>
 inline C unary_apply(C x) {
@@ -17,7 +120,7 @@ inline C unary_apply(C x) {
       case UnaryOp::Neg: return -x;
       case UnaryOp::Abs: return std::abs(x);
       case UnaryOp::Sign: return C((x > 0) - (x < 0));  // NaN -> 0, like PyTorch
-      case UnaryOp::Exp: return std::exp(x);
+      case UnaryOp::Exp: return exp_(x);
       case UnaryOp::Log: return std::log(x);
       case UnaryOp::Log1p: return std::log1p(x);
       case UnaryOp::Expm1: return std::expm1(x);
@@ -27,16 +130,16 @@ inline C unary_apply(C x) {
       case UnaryOp::Reciprocal: return C(1) / x;
       case UnaryOp::Sin: return std::sin(x);
       case UnaryOp::Cos: return std::cos(x);
-      case UnaryOp::Tanh: return std::tanh(x);
-      case UnaryOp::Sigmoid: return C(1) / (C(1) + std::exp(-x));
+      case UnaryOp::Tanh: return tanh_(x);
+      case UnaryOp::Sigmoid: return C(1) / (C(1) + exp_(-x));
       case UnaryOp::Relu: return x > C(0) ? x : (x != x ? x : C(0));
-      case UnaryOp::GeluErf: return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2)));
+      case UnaryOp::GeluErf: return C(0.5) * x * (C(1) + erf_(x * C(M_SQRT1_2)));
       case UnaryOp::GeluTanh: {
         const C k = C(M_SQRT2 * M_2_SQRTPI * 0.5);
-        return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+        return C(0.5) * x * (C(1) + tanh_(k * (x + C(0.044715) * x * x * x)));
       }
-      case UnaryOp::Silu: return x / (C(1) + std::exp(-x));
-      case UnaryOp::Erf: return std::erf(x);
+      case UnaryOp::Silu: return x / (C(1) + exp_(-x));
+      case UnaryOp::Erf: return erf_(x);
       case UnaryOp::Floor: return std::floor(x);
       case UnaryOp::Ceil: return std::ceil(x);
       case UnaryOp::Round: return std::nearbyint(x);

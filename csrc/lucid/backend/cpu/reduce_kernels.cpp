@@ -7,6 +7,7 @@
 
 #include "lucid/backend/cpu/dispatch.h"
 #include "lucid/backend/cpu/layout.h"
+#include "lucid/backend/cpu/math.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/primitives.h"
@@ -241,33 +242,54 @@ void arg_reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, cons
 LUCID_REGISTER_KERNEL(ArgReduce, CPU, arg_reduce_kernel);
 
 // ----------------------------------------------------------------- Softmax
+// Max and sum of a buffer with 8 independent lanes, so the loops vectorise
+// (a single running float max or sum is a serial dependency chain).
+template <class A>
+A lanes_max(const A* v, int64_t n) {
+  A m[8];
+  for (int j = 0; j < 8; ++j) m[j] = -std::numeric_limits<A>::infinity();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) m[j] = v[k + j] > m[j] ? v[k + j] : m[j];
+  for (; k < n; ++k) m[0] = v[k] > m[0] ? v[k] : m[0];
+  A r = m[0];
+  for (int j = 1; j < 8; ++j) r = m[j] > r ? m[j] : r;
+  return r;
+}
+
+template <class A>
+A lanes_sum(const A* v, int64_t n) {
+  A s[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) s[j] += v[k + j];
+  for (; k < n; ++k) s[0] += v[k];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, int64_t inner, bool log) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-    std::vector<A> buf(static_cast<size_t>(r));
+    std::vector<A> row(static_cast<size_t>(r)), ex(static_cast<size_t>(r));
     for (int64_t q = b; q < e; ++q) {
       const int64_t oi = q / inner, ii = q % inner;
       const T* xs = x + oi * r * inner + ii;
       T* ys = y + oi * r * inner + ii;
-      A mx = -std::numeric_limits<A>::infinity();
-      for (int64_t k = 0; k < r; ++k) {
-        buf[k] = A(load(xs, k * inner));
-        mx = std::max(mx, buf[k]);
-      }
+      A* __restrict rw = row.data();
+      A* __restrict ev = ex.data();
+      for (int64_t k = 0; k < r; ++k) rw[k] = A(load(xs, k * inner));
+      // A NaN anywhere makes the sum NaN, so the whole row is NaN (PyTorch too).
+      A mx = lanes_max(rw, r);
       if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf row: keep exp() well-defined
-      A total = 0;
-      for (int64_t k = 0; k < r; ++k) {
-        const A ev = std::exp(buf[k] - mx);
-        total += ev;
-        if (!log) buf[k] = ev;
-      }
+      for (int64_t k = 0; k < r; ++k) ev[k] = exp_(rw[k] - mx);
+      const A total = lanes_sum(ev, r);
       if (log) {
-        const A lse = std::log(total);
-        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, buf[k] - mx - lse);
+        const A lse = std::log(total);  // subtracted after mx: x - mx is exact near large maxima
+        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, (rw[k] - mx) - lse);
       } else {
         const A inv = A(1) / total;
-        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, buf[k] * inv);
+        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, ev[k] * inv);
       }
     }
   });
