@@ -485,3 +485,16 @@ def test_failed_op_changes_nothing():
         x.add_(lucid.ones(4))
     np.testing.assert_array_equal(x.numpy(), before)
     assert x._version() == 0
+
+
+@pytest.mark.parametrize("name,lo,hi,max_ulp", [("exp", -103.9, 88.7, 1.5), ("tanh", -10, 10, 1.5),
+                                                ("erf", -5, 5, 1.5), ("sigmoid", -30, 30, 2.5)])
+def test_float32_transcendental_accuracy(name, lo, hi, max_ulp):
+    """float32 exp/tanh/erf are Lucid's own vectorisable approximations: keep
+    them within ~1 ulp of the exact (float64) values over their whole range,
+    subnormal results included."""
+    x = np.linspace(lo, hi, 200001, dtype=np.float32)
+    got = getattr(lucid, name)(lucid.tensor(x)).numpy().astype(np.float64)
+    ref = getattr(torch, name)(torch.from_numpy(x).double()).numpy()
+    ulp = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
+    assert (np.abs(got - ref) / ulp).max() <= max_ulp
