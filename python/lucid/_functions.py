@@ -19,7 +19,7 @@ __all__ = [
     "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
     "dot", "outer", "square", "sort", "topk", "cumsum", "unbind", "movedim", "swapaxes", "t", "dist",
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
-    "can_cast",
+    "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_",
 ]
 
 
@@ -179,6 +179,27 @@ def clamp(input, min=None, max=None):  # noqa: A001,A002
 
 
 clip = clamp
+
+
+# In-place forms PyTorch also exposes as functions.
+def clamp_(input, min=None, max=None):  # noqa: A001,A002
+    return input.clamp_(min, max)
+
+
+def zero_(input):  # noqa: A002
+    return input.zero_()
+
+
+def fill_(input, value):  # noqa: A002
+    return input.fill_(value)
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+def detach_(input):  # noqa: A002
+    return input.detach_()
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002

@@ -210,6 +210,9 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide",
 
 
 
+_method("where", lambda self, condition, other: F.where(condition, self, other))
+
+
 @_method("reshape")
 def _reshape(self, *shape):
     return _C.reshape(self, as_shape(shape))
