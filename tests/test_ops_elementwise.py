@@ -375,6 +375,8 @@ def test_where_scalars_and_promotion():
     check(lambda m, cond: m.where(cond, 1.0, 0.0), c, grad=False)
     check(lambda m, cond: m.where(cond, 1, 0), c, grad=False)
     check(lambda m, a, b: m.where(a > 0, a, b), x, rnd(5, seed=8))
+    check(lambda m, a, b: a.where(a > 0, b), x, rnd(5, seed=8))
+    check(lambda m, a: a.where(a > 0, 0.5), x)
 
 
 def test_where_gradcheck():

@@ -233,3 +233,35 @@ def test_assert_close_detects_mismatches():
         assert_close(lucid.tensor([1, 2]), torch.tensor([1, 3]))
     with pytest.raises(AssertionError, match="grad"):
         check(lambda m, a: a * 2 if m is torch else a * 2 + (a * 0.01 - (a * 0.01).detach()), rnd(3))
+
+
+SURFACE = """add sub mul div floor_divide remainder pow neg abs exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid
+relu erf clamp clamp_ where maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor logical_not
+isfinite isnan isinf sum mean var std max min argmax argmin prod logsumexp all any norm matmul reshape view flatten
+squeeze unsqueeze permute transpose expand broadcast_to cat stack split chunk index_select gather scatter
+scatter_add masked_fill tril triu softmax log_softmax add_ mul_ zero_ fill_ copy_ zeros ones full empty arange
+linspace eye randn rand randint zeros_like ones_like full_like empty_like rand_like randn_like manual_seed
+from_numpy tensor no_grad enable_grad set_grad_enabled is_grad_enabled numpy item tolist size numel dim to clone
+detach detach_ contiguous requires_grad_ retain_grad backward float double half bfloat16 long int bool
+__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__ __rfloordiv__ __mod__
+__rmod__ __pow__ __rpow__ __matmul__ __neg__ __abs__ __invert__ __and__ __or__ __xor__ __eq__ __ne__ __lt__
+__le__ __gt__ __ge__ __getitem__ __setitem__ __iadd__ __isub__ __imul__ __itruediv__ __len__ __iter__
+__bool__ __float__ __int__ __index__ __repr__""".split()
+
+
+@pytest.mark.parametrize("name", SURFACE)
+def test_surface_exists_with_torch_names(name):
+    """Wherever torch has the name (as a function or a Tensor method), lucid has it too."""
+    assert hasattr(torch, name) or hasattr(torch.Tensor, name), name
+    if hasattr(torch, name):
+        assert hasattr(lucid, name), f"lucid.{name} is missing"
+    if hasattr(torch.Tensor, name):
+        assert hasattr(lucid.Tensor, name), f"lucid.Tensor.{name} is missing"
+    for attr in ("T", "mT", "shape", "ndim", "dtype", "device", "grad", "grad_fn", "is_leaf", "requires_grad"):
+        assert hasattr(lucid.ones(2, 2), attr)
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu", "softplus", "relu", "softmax", "log_softmax", "one_hot"])
+def test_nn_functional_names(name):
+    lf = pytest.importorskip("lucid.nn.functional")
+    assert hasattr(lf, name)
