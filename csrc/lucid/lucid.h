@@ -15,6 +15,7 @@
 //                           reductions, matmul, shape, indexing, softmax,
 //                           in-place) and the C++ operators on tensors
 //   lucid/ops/conv.h        linear, conv1d/conv2d, max/avg pooling
+//   lucid/api/data.h        from_vector(), to_vector(), item()
 //   lucid/api/autograd.h    backward(), grad(), GradModeGuard, NoGradGuard
 //   lucid/api/optimizer.h   optim::Optimizer: torch.optim's kinds, default
 //                           options, param groups, step(), zero_grad()
@@ -28,6 +29,7 @@
 //   lucid/backend/cpu/parallel.h  cpu::set_num_threads / num_threads
 #include "lucid/api/autograd.h"
 #include "lucid/api/compile.h"
+#include "lucid/api/data.h"
 #include "lucid/api/optimizer.h"
 #include "lucid/api/serialization.h"
 #include "lucid/autograd/grad_mode.h"
@@ -45,6 +47,7 @@
 #include "lucid/graph/trace.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/conv.h"
+#include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/engine.h"
 #include "lucid/optim/hyper.h"

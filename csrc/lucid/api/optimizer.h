@@ -25,6 +25,7 @@ namespace lucid::optim {
 struct OptionValue {
   std::vector<double> values;
   std::vector<bool> integral;
+  OptionValue() = default;  // no value (what map::operator[] inserts)
   OptionValue(double v) : values{v}, integral{false} {}                // NOLINT
   OptionValue(int v) : values{double(v)}, integral{true} {}            // NOLINT
   OptionValue(int64_t v) : values{double(v)}, integral{true} {}        // NOLINT

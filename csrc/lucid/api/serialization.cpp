@@ -149,6 +149,7 @@ Value& Value::set(Value key, Value value) {
 }
 
 const Value& Value::operator[](size_t index) const {
+  if (kind_ == Kind::Dict) return at(Value(int64_t(index)));  // an int key (optimizer state)
   const auto& e = elements();
   if (index >= e.size()) fail<IndexError>(kind_name(), " index ", index, " out of range for ", e.size(), " elements");
   return e[index];

@@ -83,7 +83,8 @@ class Value {
   const Value& at(const Value& key) const;
   const Value& operator[](const Value& key) const { return at(key); }
   Value& set(Value key, Value value);
-  // List/tuple element; IndexError when out of range.
+  // List/tuple element (IndexError when out of range); on a dict, the
+  // value of that int key.
   const Value& operator[](size_t index) const;
   const Value& operator[](int index) const { return (*this)[size_t(index)]; }
 

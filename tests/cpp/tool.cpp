@@ -1,0 +1,113 @@
+// A command-line driver for tests/test_cpp_api.py, which checks the C++ API
+// against Python:
+//   lucid_cpp_tool defaults          torch's default options per kind, as JSON
+//   lucid_cpp_tool roundtrip IN OUT  load IN (written by lucid.save), save OUT
+//   lucid_cpp_tool errors            one line per error case: name, kind, message
+// An exception ends the program with "<Python exception name>: <message>".
+#include <lucid/lucid.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+using lucid::Tensor;
+
+namespace {
+
+// The Python exception each core error becomes (csrc/python/errors.cpp).
+template <class F>
+bool report(F&& fn, std::string& kind, std::string& message) {
+  try {
+    fn();
+    return false;
+  } catch (const lucid::CheckpointError& e) {
+    kind = "CheckpointError", message = e.what();
+  } catch (const lucid::InvalidArgument& e) {
+    kind = "InvalidArgument", message = e.what();
+  } catch (const lucid::TypeError& e) {
+    kind = "TypeError", message = e.what();
+  } catch (const lucid::IndexError& e) {
+    kind = "IndexError", message = e.what();
+  } catch (const lucid::NotImplementedError& e) {
+    kind = "NotImplementedError", message = e.what();
+  } catch (const lucid::Error& e) {
+    kind = "RuntimeError", message = e.what();
+  }
+  return true;
+}
+
+void print_defaults() {
+  const char* kinds[] = {"sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta",
+                         "adamax", "nadam", "radam", "asgd", "rprop"};
+  std::printf("{");
+  bool first_kind = true;
+  for (const char* kind : kinds) {
+    std::printf("%s\"%s\": {", first_kind ? "" : ", ", kind);
+    first_kind = false;
+    bool first = true;
+    for (const auto& [key, v] : lucid::optim::default_options(kind)) {
+      std::printf("%s\"%s\": ", first ? "" : ", ", key.c_str());
+      first = false;
+      if (v.values.size() != 1) std::printf("[");
+      for (size_t k = 0; k < v.values.size(); ++k)
+        std::printf("%s%s", k ? ", " : "",
+                    v.integral[k] ? std::to_string(int64_t(v.values[k])).c_str()
+                                  : lucid::optim::py_float_repr(v.values[k]).c_str());
+      if (v.values.size() != 1) std::printf("]");
+    }
+    std::printf("}");
+  }
+  std::printf("}\n");
+}
+
+void print_errors() {
+  Tensor p = lucid::zeros({2});
+  p.set_requires_grad(true);
+  const std::vector<std::pair<const char*, std::function<void()>>> cases = {
+      {"sgd_lr", [&] { lucid::optim::Optimizer("sgd", {p}, {{"lr", -1}}); }},
+      {"adam_betas", [&] { lucid::optim::Optimizer("adam", {p}, {{"betas", {0.9, 1.5}}}); }},
+      {"rmsprop_alpha", [&] { lucid::optim::Optimizer("rmsprop", {p}, {{"alpha", -0.5}}); }},
+      {"add_shapes", [] { lucid::add(lucid::ones({2, 3}), lucid::ones({4, 5})); }},
+      {"matmul_shapes", [] { lucid::matmul(lucid::ones({2, 3}), lucid::ones({4, 5})); }},
+      {"backward_non_scalar", [&] { lucid::autograd::backward(p * 2.0); }},
+      {"item_many", [] { lucid::item(lucid::ones({3})); }},
+      {"step_dtype", [&] {
+         lucid::optim::Optimizer opt("sgd", {p}, {{"lr", 0.1}});
+         lucid::compile::FusedStep step(
+             [&](const std::vector<Tensor>& in) { return lucid::sum(lucid::square(p - in[0])); }, opt);
+         step({lucid::ones({2})});
+         step({lucid::ones({2}, lucid::DType::Float64)});
+       }},
+  };
+  for (const auto& [name, fn] : cases) {
+    std::string kind = "none", message;
+    report(fn, kind, message);
+    std::printf("%s\t%s\t%s\n", name, kind.c_str(), message.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  std::string kind, message;
+  const bool failed = report([&] {
+    if (cmd == "defaults") {
+      print_defaults();
+    } else if (cmd == "roundtrip" && argc == 4) {
+      const lucid::Value v = lucid::load(argv[2]);
+      lucid::save(v, argv[3]);
+      std::printf("%s\n", v.repr().c_str());
+    } else if (cmd == "errors") {
+      print_errors();
+    } else {
+      throw lucid::InvalidArgument("usage: lucid_cpp_tool defaults | roundtrip IN OUT | errors");
+    }
+  }, kind, message);
+  if (failed) {
+    std::printf("%s: %s\n", kind.c_str(), message.c_str());
+    return 3;
+  }
+  return 0;
+}
