@@ -500,3 +500,16 @@ def test_float32_transcendental_accuracy(name, lo, hi, max_ulp):
     ref = getattr(torch, name)(torch.from_numpy(x).double()).numpy()
     ulp = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
     assert (np.abs(got - ref) / ulp).max() <= max_ulp
+
+
+def test_multithreaded_sizes():
+    """Sizes above the parallel grain, split across threads mid-row."""
+    a, b = rnd(301, 257, seed=1), rnd(257, seed=2)
+    check(lambda m, x, y: x * y + 1.0, a, b)
+    check(lambda m, x, y: x - y, a, rnd(301, 1, seed=3))
+    check(lambda m, x, y: m.maximum(x, y), rnd(7, 1, 40, 65, seed=4), rnd(3, 1, 1, seed=5), grad=False)
+    check(lambda m, x: m.where(x > 0, x, x * 0.1), a)
+    check(lambda m, x: m.tanh(x).sigmoid().exp(), a)
+    check(lambda m, x: x.to(m.float64) * 2, a)
+    check(lambda m, x: x.permute(1, 0) + 0.0, a)
+    check(lambda m, x: x[3:290:2, 1:] * 1.0, a)

@@ -310,3 +310,12 @@ def test_failed_scatter_changes_nothing():
         x.scatter_add_(0, lucid.tensor([0, 9]), lucid.ones(2))
     np.testing.assert_array_equal(x.numpy(), np.zeros(3))
     assert x._version() == 0
+
+
+def test_multithreaded_sizes():
+    x = rnd(500, 300, seed=40)
+    idx = np.random.default_rng(1).integers(0, 500, size=200)
+    check(lambda m, a: a.index_select(0, _idx(m, idx)), x)  # backward: index_add with repeats
+    check(lambda m, a: a[_idx(m, idx)] * 2, x)
+    check(lambda m, a: a.index_select(1, _idx(m, idx % 300)), x)
+    check(lambda m, a: a.gather(1, _idx(m, np.tile(idx % 300, (500, 1)))), x)

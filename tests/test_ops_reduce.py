@@ -322,3 +322,18 @@ def test_reduction_errors():
     _raises_like_torch(lambda m, a: m.amax(a, 0), rnd(0, 3), match="non-zero size|empty")
     _raises_like_torch(lambda m, a: m.softmax(a, 2), x, match="range")
     _raises_like_torch(lambda m, a: m.argmax(a, 5), x, match="range")
+
+
+def test_multithreaded_sizes():
+    """Reductions and softmax above the parallel grain (rows, columns, a
+    middle axis, non-adjacent axes)."""
+    x = rnd(64, 129, 33, seed=30)
+    for dims in [2, 0, 1, (0, 2), (0, 1, 2)]:
+        check(lambda m, a: a.sum(dims), x, rtol=1e-5)
+        check(lambda m, a: a.amax(dims), x)
+    check(lambda m, a: a.argmax(1), x, grad=False)
+    check(lambda m, a: a.max(0), x)
+    check(lambda m, a: m.softmax(a, -1), x)
+    check(lambda m, a: m.log_softmax(a, 1), x)
+    check(lambda m, a: a.var(0), x, rtol=1e-5)
+    check(lambda m, a, b: a @ b, rnd(8, 64, 48, seed=31), rnd(48, 40, seed=32), rtol=1e-5, atol=1e-5, grad_atol=1e-4)
