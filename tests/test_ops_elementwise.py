@@ -270,8 +270,9 @@ def test_promotion_tensor_tensor(da, db, shapes):
 
 @pytest.mark.parametrize("dtype", TENSOR_DTYPES)
 @pytest.mark.parametrize("scalar", [True, 2, -3, 2.5, 1e10])
-def test_promotion_tensor_python_scalar(dtype, scalar):
-    a = _values(dtype, (4,), 3)
+@pytest.mark.parametrize("shape", [(4,), ()])
+def test_promotion_tensor_python_scalar(dtype, scalar, shape):
+    a = _values(dtype, shape, 3)
     for fn in [lambda m, x: x + scalar, lambda m, x: scalar * x, lambda m, x: x / scalar, lambda m, x: x > scalar,
                lambda m, x: m.maximum(x, m.tensor(scalar)), lambda m, x: m.where(x > 1, x, scalar)]:
         if isinstance(scalar, float) and scalar > 1e5 and dtype in ("float16",):
