@@ -73,11 +73,13 @@ void print_errors() {
       {"backward_non_scalar", [&] { lucid::autograd::backward(p * 2.0); }},
       {"item_many", [] { lucid::item(lucid::ones({3})); }},
       {"step_dtype", [&] {
-         lucid::optim::Optimizer opt("sgd", {p}, {{"lr", 0.1}});
+         Tensor w = lucid::zeros({2, 2});
+         w.set_requires_grad(true);
+         lucid::optim::Optimizer opt("sgd", {w}, {{"lr", 0.1}});
          lucid::compile::FusedStep step(
-             [&](const std::vector<Tensor>& in) { return lucid::sum(lucid::square(p - in[0])); }, opt);
-         step({lucid::ones({2})});
-         step({lucid::ones({2}, lucid::DType::Float64)});
+             [&](const std::vector<Tensor>& in) { return lucid::sum(lucid::square(lucid::matmul(in[0], w))); }, opt);
+         step({lucid::ones({1, 2})});
+         step({lucid::ones({1, 2}, lucid::DType::Float64)});
        }},
   };
   for (const auto& [name, fn] : cases) {
