@@ -554,16 +554,22 @@ def _setitem(self, key, value):
         return
     lead = []
     for k in items:
-        if isinstance(k, Tensor):
-            lead.append(k)
-        elif isinstance(k, slice) and k == slice(None):
+        if not isinstance(k, Tensor):
             break
-        else:
-            raise NotImplementedError("assignment with advanced indices mixed with ints, slices or None is not "
-                                      "supported; index with tensors only (optionally followed by ':')")
-    if builtins.any(not (isinstance(k, slice) and k == slice(None)) for k in items[len(lead):]):
-        raise NotImplementedError("assignment with advanced indices followed by partial slices is not supported")
-    _C.assign_(self, _C.index_put(_source(self, value), lead, value, False))
+        lead.append(k)
+    if builtins.all(isinstance(k, slice) and k == slice(None) for k in items[len(lead):]):
+        # Index tensors over the leading dims: one index_put.
+        _C.assign_(self, _C.index_put(_source(self, value), lead, value, False))
+        return
+    # Any other mix: the flat positions that reading x[key] would select,
+    # found by indexing an arange with the same key, receive the values.
+    pos = _C.reshape(_C.arange(0.0, builtins.float(self.numel()), 1.0, _C.dtype.int64, self.device),
+                     list(self.shape))
+    sel = _getitem(pos, key)
+    v = _C.broadcast_to(_C.cast(value, self.dtype), list(sel.shape))
+    flat = _C.reshape(_source(self, value), [self.numel()])
+    out = _C.index_put(flat, [_C.reshape(sel, [sel.numel()])], _C.reshape(v, [sel.numel()]), False)
+    _C.assign_(self, _C.reshape(out, list(self.shape)))
 
 
 # ---------------------------------------------------------------------- repr
