@@ -171,6 +171,37 @@ def test_setitem_mask_and_index_tensors():
     check(mask_rows, rnd(3, 4, seed=14))
 
 
+MIXED_SET_KEYS = [
+    lambda m: (slice(None), _idx(m, [3, 0])),
+    lambda m: (0, _idx(m, [1, 2])),
+    lambda m: (_idx(m, [2, 0]), slice(1, 3)),
+    lambda m: (_idx(m, [0, 2]), slice(None), _idx(m, [1, 4])),
+    lambda m: (Ellipsis, _idx(m, [4, 0, 1])),
+    lambda m: (slice(None), _idx(m, [True, False, True, False])),
+    lambda m: (1, slice(None), _idx(m, [[0], [3]])),
+    lambda m: (None, _idx(m, [1]), 2),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MIXED_SET_KEYS)))
+def test_setitem_advanced_mixed_with_basic(k):
+    def fn(m, a, v):
+        b = a * 1.0
+        key = MIXED_SET_KEYS[k](m)
+        b[key] = v * 1.0 if v.shape == b[key].shape else v.sum() * 1.0
+        return b
+
+    check(fn, rnd(3, 4, 5, seed=30), rnd(seed=31))
+
+    def tensor_value(m, a):
+        b = a.clone()
+        key = MIXED_SET_KEYS[k](m)
+        b[key] = m.arange(float(b[key].numel())).reshape(b[key].shape)
+        return b
+
+    check(tensor_value, rnd(3, 4, 5, seed=30))
+
+
 def test_setitem_dtype_cast_and_int_tensor():
     x = lucid.zeros(2, 3, dtype=lucid.int64)
     x[0, 1] = 7.9  # truncated toward zero, like torch
