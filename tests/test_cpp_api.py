@@ -46,41 +46,43 @@ def _run(cmd, cwd=None, timeout=900):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def _build(out):
-    """Configures and builds tests/cpp and examples/cpp into `out`; returns
-    {"ok": bool, "skip": reason or None, "log": text, "seconds": s}."""
-    prefix, reason = _prefix_path()
-    if reason:
-        return {"ok": False, "skip": reason}
-    cmake = shutil.which("cmake")
-    if not cmake:
-        return {"ok": False, "skip": "cmake is not installed"}
-    if not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
-        return {"ok": False, "skip": "no C++ compiler"}
+def _build_project(cmake, src, build, prefix):
+    """Configures and builds one CMake project: {"ok", "skip", "log"}."""
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    start = time.perf_counter()
-    log = []
-    for name, src in (("tests", ROOT / "tests" / "cpp"), ("examples", ROOT / "examples" / "cpp")):
-        build = out / name
-        r = _run([cmake, "-S", str(src), "-B", str(build), *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
-                  "-DCMAKE_BUILD_TYPE=Release"])
-        log.append(r.stdout + r.stderr)
-        if r.returncode != 0:
-            text = r.stdout + r.stderr
-            if "doctest" in text and "Could not find a package configuration file" in text:
-                return {"ok": False, "skip": "doctest is not installed (apt-get install doctest-dev)"}
-            return {"ok": False, "skip": None, "log": "\n".join(log)}
-        r = _run([cmake, "--build", str(build), "--parallel", "2"])
-        log.append(r.stdout + r.stderr)
-        if r.returncode != 0:
-            return {"ok": False, "skip": None, "log": "\n".join(log)}
-    return {"ok": True, "skip": None, "log": "\n".join(log), "seconds": time.perf_counter() - start}
+    # no build type: unoptimised test code compiles fastest (the library is optimised)
+    r = _run([cmake, "-S", str(src), "-B", str(build), *generator, f"-DCMAKE_PREFIX_PATH={prefix}"])
+    log = r.stdout + r.stderr
+    if r.returncode != 0:
+        if "doctest" in log and "Could not find a package configuration file" in log:
+            return {"ok": False, "skip": "doctest is not installed (apt-get install doctest-dev)", "log": log}
+        return {"ok": False, "skip": None, "log": log}
+    r = _run([cmake, "--build", str(build), "--parallel", "2"])
+    log += r.stdout + r.stderr
+    return {"ok": r.returncode == 0, "skip": None, "log": log}
+
+
+def _build(out):
+    """Builds examples/cpp and tests/cpp into `out`: {name: status}."""
+    prefix, reason = _prefix_path()
+    cmake = shutil.which("cmake")
+    if not reason and not cmake:
+        reason = "cmake is not installed"
+    if not reason and not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
+        reason = "no C++ compiler"
+    result = {}
+    for name in ("examples", "tests"):
+        start = time.perf_counter()
+        if reason:
+            result[name] = {"ok": False, "skip": reason, "log": ""}
+        else:
+            result[name] = _build_project(cmake, ROOT / name / "cpp", out / name, prefix)
+        result[name]["seconds"] = time.perf_counter() - start
+    return result
 
 
 @pytest.fixture(scope="session")
-def cpp(tmp_path_factory):
-    """The build directory, built once per run (pytest-xdist workers share it
-    under a lock)."""
+def _cpp_build(tmp_path_factory):
+    """Builds once per run (pytest-xdist workers share the build under a lock)."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
@@ -94,20 +96,38 @@ def cpp(tmp_path_factory):
         else:
             result = _build(out)
             marker.write_text(json.dumps(result))
-    if result["skip"]:
-        pytest.skip(result["skip"])
-    if not result["ok"]:
-        pytest.fail("building the C++ tests and examples failed:\n" + result["log"][-20000:])
-    return out
+    return out, result
+
+
+def _built(build, name):
+    out, result = build
+    status = result[name]
+    if status["skip"]:
+        pytest.skip(status["skip"])
+    if not status["ok"]:
+        pytest.fail(f"building {name}/cpp against the installed package failed:\n" + status["log"][-20000:])
+    return out / name
+
+
+@pytest.fixture
+def cpp(_cpp_build):
+    """The build of tests/cpp (needs doctest)."""
+    return _built(_cpp_build, "tests")
+
+
+@pytest.fixture
+def examples(_cpp_build):
+    """The build of examples/cpp (needs only the installed package)."""
+    return _built(_cpp_build, "examples")
 
 
 def _tool(cpp, *args):
-    return _run([str(cpp / "tests" / "lucid_cpp_tool"), *map(str, args)])
+    return _run([str(cpp / "lucid_cpp_tool"), *map(str, args)])
 
 
 # ----------------------------------------------------------------- unit tests
 def test_cpp_unit_tests(cpp):
-    r = _run([str(cpp / "tests" / "lucid_cpp_tests"), "--no-colors"])
+    r = _run([str(cpp / "lucid_cpp_tests"), "--no-colors"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert "test cases:" in r.stdout and "0 failed" in r.stdout, r.stdout
 
@@ -290,9 +310,9 @@ def test_damaged_checkpoints_give_python_s_messages(cpp, tmp_path):
 
 
 # ------------------------------------------------------------------- examples
-def test_example_trains_and_python_loads_the_checkpoint(cpp, tmp_path):
+def test_example_trains_and_python_loads_the_checkpoint(examples, tmp_path):
     ckpt = tmp_path / "mlp.lucid"
-    r = _run([str(cpp / "examples" / "train_mlp"), str(ckpt), "120"])
+    r = _run([str(examples / "train_mlp"), str(ckpt), "120"])
     assert r.returncode == 0, r.stdout + r.stderr
     losses = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("step")]
     assert len(losses) == 7  # steps 1, 20, ..., 120
@@ -311,13 +331,13 @@ def test_example_trains_and_python_loads_the_checkpoint(cpp, tmp_path):
     assert loss < losses[0]
 
 
-def test_example_runs_a_python_checkpoint(cpp, tmp_path):
+def test_example_runs_a_python_checkpoint(examples, tmp_path):
     lucid.manual_seed(3)
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
     x = lucid.randn(5, 4)
     ckpt = tmp_path / "from_python.lucid"
     lucid.save({"model": model.state_dict(), "input": x}, ckpt)
-    r = _run([str(cpp / "examples" / "load_checkpoint"), str(ckpt)])
+    r = _run([str(examples / "load_checkpoint"), str(ckpt)])
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["0.weight", "[16,", "4]", "float32"]
@@ -329,6 +349,6 @@ def test_example_runs_a_python_checkpoint(cpp, tmp_path):
 
     # a damaged file: the C++ program reports Python's message
     ckpt.write_bytes(ckpt.read_bytes()[:-1])
-    r = _run([str(cpp / "examples" / "load_checkpoint"), str(ckpt)])
+    r = _run([str(examples / "load_checkpoint"), str(ckpt)])
     assert r.returncode == 1
     assert r.stderr.strip() == "error: " + _python_error(lambda: lucid.load(ckpt))[1]
