@@ -756,6 +756,12 @@ def update_readme(out_dir):
 
 # -- main ---------------------------------------------------------------------
 
+def _usable_cpus():
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -768,8 +774,8 @@ def build_parser():
                         "(see --list)")
     p.add_argument("--steps", type=int, default=30, help="timed steps per variant (default 30)")
     p.add_argument("--warmup", type=int, default=5, help="warm-up steps after the first call (default 5)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="threads for every framework (default: all logical CPUs)")
+    p.add_argument("--threads", type=int, default=_usable_cpus(),
+                   help="threads for every framework (default: every CPU this process may use)")
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds a variant may take in all, first call included (default 900; "
                         "torch.compile on a small CPU box is slow)")
