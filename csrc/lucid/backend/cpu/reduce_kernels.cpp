@@ -267,18 +267,18 @@ A lanes_sum(const A* v, int64_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+// Softmax over contiguous rows (inner == 1).
 template <class T>
-void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, int64_t inner, bool log) {
+void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, bool log) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
     std::vector<A> row(static_cast<size_t>(r)), ex(static_cast<size_t>(r));
     for (int64_t q = b; q < e; ++q) {
-      const int64_t oi = q / inner, ii = q % inner;
-      const T* xs = x + oi * r * inner + ii;
-      T* ys = y + oi * r * inner + ii;
+      const T* xs = x + q * r;
+      T* ys = y + q * r;
       A* __restrict rw = row.data();
       A* __restrict ev = ex.data();
-      for (int64_t k = 0; k < r; ++k) rw[k] = A(load(xs, k * inner));
+      for (int64_t k = 0; k < r; ++k) rw[k] = A(load(xs, k));
       // A NaN anywhere makes the sum NaN, so the whole row is NaN (PyTorch too).
       A mx = lanes_max(rw, r);
       if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf row: keep exp() well-defined
@@ -286,10 +286,62 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, int64_t inner, boo
       const A total = lanes_sum(ev, r);
       if (log) {
         const A lse = std::log(total);  // subtracted after mx: x - mx is exact near large maxima
-        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, (rw[k] - mx) - lse);
+        for (int64_t k = 0; k < r; ++k) store(ys, k, (rw[k] - mx) - lse);
       } else {
         const A inv = A(1) / total;
-        for (int64_t k = 0; k < r; ++k) store(ys, k * inner, ev[k] * inv);
+        for (int64_t k = 0; k < r; ++k) store(ys, k, ev[k] * inv);
+      }
+    }
+  });
+}
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Softmax along a dim with `inner` > 1 elements after it: a block of
+// adjacent columns at a time, walking memory in order (a column at a time
+// would touch one element per cache line).
+template <class T>
+void softmax_columns(const T* x, T* y, int64_t outer, int64_t r, int64_t inner, bool log) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  constexpr int64_t kCols = 256;
+  const int64_t blocks = (inner + kCols - 1) / kCols;
+  parallel_for(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(r * kCols, 1)),
+               [&](int64_t b, int64_t e) {
+    A mx[kCols], sum[kCols];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t oi = t / blocks, i0 = (t % blocks) * kCols, cnt = std::min(kCols, inner - i0);
+      const T* xs = x + oi * r * inner + i0;
+      T* ys = y + oi * r * inner + i0;
+      for (int64_t i = 0; i < cnt; ++i) mx[i] = -std::numeric_limits<A>::infinity();
+      for (int64_t k = 0; k < r; ++k)
+        for (int64_t i = 0; i < cnt; ++i) {
+          const A v = A(load(xs + k * inner, i));
+          mx[i] = v > mx[i] ? v : mx[i];
+        }
+      for (int64_t i = 0; i < cnt; ++i) {
+        if (std::isinf(mx[i]) && mx[i] < 0) mx[i] = 0;
+        sum[i] = 0;
+      }
+      for (int64_t k = 0; k < r; ++k)
+        for (int64_t i = 0; i < cnt; ++i) {
+          const A ev = exp_(A(load(xs + k * inner, i)) - mx[i]);
+          sum[i] += ev;
+          if (!log) store(ys + k * inner, i, ev);
+        }
+      if (log) {
+        for (int64_t i = 0; i < cnt; ++i) sum[i] = std::log(sum[i]);
+        for (int64_t k = 0; k < r; ++k)
+          for (int64_t i = 0; i < cnt; ++i) store(ys + k * inner, i, (A(load(xs + k * inner, i)) - mx[i]) - sum[i]);
+      } else {
+        for (int64_t i = 0; i < cnt; ++i) sum[i] = A(1) / sum[i];
+        for (int64_t k = 0; k < r; ++k)
+          for (int64_t i = 0; i < cnt; ++i) {
+            // Rescale what the pass above stored; 16-bit outputs were rounded
+            // there, so they recompute exp instead of rounding twice.
+            const A ev = is_half_v<T> ? exp_(A(load(xs + k * inner, i)) - mx[i]) : A(load(ys + k * inner, i));
+            store(ys + k * inner, i, ev * sum[i]);
+          }
       }
     }
   });
@@ -301,7 +353,10 @@ void softmax_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
   int64_t outer = 1, r = 1, inner = 1;
   for (int d = 0; d < int(s.size()); ++d) (d < sm.axis ? outer : (d == sm.axis ? r : inner)) *= s[d];
   LUCID_DISPATCH_FLOAT(in[0].meta->dtype, "softmax", [&] {
-    softmax_rows<T>(static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data), outer, r, inner, sm.log);
+    const T* x = static_cast<const T*>(in[0].data);
+    T* y = static_cast<T*>(out[0].data);
+    if (inner == 1) softmax_rows<T>(x, y, outer, r, sm.log);
+    else softmax_columns<T>(x, y, outer, r, inner, sm.log);
   });
 }
 LUCID_REGISTER_KERNEL(Softmax, CPU, softmax_kernel);
