@@ -337,3 +337,15 @@ def test_multithreaded_sizes():
     check(lambda m, a: m.log_softmax(a, 1), x)
     check(lambda m, a: a.var(0), x, rtol=1e-5)
     check(lambda m, a, b: a @ b, rnd(8, 64, 48, seed=31), rnd(48, 40, seed=32), rtol=1e-5, atol=1e-5, grad_atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_softmax_inner_dims(name, dtype):
+    """Softmax over a dim with many columns after it (blocks of columns)."""
+    x = rnd(3, 7, 300, seed=33) * 4
+    x[0, :, 5] = [1000.0, -1000.0, 0.0, 1.0, 2.0, 3.0, 999.0]
+    tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(dtype)
+    check(lambda m, a: getattr(m, name)(a, 1), x, dtypes=[dtype], rtol=tol, atol=tol, grad_rtol=3e-2 if tol else None,
+          grad_atol=3e-2 if tol else None)
+    check(lambda m, a: getattr(m, name)(a, 0), x, dtypes=[dtype], rtol=tol, atol=tol, grad=False)
