@@ -330,6 +330,19 @@ def test_example_trains_and_python_loads_the_checkpoint(examples, tmp_path):
     assert loss == pytest.approx(ck["eval_loss"], rel=1e-5)
     assert loss < losses[0]
 
+    # the Adam state carries over: Python resumes where C++ stopped
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    opt.load_state_dict(ck["optimizer"])
+    assert opt.param_groups[0]["lr"] == 1e-2
+    assert opt.param_groups[0]["betas"] == (0.9, 0.999)
+    sd = opt.state_dict()
+    assert float(sd["state"][0]["step"]) == 120
+    np.testing.assert_array_equal(sd["state"][3]["exp_avg_sq"], ck["optimizer"]["state"][3]["exp_avg_sq"].numpy())
+    opt.zero_grad()
+    F.cross_entropy(model(x), labels).backward()
+    opt.step()
+    assert float(opt.state_dict()["state"][0]["step"]) == 121
+
 
 def test_example_runs_a_python_checkpoint(examples, tmp_path):
     lucid.manual_seed(3)

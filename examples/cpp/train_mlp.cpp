@@ -5,6 +5,8 @@
 //   ck = lucid.load("mlp.lucid")
 //   model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
 //   model.load_state_dict(ck["model"])
+//   opt = lucid.optim.Adam(model.parameters(), lr=1e-2)
+//   opt.load_state_dict(ck["optimizer"])      # resumes where C++ stopped
 //
 // Usage: train_mlp [checkpoint path] [steps]
 #include <lucid/lucid.h>
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
                 (unsigned long long)info.misses, info.compile_seconds);
 
     lucid::save(lucid::Value::dict({{"model", model.state_dict()},
+                                    {"optimizer", opt.state_dict()},
                                     {"data", lucid::Value::dict({{"x", x}, {"labels", labels}})},
                                     {"steps", steps},
                                     {"eval_loss", eval_loss}}),

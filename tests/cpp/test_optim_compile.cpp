@@ -1,5 +1,8 @@
 // The engine optimizers and the compiled steps: a FusedStep and a
 // CompiledOptimizer match the eager loop they replace, step for step.
+#include <unistd.h>
+
+#include <cstdio>
 #include <map>
 
 #include "helpers.h"
@@ -290,4 +293,46 @@ TEST_CASE("eager and compiled steps share the optimizer state") {
   for (int i = 0; i < 2; ++i) check_close(step({d.x, d.y}), eager_step(oa, a, d));  // ...then fused
   check_same_state(ob, oa);
   CHECK(ob.engine(0).state(0).step == 4);
+}
+
+TEST_CASE("optimizer state_dict: save, load into a fresh optimizer, resume exactly") {
+  const Batch d = batch(11);
+  Net a(12), b(12);
+  Optimizer oa("adam", std::vector<lucid::optim::ParamGroup>{{{a.w1, a.b1}, {{"lr", 0.02}}}, {{a.w2, a.b2}, {}}},
+               {{"amsgrad", true}});
+  for (int i = 0; i < 3; ++i) eager_step(oa, a, d);
+
+  const std::string path = "/tmp/lucid_cpp_test_optim_" + std::to_string(::getpid()) + ".lucid";
+  lucid::Value sd = oa.state_dict();
+  CHECK(sd["param_groups"][0]["lr"].number() == 0.02);
+  CHECK(sd["param_groups"][0]["amsgrad"].boolean());
+  CHECK(sd["param_groups"][1]["betas"].kind() == lucid::Value::Kind::Tuple);
+  CHECK(sd["param_groups"][1]["params"] == lucid::Value::list({2, 3}));
+  CHECK(sd["state"][0]["step"].tensor().numel() == 1);
+  CHECK(sd["state"].find(4) == nullptr);  // the unused parameter has no state
+  lucid::save(lucid::Value::dict({{"model", lucid::state_dict({{"w1", a.w1}, {"b1", a.b1}, {"w2", a.w2}, {"b2", a.b2}})},
+                                  {"optimizer", sd}}),
+              path);
+
+  const lucid::Value ck = lucid::load(path);
+  std::remove(path.c_str());
+  for (auto [dst, name] : std::vector<std::pair<Tensor*, const char*>>{{&b.w1, "w1"}, {&b.b1, "b1"}, {&b.w2, "w2"}, {&b.b2, "b2"}}) {
+    lucid::autograd::NoGradGuard no_grad;
+    lucid::copy_(*dst, ck["model"][name].tensor());
+  }
+  Optimizer ob("adam", std::vector<lucid::optim::ParamGroup>{{{b.w1, b.b1}, {}}, {{b.w2, b.b2}, {}}});
+  ob.load_state_dict(ck["optimizer"]);
+  CHECK(ob.lr(0) == 0.02);
+  check_same_state(ob, oa);
+  for (int i = 0; i < 2; ++i) check_close(eager_step(ob, b, d), eager_step(oa, a, d));
+  check_close(b.w1, a.w1);
+
+  Optimizer one_group("adam", {b.w1});
+  CHECK(message_of<lucid::InvalidArgument>([&] { one_group.load_state_dict(ck["optimizer"]); }) ==
+        "loaded state dict has a different number of parameter groups");
+  lucid::Value bad = ck["optimizer"];
+  bad.set("param_groups", lucid::Value::list({ck["optimizer"]["param_groups"][0], ck["optimizer"]["param_groups"][0]}));
+  CHECK(message_of<lucid::InvalidArgument>([&] { ob.load_state_dict(bad); }) ==
+        "loaded state dict has state for parameter 2, which no parameter group lists");
+  CHECK(ob.lr(0) == 0.02);  // a failed load changes nothing
 }

@@ -2,7 +2,9 @@
 
 #include <unordered_set>
 
+#include "lucid/api/data.h"
 #include "lucid/core/error.h"
+#include "lucid/ops/ops.h"
 
 namespace lucid::optim {
 
@@ -131,6 +133,125 @@ void Optimizer::step() {
     engines_[g]->check(hs.back());
   }
   for (size_t g = 0; g < groups_.size(); ++g) engines_[g]->step(hs[g]);
+}
+
+namespace {
+
+Value option_value(const OptionValue& v) {
+  auto one = [&](size_t k) -> Value {
+    if (v.boolean) return Value(v.values[k] != 0);
+    if (v.integral[k]) return Value(int64_t(v.values[k]));
+    return Value(v.values[k]);
+  };
+  if (v.values.size() == 1) return one(0);
+  std::vector<Value> out;
+  for (size_t k = 0; k < v.values.size(); ++k) out.push_back(one(k));
+  return Value::tuple(std::move(out));  // betas, etas, step_sizes: tuples, as in Python
+}
+
+// One saved option; false for a value that is not a number or a sequence of
+// numbers (Python's None: the option is unset).
+bool from_value(const Value& v, OptionValue& out) {
+  using K = Value::Kind;
+  auto number = [&](const Value& x) {
+    if (x.kind() == K::Bool) {
+      out.values.push_back(x.boolean());
+      out.integral.push_back(true);
+      out.boolean = true;
+    } else if (x.kind() == K::Int || x.kind() == K::Float) {
+      out.values.push_back(x.number());
+      out.integral.push_back(x.kind() == K::Int);
+    } else if (x.kind() == K::Tensor && x.tensor().numel() == 1) {
+      out.values.push_back(item(x.tensor()).to_double());
+      out.integral.push_back(false);
+    } else {
+      return false;
+    }
+    return true;
+  };
+  if (v.kind() == K::List || v.kind() == K::Tuple) {
+    for (const Value& x : v.elements())
+      if (!number(x)) return false;
+    return true;
+  }
+  return number(v);
+}
+
+Tensor state_tensor(const Value& v, const std::string& name) {
+  if (v.kind() == Value::Kind::Tensor) return v.tensor();
+  if (v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Float || v.kind() == Value::Kind::Bool)
+    return scalar_tensor(v.number(), DType::Float32);
+  fail<TypeError>("state entry '", name, "' is not an array or number: ", v.kind_name());
+}
+
+}  // namespace
+
+Value Optimizer::state_dict() const {
+  Value state = Value::dict(), groups = Value::list();
+  int64_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    Value group = Value::dict();
+    for (const auto& [key, v] : groups_[g].options) group.set(key, option_value(v));
+    std::vector<Value> ids;
+    for (size_t i = 0; i < groups_[g].params.size(); ++i, ++index) {
+      ids.emplace_back(index);
+      const StateEntries entries = engines_[g]->state_entries(i);
+      if (entries.empty()) continue;
+      Value st = Value::dict();
+      for (const auto& [name, t] : entries) st.set(name, t);
+      state.set(index, st);
+    }
+    group.set("params", Value::list(std::move(ids)));
+    groups.elements().push_back(std::move(group));
+  }
+  return Value::dict({{"state", state}, {"param_groups", groups}});
+}
+
+void Optimizer::load_state_dict(const Value& sd) {
+  if (sd.kind() != Value::Kind::Dict || !sd.find("param_groups") || !sd.find("state"))
+    fail("state_dict must be a dict with 'state' and 'param_groups' entries");
+  const Value& saved_groups = sd["param_groups"];
+  if (saved_groups.elements().size() != groups_.size())
+    fail("loaded state dict has a different number of parameter groups");
+  std::vector<Options> options(groups_.size());
+  std::vector<std::pair<Value, std::pair<size_t, size_t>>> where;  // saved id -> (group, index)
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const Value& s = saved_groups[g];
+    const Value* ids = s.find("params");
+    if (!ids || ids->elements().size() != groups_[g].params.size())
+      fail("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+    for (size_t i = 0; i < ids->elements().size(); ++i) where.push_back({(*ids)[i], {g, i}});
+    for (const auto& [key, v] : s.items()) {
+      if (key.kind() != Value::Kind::String || key.string() == "params" || key.string() == "param_names") continue;
+      OptionValue o;
+      if (from_value(v, o)) options[g][key.string()] = o;
+    }
+    for (const auto& [key, v] : defaults_) options[g].emplace(key, v);
+    validate(kind_, to_hyper(options[g]));
+  }
+  const Value& saved_state = sd["state"];
+  for (const auto& [key, entries] : saved_state.items()) {
+    bool listed = false;
+    for (const auto& w : where) listed = listed || w.first == key;
+    if (!listed) fail("loaded state dict has state for parameter ", key.repr(), ", which no parameter group lists");
+  }
+  std::vector<std::pair<std::pair<size_t, size_t>, StateEntries>> per_param;
+  for (const auto& [key, gi] : where) {
+    StateEntries converted;
+    if (const Value* entries = saved_state.find(key)) {
+      if (entries->kind() != Value::Kind::Dict)
+        fail<TypeError>("the state of a parameter must be a dict, got ", entries->kind_name());
+      for (const auto& [name, v] : entries->items()) {
+        const std::string n = name.kind() == Value::Kind::String ? name.string() : name.repr();
+        converted.emplace_back(n, state_tensor(v, n));
+      }
+    }
+    engines_[gi.first]->check_state(gi.second, converted);
+    per_param.emplace_back(gi, std::move(converted));
+  }
+  // Everything checked: commit.
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(options[g]);
+  for (auto& [gi, entries] : per_param) engines_[gi.first]->set_state(gi.second, entries);
 }
 
 void Optimizer::zero_grad() {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lucid/api/serialization.h"
 #include "lucid/core/tensor.h"
 #include "lucid/optim/engine.h"
 #include "lucid/optim/hyper.h"
@@ -25,11 +26,12 @@ namespace lucid::optim {
 struct OptionValue {
   std::vector<double> values;
   std::vector<bool> integral;
+  bool boolean = false;     // a flag (saved as Python's True/False)
   OptionValue() = default;  // no value (what map::operator[] inserts)
   OptionValue(double v) : values{v}, integral{false} {}                // NOLINT
   OptionValue(int v) : values{double(v)}, integral{true} {}            // NOLINT
   OptionValue(int64_t v) : values{double(v)}, integral{true} {}        // NOLINT
-  OptionValue(bool v) : values{v ? 1.0 : 0.0}, integral{true} {}       // NOLINT
+  OptionValue(bool v) : values{v ? 1.0 : 0.0}, integral{true}, boolean(true) {}  // NOLINT
   OptionValue(std::initializer_list<double> v) : values(v), integral(v.size(), false) {}  // NOLINT
   double number(size_t index = 0) const;  // InvalidArgument when absent
 };
@@ -88,6 +90,18 @@ class Optimizer {
   EngineOptimizer& engine(size_t g);
   const EngineOptimizer& engine(size_t g) const;
   Hyper hyper(size_t g) const;
+
+  // torch.optim's state_dict layout, as Python's Optimizer.state_dict() has
+  // it: {"state": {index: {"step": t, "exp_avg": t, ...}}, "param_groups":
+  // [{options..., "params": [indices]}]}, with tensors (sharing the live
+  // state's memory). lucid.save / lucid.load carry it to Python, whose
+  // load_state_dict() takes it, and back.
+  Value state_dict() const;
+  // Loads a state_dict (from state_dict() or Python's, with tensors or
+  // numbers). Everything is validated (group and parameter counts, options,
+  // state names, shapes and dtypes) before anything changes; errors carry
+  // Python's messages.
+  void load_state_dict(const Value& state_dict);
 
  private:
   std::string kind_;
