@@ -613,7 +613,7 @@ def write_scaling(sections, results, info, args, out_dir, missing):
         lines += ["", f"## {title}", "",
                   ("MLP 256-W-W-10, batch 64, Adam; ms per step (median), GFLOP/s of the matmuls in brackets."
                    if key == "width" else
-                   f"MLP 256-{args.depth_width}x D-10, batch 64, Adam; ms per step (median)."), "",
+                   f"MLP 256-({args.depth_width} x D)-10, batch 64, Adam; ms per step (median)."), "",
                   "| " + xlabel + " | " + " | ".join(f"{f}:{v}" for f, v in vs) + " |",
                   "| ---: |" + " ---: |" * len(vs)]
         for w in ws:
@@ -744,6 +744,9 @@ def update_readme(out_dir):
         if not src.exists() or start not in text or end not in text:
             continue
         body = src.read_text()
+        # The README describes the workloads and variants itself.
+        parts = re.split(r"(?m)^(?=## )", body)
+        body = "".join(p for p in parts if not p.startswith(("## Workloads", "## Variants")))
         # Two levels down, under the README's own section headings; images relative to it.
         body = re.sub(r"^(#+) ", lambda m: "##" + m.group(1) + " ", body, flags=re.M)
         body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", lambda m: f"![{m.group(1)}]({rel}/{m.group(2)})", body)
