@@ -251,3 +251,12 @@ def test_shape_errors():
     _raises_like_torch(lambda m, a: m.cat([a, a]), np.float32(1.0), match="zero-dimensional")
     with pytest.raises(RuntimeError):
         lucid.cat([])
+
+
+@pytest.mark.parametrize("perm", [(1, 0, 2), (2, 0, 1), (2, 1, 0), (0, 2, 1), (1, 2, 0)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "bool"])
+def test_permute_large_tiled(perm, dtype):
+    """Transposing copies go through 32x32 tiles: sizes not multiples of 32,
+    with batch dims, every element width."""
+    x = rnd(33, 70, 45, seed=9) if dtype in ("float32", "float64", "float16") else rnd(33, 70, 45, dtype=dtype, seed=9)
+    check(lambda m, a: a.permute(*perm), x, dtypes=[dtype], grad=dtype == "float32")
