@@ -28,12 +28,16 @@ inline void add_into(T* dst, int64_t i, const T* src, int64_t j) {
   else store(dst, i, load(dst, i) + load(src, j));
 }
 
-// Visits every position of `shape` as (linear position, multi-index).
+// Visits positions [begin, end) of `shape` as (linear position, multi-index).
 template <class F>
-void for_each_index(const Shape& shape, F&& fn) {
-  const int64_t n = numel(shape);
+void for_each_index_in(const Shape& shape, int64_t begin, int64_t end, F&& fn) {
   std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t pos = 0; pos < n; ++pos) {
+  int64_t rem = begin;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+  }
+  for (int64_t pos = begin; pos < end; ++pos) {
     fn(pos, idx);
     for (int d = int(shape.size()) - 1; d >= 0; --d) {
       if (++idx[d] < shape[d]) break;
@@ -42,20 +46,54 @@ void for_each_index(const Shape& shape, F&& fn) {
   }
 }
 
+template <class F>
+void for_each_index(const Shape& shape, F&& fn) {
+  for_each_index_in(shape, 0, numel(shape), std::forward<F>(fn));
+}
+
+// Gather moves elements: dispatched on their width and the index type, split
+// across threads by rows of the index (the offset of a row is computed once).
+template <class W, class I>
+void gather_typed(int axis, const ConstArg& x_arg, const ConstArg& index, W* o) {
+  const Shape& xs = x_arg.meta->shape;
+  const Shape xst = contiguous_strides(xs);
+  const Shape& is = index.meta->shape;
+  const W* x = static_cast<const W*>(x_arg.data);
+  const I* ix = static_cast<const I*>(index.data);
+  const int last = int(is.size()) - 1;
+  const int64_t cols = is[last], rows = numel(is) / std::max<int64_t>(cols, 1);
+  const Shape lead(is.begin(), is.end() - 1);
+  const int64_t size = xs[axis], step = xst[axis];
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t b, int64_t e) {
+    for_each_index_in(lead, b, e, [&](int64_t row, const std::vector<int64_t>& idx) {
+      int64_t base = 0;
+      for (int d = 0; d < last; ++d)
+        if (d != axis) base += idx[d] * xst[d];
+      const I* ir = ix + row * cols;
+      W* orow = o + row * cols;
+      for (int64_t i = 0; i < cols; ++i) {
+        const int64_t v = checked(int64_t(ir[i]), size, "gather", axis);
+        orow[i] = x[base + (axis == last ? 0 : i) + v * step];
+      }
+    });
+  });
+}
+
+template <class W>
+void gather_width(int axis, const ConstArg& x, const ConstArg& index, void* o) {
+  if (index.meta->dtype == DType::Int32) gather_typed<W, int32_t>(axis, x, index, static_cast<W*>(o));
+  else gather_typed<W, int64_t>(axis, x, index, static_cast<W*>(o));
+}
+
 void gather_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const int axis = static_cast<const Gather&>(p).axis;
-  const Shape& xs = in[0].meta->shape;
-  const Shape xst = contiguous_strides(xs);
-  const Shape& is = in[1].meta->shape;
-  const size_t es = itemsize(in[0].meta->dtype);
-  const char* x = static_cast<const char*>(in[0].data);
-  char* o = static_cast<char*>(out[0].data);
-  for_each_index(is, [&](int64_t pos, const std::vector<int64_t>& idx) {
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d)
-      off += (int(d) == axis ? checked(read_index(in[1], pos), xs[d], "gather", axis) : idx[d]) * xst[d];
-    std::memcpy(o + pos * es, x + off * es, es);
-  });
+  if (in[1].meta->numel() == 0) return;
+  switch (itemsize(in[0].meta->dtype)) {
+    case 1: gather_width<uint8_t>(axis, in[0], in[1], out[0].data); break;
+    case 2: gather_width<uint16_t>(axis, in[0], in[1], out[0].data); break;
+    case 4: gather_width<uint32_t>(axis, in[0], in[1], out[0].data); break;
+    case 8: gather_width<uint64_t>(axis, in[0], in[1], out[0].data); break;
+  }
 }
 LUCID_REGISTER_KERNEL(Gather, CPU, gather_kernel);
 
