@@ -257,6 +257,9 @@ def test_gather(dim):
     idx = rng.integers(0, size, size=(2, 3) if dim == 0 else (3, 2))
     check(lambda m, a: m.gather(a, dim, _idx(m, idx)), x)
     check(lambda m, a: a.gather(dim, _idx(m, idx)), x)
+    check(lambda m, a: a.gather(dim, _idx(m, idx.astype(np.int32))), x)
+    check(lambda m, a: a.gather(dim, _idx(m, idx)), x.astype(np.float64))
+    check(lambda m, a: a.gather(dim, _idx(m, idx)), x > 0, grad=False)
 
 
 def test_gather_gradcheck_and_repeats():
