@@ -12,15 +12,24 @@
 
 namespace lucid::cpu {
 
+// The approximations must inline into the kernels' loops to vectorise; in a
+// unit with many kernel instantiations the compiler's growth limits would
+// otherwise leave calls there.
+#if defined(__GNUC__) || defined(__clang__)
+#define LUCID_MATH_INLINE inline __attribute__((always_inline))
+#else
+#define LUCID_MATH_INLINE inline
+#endif
+
 // float32 exp, tanh and erf, within ~1.3 ulp of the exact values (the tests
 // check this against float64): branch-free, so the kernels' loops vectorise,
 // where calls into libm would not. float64 keeps libm.
-inline float float_from_bits(int32_t b) {
+LUCID_MATH_INLINE float float_from_bits(int32_t b) {
   float f;
   std::memcpy(&f, &b, sizeof f);
   return f;
 }
-inline int32_t float_bits(float f) {
+LUCID_MATH_INLINE int32_t float_bits(float f) {
   int32_t b;
   std::memcpy(&b, &f, sizeof b);
   return b;
@@ -28,7 +37,7 @@ inline int32_t float_bits(float f) {
 
 // a * b + c, fused where the target has FMA instructions. Eager kernels and
 // the fused executable are compiled alike, so they still agree bit for bit.
-inline float madd(float a, float b, float c) {
+LUCID_MATH_INLINE float madd(float a, float b, float c) {
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
   return std::fma(a, b, c);
 #else
@@ -36,7 +45,7 @@ inline float madd(float a, float b, float c) {
 #endif
 }
 
-inline float exp_f32(float x) {
+LUCID_MATH_INLINE float exp_f32(float x) {
   // Cephes' expf: x = n ln2 + r (Cody-Waite), exp(r) by a degree-7
   // polynomial, 2^n applied in two halves so results down to the subnormal
   // range and up to overflow come out right. n is rounded by adding 1.5 * 2^23
@@ -62,7 +71,7 @@ inline float exp_f32(float x) {
   return nan ? x : y;
 }
 
-inline float tanh_f32(float x) {
+LUCID_MATH_INLINE float tanh_f32(float x) {
   // Cephes' tanhf: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above.
   const float a = std::fabs(x), z = a * a;
   float p = -5.70498872745e-3f;
@@ -75,7 +84,7 @@ inline float tanh_f32(float x) {
   return std::copysign(a < 0.625f ? small : big, x);
 }
 
-inline float erf_f32(float x) {
+LUCID_MATH_INLINE float erf_f32(float x) {
   // Minimax fits on two intervals (N. Juffa's erff): odd polynomial below
   // 0.9277, 1 - exp(poly(|x|)) above.
   const float t = std::fabs(x), s = x * x;
