@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <locale>
+#include <sstream>
 #include <unordered_map>
 
 #include "lucid/ops/ops.h"
@@ -524,7 +526,12 @@ class JsonParser {
     const std::string text = s_.substr(start, pos_ - start);
     if (is_float) {
       out.t = Json::T::Float;
-      out.f = std::strtod(text.c_str(), nullptr);  // JSON numbers use '.', as the "C" locale does
+      // JSON numbers use '.', whatever the app's locale says
+      std::istringstream is(text);
+      is.imbue(std::locale::classic());
+      is >> out.f;
+      if (is.fail()) out.f = text[0] == '-' ? -std::numeric_limits<double>::infinity()
+                                            : std::numeric_limits<double>::infinity();  // out of range, as Python
       return true;
     }
     errno = 0;
@@ -920,7 +927,7 @@ void save(const Value& obj, const std::string& path) {
   if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail<Error>("cannot save to ", path, ": directory ", directory, " does not exist");
   std::string tmp = directory + "/." + base + ".XXXXXX.tmp";
-  const int fd = ::mkstemps(&tmp[0], 4);
+  int fd = ::mkstemps(&tmp[0], 4);
   if (fd < 0) fail<Error>("cannot save to ", path, ": ", std::strerror(errno));
   try {
     write_all(fd, prefix.data(), prefix.size(), path);
@@ -941,10 +948,12 @@ void save(const Value& obj, const std::string& path) {
     const mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(fd, 0666 & ~mask);
-    ::close(fd);
+    const int closed = ::close(fd);
+    fd = -1;
+    if (closed != 0) fail<Error>("cannot write ", path, ": ", std::strerror(errno));
     if (std::rename(tmp.c_str(), path.c_str()) != 0) fail<Error>("cannot save to ", path, ": ", std::strerror(errno));
   } catch (...) {
-    ::close(fd);  // harmless when already closed
+    if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
