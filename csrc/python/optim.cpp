@@ -1,7 +1,7 @@
 // lucid._C.optim: engine optimizers (one per param group) and the
 // hyper-parameter validation the Python optimizers use.
 #include "bindings.h"
-#include "lucid/ops/primitive.h"
+#include "lucid/api/compile.h"
 #include "lucid/optim/engine.h"
 
 namespace lucid::python {
@@ -108,21 +108,9 @@ void init_optim(py::module_& parent) {
       .def("update_with_ops", &EngineOptimizer::update_with_ops, py::arg("index"), py::arg("param"), py::arg("grad"),
            py::arg("scalars"), py::arg("hyper"), release)
       .def("advance", &EngineOptimizer::advance, py::arg("index"), py::arg("hyper"))
-      // What a compiled update depends on beyond shapes: the flag bits per
-      // group, and the identity of every state buffer (a replaced buffer
-      // means a stale executable).
-      .def("structure", [](const EngineOptimizer& e, const Hyper& h) {
-        return py::make_tuple(e.algorithm().flag_bits(h), e.algorithm().needed_buffers(h));
-      })
-      .def("state_key", [](const EngineOptimizer& e) {
-        size_t key = e.num_params();
-        for (size_t i = 0; i < e.num_params(); ++i) {
-          const auto& st = e.state(i);
-          key = lucid::hash_mix(key, st.exists);
-          for (const auto& b : st.buffers) key = lucid::hash_mix(key, reinterpret_cast<size_t>(b.defined() ? b.storage().get() : nullptr));
-        }
-        return key;
-      });
+      // What a compiled update depends on beyond shapes (one definition,
+      // shared with the C++ FusedStep).
+      .def("structure", &compile::engine_structure, py::arg("hyper"));
 }
 
 }  // namespace lucid::python

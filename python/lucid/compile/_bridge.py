@@ -31,7 +31,7 @@ class _EngineRules:
         self.hypers = hs
         # the flags each group's rule branches on, and the identity of the
         # state buffers a trace captures
-        return tuple((e.structure(h), e.state_key()) for e, h in zip(opt._engines, hs))
+        return tuple(e.structure(h) for e, h in zip(opt._engines, hs))
 
     def emit(self, tracer, gi, i, param, grad):
         engine, h = self.opt._engines[gi], self.hypers[gi]
