@@ -162,7 +162,7 @@ def main(argv=None):
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
     ids = lucid.tensor(np.array([stoi[c] for c in text], dtype=np.int64)).to(args.device)
-    split = int(0.9 * len(text))  # the last tenth (whole poems the model never sees) is the validation set
+    split = int(0.9 * len(text))  # the last tenth of the text (its final poems) is held out for validation
     train_ids, val_ids = ids[:split], ids[split:]
 
     total_steps = args.epochs * args.steps_per_epoch
@@ -197,7 +197,7 @@ def main(argv=None):
     bar = tqdm(total=total_steps, desc="train", unit="step") if tqdm else None
 
     def log(line):
-        if bar:
+        if bar is not None:
             bar.write(line)  # above the bar, which keeps its place
         else:
             print(line, flush=True)
@@ -212,7 +212,7 @@ def main(argv=None):
             sched.step()
             n += 1
             done += 1
-            if bar:
+            if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{total / n:.3f}")
             if done == total_steps:
@@ -220,15 +220,15 @@ def main(argv=None):
         val_loss = evaluate(model, val_ids, args.block_size)
         log(f"epoch {epoch}: train loss {total / n:.4f}  val loss {val_loss:.4f}  "
             f"({time.perf_counter() - start:.1f} s)")
-    if bar:
+    if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - start
     print(f"trained {done} steps in {elapsed:.1f} s ({1000 * elapsed / max(done, 1):.0f} ms/step, "
           f"evaluation included)")
 
     rng = np.random.default_rng(args.seed)
-    out = sample(model, [stoi[c] for c in args.prompt if c in stoi], args.sample_len, args.temperature, rng,
-                 args.device)
+    prompt = [stoi[c] for c in args.prompt if c in stoi] or [0]  # characters the text lacks are dropped
+    out = sample(model, prompt, args.sample_len, args.temperature, rng, args.device)
     print(f"--- sample (temperature {args.temperature}) ---")
     print("".join(chars[i] for i in out))
     print("---")
