@@ -19,8 +19,11 @@ namespace {
 thread_local bool t_in_parallel = false;
 
 // A fixed set of workers that sleep on a condition variable between jobs.
-// Each job is a range split into chunks that workers (and the caller) claim
-// with an atomic counter.
+// Each job lives on the caller's stack: its range is split into chunks that
+// workers (and the caller) claim with an atomic counter. A worker joins a job
+// only under the lock while the job is published, and run() returns only
+// once every chunk is done and every worker that joined has left, so no
+// worker ever touches a finished job.
 class ThreadPool {
  public:
   explicit ThreadPool(int n) { resize(n); }
@@ -29,6 +32,7 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   void resize(int n) {
+    std::lock_guard<std::mutex> job_lock(job_mu_);
     stop_workers();
     stopping_ = false;
     for (int i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -36,39 +40,47 @@ class ThreadPool {
 
   void run(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
     std::lock_guard<std::mutex> job_lock(job_mu_);  // one job at a time
+    Job job(fn, n, chunk);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      fn_ = &fn;
-      n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
-      pending_ = int((n + chunk - 1) / chunk);
-      error_ = nullptr;
+      job_ = &job;
       ++generation_;
     }
     cv_.notify_all();
-    work();
+    work(job);
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return pending_ == 0; });
-    fn_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
+    done_cv_.wait(lock, [&] { return job.pending == 0 && job.inside == 0; });
+    job_ = nullptr;
+    if (job.error) std::rethrow_exception(job.error);
   }
 
  private:
-  void work() {
+  struct Job {
+    Job(const std::function<void(int64_t, int64_t)>& f, int64_t n, int64_t chunk)
+        : fn(f), n(n), chunk(chunk), pending(int((n + chunk - 1) / chunk)) {}
+    const std::function<void(int64_t, int64_t)>& fn;
+    const int64_t n, chunk;
+    std::atomic<int64_t> next{0};
+    int pending;     // chunks not finished (guarded by mu_)
+    int inside = 0;  // workers that joined (guarded by mu_)
+    std::exception_ptr error;
+  };
+
+  void work(Job& job) {
     t_in_parallel = true;
     for (;;) {
-      const int64_t begin = next_.fetch_add(chunk_);
-      if (begin >= n_) break;
-      const int64_t end = std::min(n_, begin + chunk_);
+      const int64_t begin = job.next.fetch_add(job.chunk);
+      if (begin >= job.n) break;
+      const int64_t end = std::min(job.n, begin + job.chunk);
+      std::exception_ptr err;
       try {
-        (*fn_)(begin, end);
+        job.fn(begin, end);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!error_) error_ = std::current_exception();
+        err = std::current_exception();
       }
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_all();
+      if (err && !job.error) job.error = err;
+      if (--job.pending == 0) done_cv_.notify_all();
     }
     t_in_parallel = false;
   }
@@ -76,13 +88,18 @@ class ThreadPool {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      Job* job;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || (generation_ != seen && fn_ != nullptr); });
+        cv_.wait(lock, [&] { return stopping_ || (generation_ != seen && job_ != nullptr); });
         if (stopping_) return;
         seen = generation_;
+        job = job_;
+        ++job->inside;
       }
-      work();
+      work(*job);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--job->inside == 0 && job->pending == 0) done_cv_.notify_all();
     }
   }
 
@@ -99,13 +116,9 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex job_mu_, mu_;
   std::condition_variable cv_, done_cv_;
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  std::atomic<int64_t> next_{0};
-  int64_t n_ = 0, chunk_ = 1;
-  int pending_ = 0;
+  Job* job_ = nullptr;
   uint64_t generation_ = 0;
   bool stopping_ = false;
-  std::exception_ptr error_;
 };
 
 int default_threads() {
