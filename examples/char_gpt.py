@@ -23,6 +23,7 @@ import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
 import lucid.optim as optim
+from lucid.amp import GradScaler, autocast
 from lucid.compile import fused_step
 from lucid.utils.data import DataLoader, Dataset, RandomSampler
 
@@ -149,6 +150,8 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eager", action="store_true", help="plain eager loop instead of fused_step")
+    p.add_argument("--amp", action="store_true",
+                   help="mixed precision: matmuls in float16 under autocast, with a GradScaler")
     p.add_argument("--device", default="cpu", help='"cpu", or "metal" on macOS')
     p.add_argument("--data", default=DATA, help="a UTF-8 text file")
     p.add_argument("--prompt", default="The ")
@@ -177,18 +180,29 @@ def main(argv=None):
     opt = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     # fused_step reads the learning rate from opt.param_groups on every call.
     sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(total_steps, 1), eta_min=args.lr / 10)
+    # Mixed precision: autocast runs the matmuls in float16 and the loss in
+    # float32; the scaler keeps small float16 gradients from flushing to zero
+    # and skips any step whose gradients overflow.
+    scaler = GradScaler(enabled=args.amp)
+    precision = autocast("cpu", dtype=lucid.float16, enabled=args.amp)
     if args.eager:
         def step(x, y):
             opt.zero_grad()
-            loss = next_char_loss(model(x), y)
-            loss.backward()
-            opt.step()
+            with precision:
+                loss = next_char_loss(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             return loss
     else:
-        step = fused_step(model, next_char_loss, opt)
+        fused = fused_step(model, next_char_loss, opt, grad_scaler=scaler if args.amp else None)
+
+        def step(x, y):
+            with precision:  # the autocast state is part of the compiled signature
+                return fused(x, y)
 
     n_params = sum(p.numel() for p in model.parameters())
-    mode = "eager" if args.eager else "fused_step"
+    mode = ("eager" if args.eager else "fused_step") + (", autocast float16 + GradScaler" if args.amp else "")
     print(f"{os.path.basename(args.data)}: {len(text)} characters, vocabulary {len(chars)}, "
           f"{split} train / {len(text) - split} val")
     print(f"GPT: {args.layers} layers, d_model {args.d_model}, {args.heads} heads, context {args.block_size}, "

@@ -67,7 +67,8 @@ def test_cnn_tiny(mode):
     assert 0.0 <= accuracy_of(out) <= 1.0
 
 
-@pytest.mark.parametrize("mode", [[], ["--eager"]], ids=["fused", "eager"])
+@pytest.mark.parametrize("mode", [[], ["--eager"], ["--amp"], ["--amp", "--eager"]],
+                         ids=["fused", "eager", "fused-amp", "eager-amp"])
 def test_char_gpt_tiny(mode):
     out = run_example("char_gpt.py", "--epochs", "2", "--steps-per-epoch", "3", "--d-model", "32", "--layers", "1",
                       "--block-size", "16", "--sample-len", "20", *mode)
