@@ -40,6 +40,7 @@ enum class OpKind : uint8_t {
   Softmax,
   Im2Col,
   Col2Im,
+  EngineUpdate,
   Count
 };
 

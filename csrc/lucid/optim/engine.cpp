@@ -10,6 +10,7 @@
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/kinds.h"
+#include "lucid/optim/update_primitive.h"
 
 namespace lucid::optim {
 
@@ -264,6 +265,25 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
   LUCID_CHECK(param.shape() == params_[i].shape() && grad.shape() == param.shape(), kind_,
               ": update_with_ops: parameter/gradient shapes ", shape_str(param.shape()), " and ",
               shape_str(grad.shape()), " do not match parameter ", i, "'s ", shape_str(params_[i].shape()));
+  if (graph::Tracer::current() && param.device().type == DeviceType::CPU) {
+    // Compiled on the CPU: one node whose kernel is the eager fused loop.
+    const uint32_t need = algo_->needed_buffers(h);
+    std::vector<Tensor> inputs{param.detach(), grad.detach()};
+    std::vector<Tensor*> targets;
+    for (size_t k = 0; k < st.buffers.size(); ++k)
+      if (need >> k & 1) {
+        LUCID_CHECK_T(Error, st.buffers[k].defined(), kind_, ": state '", algo_->buffer_names()[k],
+                      "' was not created");
+        inputs.push_back(st.buffers[k]);
+        targets.push_back(&st.buffers[k]);
+      }
+    const int nb = int(targets.size());
+    for (const auto& s : scalars) inputs.push_back(cast(s, DType::Float64));
+    std::vector<Tensor> outs = lucid::apply(std::make_shared<const EngineUpdate>(algo_, h, nb), inputs);
+    assign_data(param, outs[0]);
+    for (int k = 0; k < nb; ++k) assign_data(*targets[k], outs[1 + k]);
+    return;
+  }
   algo_->ops_update(param, grad, st, scalars, h);
 }
 

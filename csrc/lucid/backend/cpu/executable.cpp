@@ -21,8 +21,11 @@ using graph::ValueKind;
 constexpr size_t kAlign = 64;
 size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// Kernels that read and write element i at the same index only, so an
+// output may take the place of an input's buffer.
 bool is_elementwise(OpKind k) {
-  return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Where || k == OpKind::Cast || k == OpKind::Copy;
+  return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Where || k == OpKind::Cast || k == OpKind::Copy ||
+         k == OpKind::EngineUpdate;
 }
 
 // Where a value's bytes live during a run.
