@@ -7,6 +7,7 @@ element-wise optimizers) and Python-level rules written with ops
 (SparseAdam), which expose the ``_compiled_*`` hooks."""
 from .. import _C
 from ..autograd import no_grad
+from ._trace import outside_trace
 
 
 class _EngineRules:
@@ -64,11 +65,8 @@ class _PythonRules:
 
     def emit(self, tracer, gi, i, param, grad):
         opt = self.opt
-        tracer.exit()  # state buffers are real tensors, made outside the trace
-        try:
+        with outside_trace(tracer):  # state buffers are real tensors
             opt._compiled_init_state(gi, i, param)
-        finally:
-            tracer.enter()
         feeds = [tracer.feed([], _C.dtype.float64) for _ in opt._compiled_host_scalars(gi, i)]
         with no_grad():
             opt._compiled_update(gi, i, param, grad, feeds)

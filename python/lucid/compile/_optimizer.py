@@ -4,7 +4,7 @@ import time
 
 from .. import _C
 from . import _bridge
-from ._trace import tensor_meta
+from ._trace import outside_trace, tensor_meta
 
 SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
              "Rprop", "SparseAdam")
@@ -19,10 +19,14 @@ class _CompiledStepBase:
 
     def __init__(self, optimizer, cache_size=8):
         self.optimizer = optimizer
-        self._rules = _bridge.rules(optimizer)
+        self._rules = self._make_rules(optimizer)
         self._cache = _C.ExecutableCache(cache_size)
         self._entries = {}
         self._last_miss = None
+
+    @staticmethod
+    def _make_rules(optimizer):
+        return _bridge.rules(optimizer)
 
     @property
     def param_groups(self):
@@ -160,15 +164,12 @@ class _LBFGSRules:
     def emit(self, tracer, gi, i, param, grad):
         st = self.state.get(id(param))
         if st is None:
-            tracer.exit()
-            try:
+            with outside_trace(tracer):  # state buffers are real tensors
                 st = self.state[id(param)] = {
                     "step": 0,
                     "prev": _C.full(list(param.shape), 0.0, param.dtype, param.device),
                     "prev_grad": _C.full(list(param.shape), 0.0, param.dtype, param.device),
                 }
-            finally:
-                tracer.enter()
         lr, first, tol = (tracer.feed([], _C.dtype.float64) for _ in range(3))
         with _no_grad():
             lbfgs_bb_rule(param, grad, st["prev"], st["prev_grad"], lr, first, tol)
@@ -191,12 +192,7 @@ class _CompiledLBFGSBase(_CompiledStepBase):
     optimizer keeps its own state and methods; this wrapper's state is its
     own and is not part of the eager optimizer's state_dict."""
 
-    def __init__(self, optimizer, cache_size=8):
-        self.optimizer = optimizer
-        self._rules = _LBFGSRules(optimizer)
-        self._cache = _C.ExecutableCache(cache_size)
-        self._entries = {}
-        self._last_miss = None
+    _make_rules = staticmethod(_LBFGSRules)
 
     @property
     def state(self):

@@ -18,6 +18,17 @@ def tracing(tracer):
         tracer.exit()
 
 
+@contextlib.contextmanager
+def outside_trace(tracer):
+    """Suspends `tracer` for a block: what it creates (optimizer state) is
+    concrete, not recorded."""
+    tracer.exit()
+    try:
+        yield
+    finally:
+        tracer.enter()
+
+
 def tensor_meta(t):
     return (tuple(t.shape), str(t.dtype), str(t.device))
 

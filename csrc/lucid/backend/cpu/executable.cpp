@@ -127,24 +127,24 @@ class CpuExecutable final : public graph::Executable {
     std::vector<int> group_of(size_t(nn), -1);
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (int m : groups_[gi].nodes) group_of[m] = int(gi);
-    std::vector<int> step_of_node(size_t(nn), 0);
+    std::vector<int> step_of_node(size_t(nn), 0), group_step(groups_.size(), -1);
     for (int i = 0; i < nn; ++i) {
       if (graph_.nodes[i].prim->kind() == OpKind::Reshape) {
-        step_of_node[i] = int(steps_.size());
+        step_of_node[i] = int(steps_.size());  // a view: "runs" with the next step
         continue;
       }
       if (group_of[i] >= 0) {
-        if (groups_[group_of[i]].nodes.back() == i) steps_.push_back({-1, group_of[i]});
-        step_of_node[i] = int(steps_.size());  // members execute with the group
+        if (groups_[group_of[i]].nodes.back() == i) {
+          group_step[group_of[i]] = int(steps_.size());
+          steps_.push_back({-1, group_of[i]});
+        }
         continue;
       }
+      step_of_node[i] = int(steps_.size());
       steps_.push_back({i, -1});
-      step_of_node[i] = int(steps_.size()) - 1;
     }
-    for (int i = 0; i < nn; ++i)
-      if (group_of[i] >= 0) step_of_node[i] = int(std::find_if(steps_.begin(), steps_.end(), [&](const Step& s) {
-                                                     return s.group == group_of[i];
-                                                   }) - steps_.begin());
+    for (int i = 0; i < nn; ++i)  // members execute with their group
+      if (group_of[i] >= 0) step_of_node[i] = group_step[group_of[i]];
     const int ns = int(steps_.size());
     // Lifetimes in steps (root values only).
     std::vector<int> last_step(size_t(nv), -1);

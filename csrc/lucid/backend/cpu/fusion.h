@@ -42,11 +42,12 @@ struct FusedGroup {
   std::vector<FusedInstr> code;
 };
 
-// Partitions the schedule into fused groups (of two nodes or more) and
-// single nodes. `materialized(v)` tells whether value v is needed outside
-// the group that produces it (read later, an output or a writeback).
+// Whether node `node` can join a fused group (float32/bool elementwise).
 bool fusable_node(const graph::Graph& g, int node);
-std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& uses_outside_group_hint);
+// Groups runs of two or more consecutive fusable nodes over one shape.
+// `last_use[v]` is the last node reading value v (>= nodes.size() for
+// outputs and writebacks); a value read after its group is materialized.
+std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& last_use);
 
 // Runs a group: `in_ptrs[k]` addresses inputs[k], `out_ptrs[k]` outputs[k].
 void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, const std::vector<void*>& out_ptrs);
