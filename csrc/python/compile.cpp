@@ -69,6 +69,13 @@ void init_compile(py::module_& m) {
            py::call_guard<py::gil_scoped_release>())
       .def("bindings_valid", &graph::Executable::bindings_valid)
       .def("describe", &graph::Executable::describe)
+      .def("set_profiling", &graph::Executable::set_profiling)
+      .def_property_readonly("profiled_runs", &graph::Executable::profiled_runs)
+      .def("profile", [](const graph::Executable& e) {
+        std::vector<std::pair<std::string, double>> out;
+        for (const auto& p : e.profile()) out.emplace_back(p.step, p.seconds);
+        return out;
+      })
       .def("dump", [](const graph::Executable& e) { return e.graph().dump(); })
       .def_property_readonly("num_kernels", [](const graph::Executable& e) { return e.graph().nodes.size(); })
       .def_property_readonly("num_scalar_feeds", &graph::Executable::num_scalar_feeds);

@@ -28,6 +28,17 @@ class Executable {
   bool bindings_valid() const;
 
   virtual std::string describe() const = 0;
+
+  // Per-step timing, for finding where a step's time goes. While enabled,
+  // every run adds each schedule entry's wall time to its total; backends
+  // without it report nothing.
+  struct ProfileEntry {
+    std::string step;     // e.g. "matmul [64,256] <- [64,784] x [784,256]"
+    double seconds = 0;   // summed over the profiled runs
+  };
+  virtual void set_profiling(bool on) { (void)on; }
+  virtual std::vector<ProfileEntry> profile() const { return {}; }
+  virtual uint64_t profiled_runs() const { return 0; }
   size_t num_scalar_feeds() const { return scalar_feeds_.size(); }
   const Graph& graph() const { return graph_; }
 

@@ -1,5 +1,6 @@
 #include "lucid/graph/passes.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -165,8 +166,63 @@ void simplify_reshapes(Graph& g) {
   replace_uses(g, repl);
 }
 
+void concat_scattered_sums(Graph& g) {
+  // Pieces of a value that is a sum of slice_scatters into zeros: (source
+  // value, its slice). Such sums come from the gradients of slices.
+  struct Piece {
+    int src;
+    const SliceSpec* spec;
+  };
+  std::unordered_map<int, std::vector<Piece>> pieces;
+  auto zero_fill = [&](int v) {
+    const Value& val = g.values[v];
+    if (val.kind != ValueKind::Node) return false;
+    const Node& p = g.nodes[val.producer];
+    return p.prim->kind() == OpKind::Full && static_cast<const Full&>(*p.prim).value == 0.0;
+  };
+  for (auto& n : g.nodes) {
+    const OpKind k = n.prim->kind();
+    if (k == OpKind::SliceScatter && zero_fill(n.inputs[0])) {
+      pieces[n.outputs[0]] = {{n.inputs[1], &static_cast<const SliceScatter&>(*n.prim).spec}};
+      continue;
+    }
+    if (k != OpKind::Binary || static_cast<const Binary&>(*n.prim).op != BinaryOp::Add) continue;
+    auto a = pieces.find(n.inputs[0]), b = pieces.find(n.inputs[1]);
+    const TensorMeta& out = g.values[n.outputs[0]].meta;
+    if (a == pieces.end() || b == pieces.end() || !(g.values[n.inputs[0]].meta == out) ||
+        !(g.values[n.inputs[1]].meta == out))
+      continue;
+    std::vector<Piece> all = a->second;
+    all.insert(all.end(), b->second.begin(), b->second.end());
+    std::sort(all.begin(), all.end(), [](const Piece& x, const Piece& y) { return x.spec->starts < y.spec->starts; });
+    // Do the pieces tile the whole tensor along one axis, in order?
+    const Shape& shape = out.shape;
+    int axis = -1;
+    for (size_t d = 0; d < shape.size() && all.size() > 1; ++d)
+      if (all[0].spec->stops[d] - all[0].spec->starts[d] != shape[d]) axis = int(d);
+    bool tiles = axis >= 0;
+    int64_t next = 0;
+    for (const Piece& p : all) {
+      for (size_t d = 0; d < shape.size() && tiles; ++d) {
+        if (int(d) == axis) tiles &= p.spec->starts[d] == next && p.spec->steps[d] == 1;
+        else tiles &= p.spec->starts[d] == 0 && p.spec->stops[d] == shape[d] && p.spec->steps[d] == 1;
+      }
+      if (tiles) next = p.spec->stops[axis];
+    }
+    tiles &= next == (axis >= 0 ? shape[axis] : -1);
+    if (tiles) {
+      n.prim = std::make_shared<const Concat>(axis);
+      n.inputs.clear();
+      for (const Piece& p : all) n.inputs.push_back(p.src);
+      continue;
+    }
+    pieces[n.outputs[0]] = std::move(all);
+  }
+}
+
 void optimize(Graph& g) {
   eliminate_dead_code(g);
+  concat_scattered_sums(g);  // before folding: it looks for zero-fill nodes
   fold_constants(g);
   simplify_reshapes(g);
   eliminate_common_subexpressions(g);

@@ -2,6 +2,7 @@
 // arena. Per run it binds the arguments, calls the kernels in order on raw
 // pointers (no allocation, no dispatch, no Python) and performs writebacks.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -31,8 +32,29 @@ bool is_elementwise(OpKind k) {
 // Where a value's bytes live during a run.
 struct Location {
   enum Kind : uint8_t { Arena, Input, Feed, Capture, Alias } kind = Arena;
-  int64_t index = 0;  // arena offset / input, feed or capture index / aliased value id
+  int64_t index = 0;   // arena offset / input, feed or capture index / aliased value id
+  size_t offset = 0;   // Alias: bytes into the aliased value
 };
+
+// A slice that is one contiguous block of its input (leading dims of extent
+// one, then one partial dim with step 1, then full dims) is a view: returns
+// its offset in elements, or -1.
+int64_t contiguous_slice_offset(const Slice& sl, const Shape& in) {
+  const auto& sp = sl.spec;
+  if (lucid::numel(in) == 0) return -1;
+  int64_t offset = 0, stride = lucid::numel(in);
+  size_t d = 0;
+  for (; d < in.size(); ++d) {
+    stride /= in[d];
+    offset += sp.starts[d] * stride;
+    if (sp.stops[d] - sp.starts[d] != 1) break;  // the first dim taking more than one index
+  }
+  if (d == in.size()) return offset;
+  if (sp.steps[d] != 1 || sp.stops[d] == sp.starts[d]) return -1;
+  for (size_t e = d + 1; e < in.size(); ++e)
+    if (sp.starts[e] != 0 || sp.stops[e] != in[e] || sp.steps[e] != 1) return -1;
+  return offset;
+}
 
 // Best-fit allocation of byte ranges in the arena, by lifetime.
 class ArenaPlanner {
@@ -104,9 +126,19 @@ class CpuExecutable final : public graph::Executable {
     for (size_t i = 0; i < graph_.captures.size(); ++i)
       loc_[graph_.captures[i].value] = {Location::Capture, int64_t(i)};
 
-    // Reshapes are views: their output aliases the input's bytes.
-    for (const auto& n : graph_.nodes)
-      if (n.prim->kind() == OpKind::Reshape) loc_[n.outputs[0]] = {Location::Alias, n.inputs[0]};
+    // Reshapes and contiguous slices are views: their output aliases the
+    // input's bytes.
+    std::vector<bool> is_view(size_t(nn), false);
+    for (int i = 0; i < nn; ++i) {
+      const graph::Node& n = graph_.nodes[i];
+      int64_t offset = n.prim->kind() == OpKind::Reshape ? 0 : -1;
+      if (n.prim->kind() == OpKind::Slice)
+        offset = contiguous_slice_offset(static_cast<const Slice&>(*n.prim), graph_.values[n.inputs[0]].meta.shape);
+      if (offset < 0) continue;
+      is_view[i] = true;
+      const TensorMeta& m = graph_.values[n.outputs[0]].meta;
+      loc_[n.outputs[0]] = {Location::Alias, n.inputs[0], size_t(offset) * itemsize(m.dtype)};
+    }
     auto root = [&](int v) {
       while (loc_[v].kind == Location::Alias) v = int(loc_[v].index);
       return v;
@@ -129,7 +161,7 @@ class CpuExecutable final : public graph::Executable {
       for (int m : groups_[gi].nodes) group_of[m] = int(gi);
     std::vector<int> step_of_node(size_t(nn), 0), group_step(groups_.size(), -1);
     for (int i = 0; i < nn; ++i) {
-      if (graph_.nodes[i].prim->kind() == OpKind::Reshape) {
+      if (is_view[i]) {
         step_of_node[i] = int(steps_.size());  // a view: "runs" with the next step
         continue;
       }
@@ -170,6 +202,15 @@ class CpuExecutable final : public graph::Executable {
       if (!is_elementwise(graph_.nodes[v.producer].prim->kind()) || !(v.meta == graph_.values[cap_value].meta))
         continue;
       if (last_step[cap_value] > producer_step) continue;
+      // Inside a fused group, members after the producer must not read the
+      // old contents: they would see the new values of the same tile.
+      if (group_of[v.producer] >= 0) {
+        const auto& members = groups_[group_of[v.producer]].nodes;
+        bool read_later = false;
+        for (auto it = std::find(members.begin(), members.end(), v.producer) + 1; it != members.end(); ++it)
+          for (int in : graph_.nodes[*it].inputs) read_later |= root(in) == cap_value;
+        if (read_later) continue;
+      }
       bool shared = false;
       for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && w2.value == w.value);
       if (shared) continue;
@@ -204,7 +245,11 @@ class CpuExecutable final : public graph::Executable {
     arena_bytes_ = arena.size();
     arena_ = Tensor::empty({int64_t(arena_bytes_ + kAlign)}, DType::Bool, Device{});
     resolved_root_.resize(size_t(nv));
-    for (int v = 0; v < nv; ++v) resolved_root_[v] = root(v);
+    resolved_offset_.assign(size_t(nv), 0);
+    for (int v = 0; v < nv; ++v) {
+      resolved_root_[v] = root(v);
+      for (int a = v; loc_[a].kind == Location::Alias; a = int(loc_[a].index)) resolved_offset_[v] += loc_[a].offset;
+    }
     kernels_.assign(size_t(nn), nullptr);
     for (const auto& st : steps_)
       if (st.node >= 0) kernels_[st.node] = find_kernel(*graph_.nodes[st.node].prim, DeviceType::CPU);
@@ -212,14 +257,15 @@ class CpuExecutable final : public graph::Executable {
 
   void* address(int v, const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) const {
     const Location& l = loc_[resolved_root_[v]];
+    char* base = nullptr;
     switch (l.kind) {
-      case Location::Arena: return static_cast<char*>(arena_.raw_data()) + l.index;
-      case Location::Input: return inputs[l.index].raw_data();
-      case Location::Feed: return feeds[l.index].raw_data();
-      case Location::Capture: return graph_.captures[l.index].storage->data();
+      case Location::Arena: base = static_cast<char*>(arena_.raw_data()) + l.index; break;
+      case Location::Input: base = static_cast<char*>(inputs[l.index].raw_data()); break;
+      case Location::Feed: base = static_cast<char*>(feeds[l.index].raw_data()); break;
+      case Location::Capture: base = static_cast<char*>(graph_.captures[l.index].storage->data()); break;
       case Location::Alias: break;
     }
-    return nullptr;
+    return base + resolved_offset_[v];
   }
 
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
@@ -227,7 +273,14 @@ class CpuExecutable final : public graph::Executable {
     std::vector<MutArg> out_args;
     std::vector<const void*> fin;
     std::vector<void*> fout;
-    for (const Step& st : steps_) {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point t0;
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      const Step& st = steps_[si];
+      if (profiling_) {
+        if (si > 0) step_seconds_[si - 1] += std::chrono::duration<double>(Clock::now() - t0).count();
+        t0 = Clock::now();
+      }
       if (st.group >= 0) {
         const FusedGroup& grp = groups_[st.group];
         fin.clear();
@@ -243,6 +296,10 @@ class CpuExecutable final : public graph::Executable {
       for (int v : n.inputs) in_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
       for (int v : n.outputs) out_args.push_back({address(v, inputs, feeds), &graph_.values[v].meta});
       kernels_[st.node](*n.prim, in_args, out_args);
+    }
+    if (profiling_ && !steps_.empty()) {
+      step_seconds_.back() += std::chrono::duration<double>(Clock::now() - t0).count();
+      ++profiled_runs_;
     }
     for (const auto& w : graph_.writebacks) {
       void* dst = graph_.captures[w.capture].storage->data();
@@ -263,10 +320,46 @@ class CpuExecutable final : public graph::Executable {
     return outs;
   }
 
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    step_seconds_.assign(steps_.size(), 0.0);
+    profiled_runs_ = 0;
+  }
+  uint64_t profiled_runs() const override { return profiled_runs_; }
+  std::vector<ProfileEntry> profile() const override {
+    std::vector<ProfileEntry> out;
+    for (size_t s = 0; s < step_seconds_.size(); ++s) out.push_back({step_label(steps_[s]), step_seconds_[s]});
+    return out;
+  }
+
+  std::string step_label(const Step& st) const {
+    std::ostringstream os;
+    auto shapes = [&](const std::vector<int>& vs) {
+      for (size_t i = 0; i < vs.size(); ++i) os << (i ? ", " : "") << shape_str(graph_.values[vs[i]].meta.shape);
+    };
+    if (st.node >= 0) {
+      const graph::Node& n = graph_.nodes[st.node];
+      os << n.prim->name() << " ";
+      shapes(n.outputs);
+      os << " <- ";
+      shapes(n.inputs);
+    } else {
+      const FusedGroup& grp = groups_[st.group];
+      os << "fused x" << grp.numel << " [";
+      for (size_t i = 0; i < grp.nodes.size(); ++i) os << (i ? " " : "") << graph_.nodes[grp.nodes[i]].prim->name();
+      os << "]";
+    }
+    return os.str();
+  }
+
   std::vector<Step> steps_;
+  bool profiling_ = false;
+  std::vector<double> step_seconds_;
+  uint64_t profiled_runs_ = 0;
   std::vector<FusedGroup> groups_;
   std::vector<Location> loc_;
   std::vector<int> resolved_root_;
+  std::vector<size_t> resolved_offset_;  // bytes into the root's buffer
   std::vector<Kernel> kernels_;
   Tensor arena_;
   size_t arena_bytes_ = 0;

@@ -12,6 +12,7 @@ namespace lucid::cpu {
 namespace {
 
 constexpr int64_t kTile = 1024;
+constexpr size_t kMaxRank = 16;  // groups of higher rank are not formed
 
 bool f32_or_bool(DType t) { return t == DType::Float32 || t == DType::Bool; }
 
@@ -20,8 +21,9 @@ bool f32_or_bool(DType t) { return t == DType::Float32 || t == DType::Bool; }
 bool fusable_node(const graph::Graph& g, int node) {
   const graph::Node& n = g.nodes[node];
   const OpKind k = n.prim->kind();
-  if (k != OpKind::Unary && k != OpKind::Binary && k != OpKind::Where && k != OpKind::Cast) return false;
   if (n.outputs.size() != 1 || !f32_or_bool(g.values[n.outputs[0]].meta.dtype)) return false;
+  if (k == OpKind::Broadcast) return true;
+  if (k != OpKind::Unary && k != OpKind::Binary && k != OpKind::Where && k != OpKind::Cast) return false;
   for (int i : n.inputs)
     if (!f32_or_bool(g.values[i].meta.dtype)) return false;
   const DType out = g.values[n.outputs[0]].meta.dtype;
@@ -37,41 +39,108 @@ bool fusable_node(const graph::Graph& g, int node) {
   return true;
 }
 
+namespace {
+
+bool broadcasts_to(const Shape& s, const Shape& shape) {
+  if (s.size() > shape.size()) return false;
+  const size_t lead = shape.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && s[d] != shape[lead + d]) return false;
+  return true;
+}
+
+// An operand of shape `s` read by a group of shape `shape` (s broadcasts to it).
+void describe_broadcast(const Shape& s, const Shape& shape, FusedInput& in) {
+  const size_t nd = shape.size(), lead = nd - s.size();
+  std::vector<int64_t> dims, strides;  // outermost first while building
+  int64_t stride = 1;
+  std::vector<int64_t> in_stride(nd, 0);
+  for (size_t d = nd; d-- > lead;) {
+    const int64_t extent = s[d - lead];
+    in_stride[d] = extent == 1 ? 0 : stride;
+    stride *= extent;
+  }
+  for (size_t d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    if (!dims.empty() && strides.back() == in_stride[d] * shape[d]) {
+      dims.back() *= shape[d];  // merges with the dim outside it
+      strides.back() = in_stride[d];
+    } else {
+      dims.push_back(shape[d]);
+      strides.push_back(in_stride[d]);
+    }
+  }
+  in.dims = dims;
+  in.strides = strides;
+}
+
+}  // namespace
+
 std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& last_use) {
-  // last_use[v]: index of the last node reading v (>= nodes.size() for
-  // outputs and writebacks).
-  std::vector<FusedGroup> groups;
   const int nn = int(g.nodes.size());
-  int i = 0;
-  while (i < nn) {
-    if (!fusable_node(g, i)) {
-      ++i;
-      continue;
-    }
-    const Shape& shape = g.values[g.nodes[i].outputs[0]].meta.shape;
-    const int64_t numel = lucid::numel(shape);
+  // Groups under construction: members (in node order) and whether they may
+  // still grow (no node outside has read one of their values yet).
+  struct Building {
     std::vector<int> members;
-    std::unordered_map<int, bool> inside;  // values produced in the group
-    int j = i;
-    for (; j < nn && fusable_node(g, j); ++j) {
-      const graph::Node& n = g.nodes[j];
-      if (g.values[n.outputs[0]].meta.shape != shape) break;
-      bool ok = true;
+    bool open = true;
+    bool merged = false;
+  };
+  std::vector<Building> building;
+  std::vector<int> group_of_value(g.values.size(), -1);
+  auto find = [&](int b) {
+    while (building[b].merged) b = building[b].members.front();  // merged groups point at their target
+    return b;
+  };
+  for (int j = 0; j < nn; ++j) {
+    const graph::Node& n = g.nodes[j];
+    std::vector<int> joins;  // open groups of this shape that j reads
+    bool ok = fusable_node(g, j);
+    const Shape& shape = g.values[n.outputs[0]].meta.shape;
+    if (ok) {
       for (int v : n.inputs) {
+        const int b = group_of_value[v] >= 0 ? find(group_of_value[v]) : -1;
         const TensorMeta& m = g.values[v].meta;
-        ok &= inside.count(v) || m.shape == shape || m.numel() == 1;
+        if (b >= 0 && building[b].open && m.shape == shape && n.prim->kind() != OpKind::Broadcast) {
+          if (std::find(joins.begin(), joins.end(), b) == joins.end()) joins.push_back(b);
+        } else {
+          ok &= broadcasts_to(m.shape, shape);  // read from memory, broadcast if needed
+        }
       }
-      if (!ok) break;
-      members.push_back(j);
-      inside[n.outputs[0]] = true;
+      ok &= lucid::numel(shape) > 0 && shape.size() <= kMaxRank;
     }
-    if (members.size() < 2 || numel == 0) {
-      i = std::max(i + 1, j);
-      continue;
+    // Groups read by j from outside must run before j: they stop growing.
+    for (int v : n.inputs) {
+      const int b = group_of_value[v] >= 0 ? find(group_of_value[v]) : -1;
+      if (b >= 0 && !(ok && std::find(joins.begin(), joins.end(), b) != joins.end())) building[b].open = false;
     }
+    if (!ok) continue;
+    int target;
+    if (joins.empty()) {
+      target = int(building.size());
+      building.push_back({});
+    } else {
+      target = joins[0];
+      for (size_t k = 1; k < joins.size(); ++k) {  // j joins several groups: they become one
+        Building& other = building[joins[k]];
+        auto& tm = building[target].members;
+        tm.insert(tm.end(), other.members.begin(), other.members.end());
+        other.members = {target};
+        other.merged = true;
+      }
+      std::sort(building[target].members.begin(), building[target].members.end());
+    }
+    building[target].members.push_back(j);
+    group_of_value[n.outputs[0]] = target;
+  }
+
+  std::vector<FusedGroup> groups;
+  for (const Building& b : building) {
+    if (b.merged || b.members.size() < 2) continue;
+    const std::vector<int>& members = b.members;
+    const Shape& shape = g.values[g.nodes[members.back()].outputs[0]].meta.shape;
     FusedGroup grp;
     grp.nodes = members;
-    grp.numel = numel;
+    grp.numel = lucid::numel(shape);
     std::unordered_map<int, int> reg_of;
     auto reg_for_input = [&](int v) {
       auto it = reg_of.find(v);
@@ -79,28 +148,44 @@ std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int
       const int r = grp.num_regs++;
       reg_of[v] = r;
       const TensorMeta& m = g.values[v].meta;
-      grp.inputs.push_back({v, r, m.shape != shape, m.dtype == DType::Bool});
+      FusedInput in{v, r, m.numel() == 1, m.dtype == DType::Bool, {}, {}};
+      if (m.shape != shape && !in.scalar) describe_broadcast(m.shape, shape, in);
+      grp.inputs.push_back(std::move(in));
       return r;
     };
     const int last_member = members.back();
     for (int nidx : members) {
       const graph::Node& n = g.nodes[nidx];
+      const int out = n.outputs[0];
+      const bool is_output = last_use[out] > last_member;
       FusedInstr ins;
       ins.kind = n.prim->kind();
-      if (ins.kind == OpKind::Unary) ins.op = uint8_t(static_cast<const Unary&>(*n.prim).op);
-      if (ins.kind == OpKind::Binary) ins.op = uint8_t(static_cast<const Binary&>(*n.prim).op);
-      if (ins.kind == OpKind::Cast) ins.op = g.values[n.outputs[0]].meta.dtype == DType::Bool;
-      for (size_t k = 0; k < n.inputs.size(); ++k) ins.src[k] = reg_for_input(n.inputs[k]);
-      const int out = n.outputs[0];
+      if (ins.kind == OpKind::Broadcast) {
+        // The operand itself, read broadcast; copied only if it must be materialized.
+        const int r = reg_for_input(n.inputs[0]);
+        if (!is_output) {
+          reg_of[out] = r;
+          continue;
+        }
+        ins.kind = OpKind::Cast;  // a plain copy (op 0)
+        ins.src[0] = r;
+      } else {
+        if (ins.kind == OpKind::Unary) ins.op = uint8_t(static_cast<const Unary&>(*n.prim).op);
+        if (ins.kind == OpKind::Binary) ins.op = uint8_t(static_cast<const Binary&>(*n.prim).op);
+        if (ins.kind == OpKind::Cast) ins.op = g.values[out].meta.dtype == DType::Bool;
+        for (size_t k = 0; k < n.inputs.size(); ++k) ins.src[k] = reg_for_input(n.inputs[k]);
+      }
       ins.dst = grp.num_regs++;
       reg_of[out] = ins.dst;
       grp.code.push_back(ins);
-      if (last_use[out] > last_member)
-        grp.outputs.push_back({out, ins.dst, g.values[out].meta.dtype == DType::Bool});
+      if (is_output) grp.outputs.push_back({out, ins.dst, g.values[out].meta.dtype == DType::Bool});
     }
     groups.push_back(std::move(grp));
-    i = j;
   }
+  // Schedule order: by last member.
+  std::sort(groups.begin(), groups.end(), [](const FusedGroup& a, const FusedGroup& b) {
+    return a.nodes.back() < b.nodes.back();
+  });
   return groups;
 }
 
@@ -124,6 +209,37 @@ void run_binary(float* d, const float* a, const float* b, int64_t n) {
   }
 }
 
+// Fills r[0, n) with a broadcast operand's elements at group indices
+// [t0, t0 + n): runs along the innermost merged dim are filled or copied.
+template <class T>
+void gather_broadcast(const FusedInput& in, const T* p, int64_t t0, int64_t n, float* r) {
+  const size_t nd = in.dims.size();
+  int64_t coord[kMaxRank];
+  int64_t rest = t0, base = 0;
+  for (size_t d = nd; d-- > 0;) {
+    coord[d] = rest % in.dims[d];
+    rest /= in.dims[d];
+    base += coord[d] * in.strides[d];
+  }
+  const int64_t inner = in.dims[nd - 1], st = in.strides[nd - 1];
+  for (int64_t i = 0; i < n;) {
+    const int64_t run = std::min(inner - coord[nd - 1], n - i);
+    if (st == 0) {
+      std::fill(r + i, r + i + run, float(p[base]));
+    } else {
+      for (int64_t k = 0; k < run; ++k) r[i + k] = float(p[base + k * st]);
+    }
+    i += run;
+    base += run * st;
+    coord[nd - 1] += run;
+    for (size_t d = nd - 1; d > 0 && coord[d] == in.dims[d]; --d) {  // carry outwards
+      base += in.strides[d - 1] - coord[d] * in.strides[d];
+      coord[d] = 0;
+      ++coord[d - 1];
+    }
+  }
+}
+
 }  // namespace
 
 void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, const std::vector<void*>& out_ptrs) {
@@ -141,7 +257,10 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
       for (size_t k = 0; k < grp.inputs.size(); ++k) {
         const FusedInput& in = grp.inputs[k];
         float* r = regs.data() + size_t(in.reg) * kTile;
-        if (in.is_bool) {
+        if (in.broadcast()) {
+          if (in.is_bool) gather_broadcast(in, static_cast<const bool*>(in_ptrs[k]), t0, n, r);
+          else gather_broadcast(in, static_cast<const float*>(in_ptrs[k]), t0, n, r);
+        } else if (in.is_bool) {
           const bool* p = static_cast<const bool*>(in_ptrs[k]);
           if (in.scalar) {
             if (!scalars_filled) std::fill(r, r + kTile, p[0] ? 1.f : 0.f);

@@ -1,7 +1,8 @@
 #pragma once
-// Elementwise fusion for the CPU executable: a chain of float32/bool
-// elementwise nodes over one shape runs as one pass over memory, tile by
-// tile, so intermediates stay in registers-sized buffers instead of memory.
+// Elementwise fusion for the CPU executable: float32/bool elementwise nodes
+// over one shape (with operands broadcast into it) run as one pass over
+// memory, tile by tile, so intermediates stay in cache-sized buffers instead
+// of memory.
 // Each instruction uses the same scalar definitions as the eager kernels
 // (math.h), so fused and eager results are bit-identical.
 #include <cstdint>
@@ -18,13 +19,17 @@ struct FusedInstr {
   int src[3] = {-1, -1, -1};
 };
 
-// One operand read from memory: a full tensor of the group's shape, or a
-// one-element tensor broadcast to it.
+// One operand read from memory: a full tensor of the group's shape, a
+// one-element tensor, or a tensor broadcast to the group's shape. A
+// broadcast operand is described in the group's index space, with adjacent
+// dims merged: element at group coordinates c is at sum(c[d] * strides[d]).
 struct FusedInput {
   int value = -1;
   int reg = -1;
   bool scalar = false;
   bool is_bool = false;
+  std::vector<int64_t> dims, strides;  // broadcast operands only (innermost last)
+  bool broadcast() const { return !dims.empty(); }
 };
 
 struct FusedOutput {
@@ -42,11 +47,14 @@ struct FusedGroup {
   std::vector<FusedInstr> code;
 };
 
-// Whether node `node` can join a fused group (float32/bool elementwise).
+// Whether node `node` can join a fused group (float32/bool elementwise, or
+// a broadcast_to of a float32/bool tensor).
 bool fusable_node(const graph::Graph& g, int node);
-// Groups runs of two or more consecutive fusable nodes over one shape.
-// `last_use[v]` is the last node reading value v (>= nodes.size() for
-// outputs and writebacks); a value read after its group is materialized.
+// Groups fusable nodes over one output shape into groups of two or more.
+// Members need not be adjacent: a group runs at the place of its last
+// member, so it stops growing once a node outside it reads one of its
+// values. `last_use[v]` is the last node reading value v (>= nodes.size()
+// for outputs and writebacks); a value read after its group is materialized.
 std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& last_use);
 
 // Runs a group: `in_ptrs[k]` addresses inputs[k], `out_ptrs[k]` outputs[k].
