@@ -5,7 +5,9 @@ thread count.
 
 Workloads (float32): elementwise add, mul, exp and gelu over 4M elements;
 sum over the rows and over the columns of a 2048x2048 matrix; square
-matmuls of 256, 1024 and 2048; softmax over the last dim of 4096x1024.
+matmuls of 256, 1024 and 2048; softmax over the last dim of 4096x1024. Plus the shapes of a small GPT's
+training step (gpt_tiny): head-split permutes, column sums of activations
+(bias gradients), softmax over attention rows, GELU of the MLP.
 Each op runs out of place (allocating its result, as user code does) after
 warm-up; the table reports the median time per call and the ratio torch
 time / Lucid time (above 1: Lucid is faster), plus Lucid's effective memory
@@ -49,6 +51,26 @@ def _workloads():
         "softmax 4096x1024": (arrays((4096, 1024)), lambda a: lucid.softmax(a, -1), lambda a: torch.softmax(a, -1),
                               8 * 4096 * 1024 * mb, "GB/s"),
     }
+    # gpt_tiny shapes. Permutes are materialised on the torch side too.
+    perms = {
+        "permute qkv 16x128x3x4x32": ((16, 128, 3, 4, 32), (2, 0, 3, 1, 4)),
+        "permute heads 16x128x4x32": ((16, 128, 4, 32), (0, 2, 1, 3)),
+        "permute kT 16x4x32x128": ((16, 4, 32, 128), (0, 1, 3, 2)),
+    }
+    for name, (shape, perm) in perms.items():
+        w[name] = (arrays(shape), lambda a, p=perm: a.permute(*p), lambda a, p=perm: a.permute(*p).contiguous(),
+                   8 * int(np.prod(shape)) * mb, "GB/s")
+    for name, shape, dims in (("sum cols 16x128x128", (16, 128, 128), (0, 1)),
+                              ("sum cols 16x128x512", (16, 128, 512), (0, 1)),
+                              ("sum rows 16x128x128", (16, 128, 128), (2,))):
+        w[name] = (arrays(shape), lambda a, d=dims: a.sum(d, keepdim=True), lambda a, d=dims: a.sum(d, keepdim=True),
+                   4 * int(np.prod(shape)) * mb, "GB/s")
+    w["softmax 16x4x128x128"] = (arrays((16, 4, 128, 128)), lambda a: lucid.softmax(a, -1),
+                                 lambda a: torch.softmax(a, -1), 8 * 16 * 4 * 128 * 128 * mb, "GB/s")
+    w["log_softmax 2048x256"] = (arrays((2048, 256)), lambda a: lucid.log_softmax(a, -1),
+                                 lambda a: torch.log_softmax(a, -1), 8 * 2048 * 256 * mb, "GB/s")
+    w["gelu 16x128x512"] = (arrays((16, 128, 512)), LF.gelu, torch.nn.functional.gelu, 8 * 16 * 128 * 512 * mb,
+                            "GB/s")
     for s in (256, 1024, 2048):
         w[f"matmul {s}"] = (arrays((s, s), (s, s)), lambda a, b: a @ b, lambda a, b: a @ b, 2 * s ** 3 * 1e-9,
                             "GFLOP/s")

@@ -260,3 +260,34 @@ def test_permute_large_tiled(perm, dtype):
     with batch dims, every element width."""
     x = rnd(33, 70, 45, seed=9) if dtype in ("float32", "float64", "float16") else rnd(33, 70, 45, dtype=dtype, seed=9)
     check(lambda m, a: a.permute(*perm), x, dtypes=[dtype], grad=dtype == "float32")
+
+
+@pytest.mark.parametrize("shape,perm", [
+    ((6, 12, 3, 4, 32), (2, 0, 3, 1, 4)),  # innermost dim kept: contiguous runs
+    ((5, 7, 3), (1, 0, 2)),  # runs of 3 elements
+    ((6, 5, 2), (1, 0, 2)),  # runs of 2: moved as one wider element
+    ((3, 9, 4, 2), (1, 0, 2, 3)),  # dims 2, 3 stay together: runs of 8
+    ((4, 6, 33, 45), (0, 1, 3, 2)),  # batch of odd-sized transposes
+    ((2, 3, 4, 5, 6), (4, 2, 0, 3, 1)),
+    ((1, 40, 1, 17), (3, 2, 1, 0)),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "bool"])
+def test_permute_runs_and_transposes(shape, perm, dtype):
+    """Each path of the permuting copy: runs kept whole, short runs moved as
+    wider elements, tiled transposes with partial tiles."""
+    x = rnd(*shape, seed=10) if dtype.startswith("float") else rnd(*shape, dtype=dtype, seed=10)
+    check(lambda m, a: a.permute(*perm), x, dtypes=[dtype], grad=dtype == "float32")
+
+
+def test_permute_same_at_any_thread_count():
+    x = lucid.tensor(rnd(16, 128, 3, 4, 32, seed=11))
+    n = lucid.get_num_threads()
+    try:
+        for perm in [(2, 0, 3, 1, 4), (0, 1, 2, 4, 3), (4, 3, 2, 1, 0)]:
+            lucid.set_num_threads(1)
+            one = x.permute(*perm).numpy()
+            lucid.set_num_threads(2)
+            np.testing.assert_array_equal(x.permute(*perm).numpy(), one)
+            np.testing.assert_array_equal(one, x.numpy().transpose(perm))
+    finally:
+        lucid.set_num_threads(n)

@@ -1,6 +1,11 @@
 // CPU kernels of the layout primitives: Permute, Broadcast, Slice,
 // SliceScatter, Concat. Each is a strided copy.
+#include <algorithm>
 #include <cstring>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include "lucid/backend/cpu/layout.h"
 #include "lucid/backend/cpu/parallel.h"
@@ -46,63 +51,170 @@ void strided_copy(void* dst, const Shape& dst_strides, int64_t dst_offset, const
   }
 }
 
-// A transposing copy: output dim q is the source's contiguous one, the
-// output's last dim is strided in the source. Copying 32x32 tiles keeps the
-// source lines of a tile in cache while each is used 32 times, instead of
-// touching one line per element.
+// ----------------------------------------------------------------- Permute
+// A permute is first reduced to its essentials: size-1 dims dropped, and
+// output dims merged where they are also neighbours, in order, in the source.
+// What is left is either one memcpy, a copy of contiguous runs (the innermost
+// dim stays innermost), or a transpose of the source's contiguous dim into
+// the output's last dim, done in cache-sized tiles.
+
+// Calls fn(pos, src_off, dst_off) for positions [b, e) of `shape` in
+// row-major order, stepping both offsets like an odometer (no division per
+// position).
+template <class F>
+static void walk(const Shape& shape, const Shape& ss, const Shape& ds, int64_t b, int64_t e, F&& fn) {
+  const int nd = int(shape.size());
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  int64_t so = 0, dof = 0, rem = b;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+    so += idx[d] * ss[d];
+    dof += idx[d] * ds[d];
+  }
+  for (int64_t p = b; p < e; ++p) {
+    fn(p, so, dof);
+    for (int d = nd - 1; d >= 0; --d) {
+      so += ss[d];
+      dof += ds[d];
+      if (++idx[d] < shape[d]) break;
+      so -= shape[d] * ss[d];
+      dof -= shape[d] * ds[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// The innermost dim is contiguous on both sides: copy whole runs.
 template <class W>
-static void transpose_tiles(const W* src, W* dst, const Shape& out_shape, const Shape& src_strides, int q) {
-  const int n = int(out_shape.size());
-  const Shape dst_strides = contiguous_strides(out_shape);
-  const int64_t rows = out_shape[q], cols = out_shape[n - 1];
-  const int64_t src_col = src_strides[n - 1], dst_row = dst_strides[q];
-  Shape bshape, bsrc, bdst;  // the other dims, walked as a batch
-  for (int d = 0; d < n - 1; ++d)
-    if (d != q) {
-      bshape.push_back(out_shape[d]);
-      bsrc.push_back(src_strides[d]);
-      bdst.push_back(dst_strides[d]);
-    }
-  constexpr int64_t kTile = 32;
-  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
-  parallel_for(numel(bshape) * rt * ct, std::max<int64_t>(1, kElementwiseGrain / (kTile * kTile)),
-               [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t r0 = (t / ct) % rt * kTile, c0 = t % ct * kTile;
-      int64_t so = 0, dof = 0, rem = t / (rt * ct);
-      for (int d = int(bshape.size()) - 1; d >= 0; --d) {
-        const int64_t i = rem % bshape[d];
-        rem /= bshape[d];
-        so += i * bsrc[d];
-        dof += i * bdst[d];
-      }
-      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) dst[dof + r * dst_row + c] = src[so + r + c * src_col];
-    }
+static void permute_runs(const W* src, W* dst, const Shape& shape, const Shape& ss) {
+  const int64_t len = shape.back();
+  const Shape outer(shape.begin(), shape.end() - 1), os(ss.begin(), ss.end() - 1);
+  Shape ds = contiguous_strides(outer);
+  for (auto& v : ds) v *= len;
+  parallel_for(numel(outer), std::max<int64_t>(1, kElementwiseGrain / len), [&](int64_t b, int64_t e) {
+    walk(outer, os, ds, b, e, [&](int64_t, int64_t so, int64_t dof) {
+      std::memcpy(dst + dof, src + so, size_t(len) * sizeof(W));
+    });
   });
 }
 
-void permute_copy(const void* src, void* dst, const Shape& src_shape, const std::vector<int>& perm, size_t esize) {
-  const Shape cs = contiguous_strides(src_shape);
-  Shape out_shape, src_strides;
-  for (int p : perm) {
-    out_shape.push_back(src_shape[p]);
-    src_strides.push_back(cs[p]);
+// d[r * dr + c] = s[r + c * sc] for r < nr, c < nc: the tile's source lines
+// stay in cache while each is used nc times. 8x8 float blocks are
+// transposed in registers where AVX is available.
+#if defined(__AVX__)
+static inline void transpose8x8(const float* s, int64_t sc, float* d, int64_t dr) {
+  __m256 a[8], b[8];
+  for (int i = 0; i < 8; ++i) a[i] = _mm256_loadu_ps(s + i * sc);
+  for (int i = 0; i < 8; i += 2) {
+    b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+    b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
   }
-  const int n = int(out_shape.size());
-  int q = -1;  // the output dim that is contiguous in the source
-  for (int d = 0; d < n; ++d)
-    if (src_strides[d] == 1 && out_shape[d] > 1) q = d;
-  if (n >= 2 && q >= 0 && q != n - 1 && out_shape[n - 1] > 1 && numel(out_shape) > 0) {
-    switch (esize) {
-      case 1: transpose_tiles(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), out_shape, src_strides, q); return;
-      case 2: transpose_tiles(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), out_shape, src_strides, q); return;
-      case 4: transpose_tiles(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), out_shape, src_strides, q); return;
-      case 8: transpose_tiles(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), out_shape, src_strides, q); return;
+  for (int i = 0; i < 8; i += 4) {
+    a[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
+    a[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
+    a[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+    a[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(d + i * dr, _mm256_permute2f128_ps(a[i], a[i + 4], 0x20));
+    _mm256_storeu_ps(d + (i + 4) * dr, _mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
+  }
+}
+#endif
+
+template <class W>
+static void transpose_tile(const W* s, int64_t sc, W* d, int64_t dr, int64_t nr, int64_t nc) {
+  int64_t r0 = 0;
+#if defined(__AVX__)
+  if constexpr (sizeof(W) == 4) {
+    for (; r0 + 8 <= nr; r0 += 8) {
+      int64_t c = 0;
+      for (; c + 8 <= nc; c += 8)
+        transpose8x8(reinterpret_cast<const float*>(s + r0 + c * sc), sc, reinterpret_cast<float*>(d + r0 * dr + c),
+                     dr);
+      for (int64_t r = r0; r < r0 + 8; ++r)
+        for (int64_t cc = c; cc < nc; ++cc) d[r * dr + cc] = s[r + cc * sc];
     }
   }
-  strided_copy(dst, contiguous_strides(out_shape), 0, src, src_strides, 0, out_shape, esize);
+#endif
+  for (int64_t r = r0; r < nr; ++r)
+    for (int64_t c = 0; c < nc; ++c) d[r * dr + c] = s[r + c * sc];
+}
+
+// Output dim q is the source's contiguous one; the output's last dim is
+// strided in the source. The other dims and the tile grid are walked as a
+// batch of tiles.
+template <class W>
+static void permute_transpose(const W* src, W* dst, const Shape& shape, const Shape& ss) {
+  const int n = int(shape.size());
+  const int q = int(std::find(ss.begin(), ss.end(), 1) - ss.begin());
+  const Shape ds = contiguous_strides(shape);
+  const int64_t rows = shape[q], cols = shape[n - 1], sc = ss[n - 1], dr = ds[q];
+  constexpr int64_t kTile = 32;
+  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
+  Shape bshape, bss, bds;
+  for (int d = 0; d < n - 1; ++d)
+    if (d != q) {
+      bshape.push_back(shape[d]);
+      bss.push_back(ss[d]);
+      bds.push_back(ds[d]);
+    }
+  bshape.insert(bshape.end(), {rt, ct});
+  bss.insert(bss.end(), {kTile, kTile * sc});
+  bds.insert(bds.end(), {kTile * dr, kTile});
+  parallel_for(numel(bshape), std::max<int64_t>(1, kElementwiseGrain / (kTile * kTile)), [&](int64_t b, int64_t e) {
+    walk(bshape, bss, bds, b, e, [&](int64_t p, int64_t so, int64_t dof) {
+      const int64_t r0 = p / ct % rt * kTile, c0 = p % ct * kTile;
+      transpose_tile(src + so, sc, dst + dof, dr, std::min(kTile, rows - r0), std::min(kTile, cols - c0));
+    });
+  });
+}
+
+template <class W>
+static void permute_as(const void* src, void* dst, const Shape& shape, const Shape& ss) {
+  if (ss.back() == 1) permute_runs(static_cast<const W*>(src), static_cast<W*>(dst), shape, ss);
+  else permute_transpose(static_cast<const W*>(src), static_cast<W*>(dst), shape, ss);
+}
+
+void permute_copy(const void* src, void* dst, const Shape& src_shape, const std::vector<int>& perm, size_t esize) {
+  const int64_t n = numel(src_shape);
+  if (n == 0) return;
+  const Shape cs = contiguous_strides(src_shape);
+  Shape shape, ss;  // output shape and source strides, reduced
+  for (int p : perm) {
+    if (src_shape[p] == 1) continue;
+    if (!ss.empty() && ss.back() == cs[p] * src_shape[p]) {  // follows the previous dim in the source too
+      shape.back() *= src_shape[p];
+      ss.back() = cs[p];
+    } else {
+      shape.push_back(src_shape[p]);
+      ss.push_back(cs[p]);
+    }
+  }
+  if (shape.size() <= 1) {  // nothing moves
+    const char* s = static_cast<const char*>(src);
+    char* d = static_cast<char*>(dst);
+    parallel_for(n * int64_t(esize), kElementwiseGrain * 8,
+                 [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
+    return;
+  }
+  // Short runs (a few bytes) move as one wider element through the transpose:
+  // every other source stride is a multiple of the run length.
+  const int64_t run_bytes = shape.back() * int64_t(esize);
+  if (ss.back() == 1 && (run_bytes == 2 || run_bytes == 4 || run_bytes == 8)) {
+    const int64_t len = shape.back();
+    shape.pop_back();
+    ss.pop_back();
+    for (auto& v : ss) v /= len;
+    esize = size_t(run_bytes);
+  }
+  switch (esize) {
+    case 1: permute_as<uint8_t>(src, dst, shape, ss); break;
+    case 2: permute_as<uint16_t>(src, dst, shape, ss); break;
+    case 4: permute_as<uint32_t>(src, dst, shape, ss); break;
+    case 8: permute_as<uint64_t>(src, dst, shape, ss); break;
+  }
 }
 
 namespace {
