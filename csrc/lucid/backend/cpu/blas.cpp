@@ -8,15 +8,46 @@
 #elif defined(LUCID_BLAS_OPENBLAS)
 #include <cblas.h>
 #define LUCID_CBLAS(name) scipy_cblas_##name
+#elif defined(LUCID_BLAS_MKL)
+// The `mkl` wheel ships libmkl_rt without headers: the standard CBLAS
+// declarations and MKL's two threading controls are all that is needed.
+extern "C" {
+enum CBLAS_ORDER { CblasRowMajor = 101 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
+void cblas_sgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*, int, const float*,
+                 int, float, float*, int);
+void cblas_dgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
+                 const double*, int, double, double*, int);
+int MKL_Set_Threading_Layer(int layer);
+void MKL_Set_Num_Threads(int n);
+}
+#define LUCID_CBLAS(name) cblas_##name
 #else
 #error "no BLAS selected"
 #endif
 
 namespace lucid::cpu::blas {
 
+#if defined(LUCID_BLAS_MKL)
+// Sequential MKL: the pool splits GEMMs (matmul_kernel.cpp), so MKL must not
+// start threads of its own. Selected before the first MKL call.
+static void ensure_sequential() {
+  static const bool done = [] {
+    MKL_Set_Threading_Layer(1);  // MKL_THREADING_SEQUENTIAL
+    return true;
+  }();
+  (void)done;
+}
+#else
+static void ensure_sequential() {}
+#endif
+
 void set_threads(int n) {
+  ensure_sequential();
 #if defined(LUCID_BLAS_OPENBLAS)
   scipy_openblas_set_num_threads(n);
+#elif defined(LUCID_BLAS_MKL)
+  MKL_Set_Num_Threads(n);
 #else
   (void)n;
 #endif
@@ -31,6 +62,7 @@ static void check_dims(int64_t m, int64_t n, int64_t k) {
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc) {
   check_dims(m, n, k);
+  ensure_sequential();
   LUCID_CBLAS(sgemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                      int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
@@ -38,6 +70,7 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
 void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
            const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   check_dims(m, n, k);
+  ensure_sequential();
   LUCID_CBLAS(dgemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                      int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }

@@ -1,5 +1,6 @@
 #pragma once
-// The BLAS the CPU backend calls: OpenBLAS (scipy-openblas32) on Linux,
+// The BLAS the CPU backend calls: MKL (the mkl wheel) on Linux x86_64,
+// OpenBLAS (scipy-openblas32) on other Linux machines,
 // Accelerate on Apple.
 #include <cstdint>
 
