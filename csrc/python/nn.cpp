@@ -3,6 +3,7 @@
 // is done by lucid.nn.functional).
 #include "bindings.h"
 #include "lucid/ops/conv.h"
+#include "lucid/ops/norm.h"
 
 namespace lucid::python {
 
@@ -14,6 +15,7 @@ static Window2d window(Pair k, Pair s, Quad p, Pair d) {
 static Tensor opt(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
 
 void init_nn(py::module_& m) {
+  m.def("layer_norm", &layer_norm, py::arg("x"), py::arg("ndims"), py::arg("eps"), release);
   m.def("im2col", [](const Tensor& x, Pair k, Pair s, Quad p, Pair d, double pad_value) {
     return im2col(x, window(k, s, p, d), pad_value);
   }, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"), py::arg("dilation"),

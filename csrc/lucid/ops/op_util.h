@@ -14,7 +14,7 @@ Tensor call(const std::vector<Tensor>& inputs, Args&&... args) {
 }
 template <class P, class... Args>
 std::vector<Tensor> call_multi(const std::vector<Tensor>& inputs, Args&&... args) {
-  return apply(std::make_shared<const P>(std::forward<Args>(args)...), inputs);
+  return ::lucid::apply(std::make_shared<const P>(std::forward<Args>(args)...), inputs);
 }
 
 // Gradient slot k of a vjp result corresponds to argnums[k].

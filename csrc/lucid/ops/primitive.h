@@ -41,6 +41,10 @@ enum class OpKind : uint8_t {
   Im2Col,
   Col2Im,
   EngineUpdate,
+  MaxPool2d,
+  MaxPool2dBackward,
+  LayerNorm,
+  LayerNormBackward,
   Count
 };
 

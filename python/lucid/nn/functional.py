@@ -341,10 +341,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     _check_tensor(input, "input", "layer_norm")
     ns = _normalized_shape(normalized_shape)
     _check_normalized(input, ns, "layer_norm")
-    dims = list(range(-len(ns), 0))
-    mean = _C.mean(input, dims, True)
-    xc = _C.sub(input, mean)
-    out = _C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), dims, True), eps)))
+    out = _C.layer_norm(input, len(ns), eps)
     if weight is not None:
         out = _C.mul(out, weight)
     if bias is not None:

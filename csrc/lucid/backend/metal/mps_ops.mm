@@ -17,6 +17,7 @@
 #include "lucid/backend/metal/context.h"
 #include "lucid/backend/metal/mps_ops.h"
 #include "lucid/core/philox.h"
+#include "lucid/ops/norm.h"
 #include "lucid/ops/primitives.h"
 
 #if __has_include("lucid/ops/conv.h")
@@ -612,6 +613,35 @@ T emit_softmax(G& g, const Softmax& sm, T x, const TensorMeta& in) {
   return g.mul(e, g.div(g.like(1, total), total));
 }
 
+// -------------------------------------------------------------- layer norm
+NSArray<NSNumber*>* last_axes(size_t rank, int ndims) {
+  std::vector<int> axes;
+  for (int d = int(rank) - ndims; d < int(rank); ++d) axes.push_back(d);
+  return numbers(axes);
+}
+
+std::vector<T> emit_layer_norm(G& g, const LayerNorm& op, T x, const TensorMeta& in) {
+  MPSGraph* mg = g.graph();
+  NSArray<NSNumber*>* axes = last_axes(in.shape.size(), op.ndims);
+  x = g.cast(x, compute_type(in.dtype));
+  T mean = [mg meanOfTensor:x axes:axes name:nil];
+  T xc = g.sub(x, mean);
+  T var = [mg meanOfTensor:g.mul(xc, xc) axes:axes name:nil];
+  T rstd = g.div(g.like(1, var), [mg squareRootWithTensor:g.add(var, g.like(op.eps, var)) name:nil]);
+  return {g.mul(xc, rstd), mean, rstd};
+}
+
+T emit_layer_norm_backward(G& g, const LayerNormBackward& op, T grad, T xhat, T rstd, const TensorMeta& hm) {
+  MPSGraph* mg = g.graph();
+  NSArray<NSNumber*>* axes = last_axes(hm.shape.size(), op.ndims);
+  const MPSDataType t = compute_type(hm.dtype);
+  grad = g.cast(grad, t);
+  xhat = g.cast(xhat, t);
+  T mean_g = [mg meanOfTensor:grad axes:axes name:nil];
+  T mean_gh = [mg meanOfTensor:g.mul(grad, xhat) axes:axes name:nil];
+  return g.mul(g.cast(rstd, t), g.sub(g.sub(grad, mean_g), g.mul(xhat, mean_gh)));
+}
+
 #ifdef LUCID_METAL_HAS_CONV
 // ----------------------------------------------------------- im2col/col2im
 // Flat positions, in the padded image, of every (tap, output position): the
@@ -682,6 +712,45 @@ T emit_col2im(G& g, const Col2Im& op, T cols, const TensorMeta& in, const Tensor
   acc = g.reshape(acc, Shape{n, c, hp, wp});
   return g.slice(acc, {0, 0, w.pad_top, w.pad_left}, {n, c, w.pad_top + h, w.pad_left + wd}, {1, 1, 1, 1});
 }
+
+// ---------------------------------------------------------- max pooling
+// The window with its per-side padding (ceil_mode is already in it); indices
+// flattened over H*W of the input, as MaxPool2d returns them.
+MPSGraphPooling2DOpDescriptor* pool_descriptor(const Window2d& w) {
+  MPSGraphPooling2DOpDescriptor* d =
+      [MPSGraphPooling2DOpDescriptor descriptorWithKernelWidth:NSUInteger(w.kw)
+                                                  kernelHeight:NSUInteger(w.kh)
+                                                     strideInX:NSUInteger(w.sw)
+                                                     strideInY:NSUInteger(w.sh)
+                                               dilationRateInX:NSUInteger(w.dw)
+                                               dilationRateInY:NSUInteger(w.dh)
+                                                   paddingLeft:NSUInteger(w.pad_left)
+                                                  paddingRight:NSUInteger(w.pad_right)
+                                                    paddingTop:NSUInteger(w.pad_top)
+                                                 paddingBottom:NSUInteger(w.pad_bottom)
+                                                  paddingStyle:MPSGraphPaddingStyleExplicit
+                                                    dataLayout:MPSGraphTensorNamedDataLayoutNCHW];
+  d.returnIndicesMode = MPSGraphPoolingReturnIndicesGlobalFlatten2D;
+  d.returnIndicesDataType = MPSDataTypeInt32;
+  return d;
+}
+
+std::vector<T> emit_max_pool(G& g, const MaxPool2d& op, T x, const TensorMeta& in) {
+  // 16-bit floats pool in float32: the maximum is exact in either.
+  x = g.cast(x, compute_type(in.dtype));
+  NSArray<T>* r = [g.graph() maxPooling2DReturnIndicesWithSourceTensor:x descriptor:pool_descriptor(op.win) name:nil];
+  return {r[0], r[1]};  // emit_primitive casts the indices to int64
+}
+
+T emit_max_pool_backward(G& g, const MaxPool2dBackward& op, T grad, T idx, const TensorMeta& gm,
+                         const TensorMeta& out) {
+  grad = g.cast(grad, compute_type(gm.dtype));
+  return [g.graph() maxPooling2DGradientWithGradientTensor:grad
+                                             indicesTensor:g.cast(idx, MPSDataTypeInt32)
+                                               outputShape:mps_shape(out.shape)
+                                                descriptor:pool_descriptor(op.win)
+                                                      name:nil];
+}
 #endif
 
 // Kinds whose output is defined only when every input has elements.
@@ -741,9 +810,15 @@ std::vector<T> emit(G& g, const Primitive& p, const std::vector<T>& in, const st
     case OpKind::IndexAdd:
       return {emit_index_add(g, static_cast<const IndexAdd&>(p).axis, in[0], in[1], in[2], im[0], im[1], im[2])};
     case OpKind::Softmax: return {emit_softmax(g, static_cast<const Softmax&>(p), in[0], im[0])};
+    case OpKind::LayerNorm: return emit_layer_norm(g, static_cast<const LayerNorm&>(p), in[0], im[0]);
+    case OpKind::LayerNormBackward:
+      return {emit_layer_norm_backward(g, static_cast<const LayerNormBackward&>(p), in[0], in[1], in[2], im[1])};
 #ifdef LUCID_METAL_HAS_CONV
     case OpKind::Im2Col: return {emit_im2col(g, static_cast<const Im2Col&>(p), in[0], im[0])};
     case OpKind::Col2Im: return {emit_col2im(g, static_cast<const Col2Im&>(p), in[0], im[0], om[0])};
+    case OpKind::MaxPool2d: return emit_max_pool(g, static_cast<const MaxPool2d&>(p), in[0], im[0]);
+    case OpKind::MaxPool2dBackward:
+      return {emit_max_pool_backward(g, static_cast<const MaxPool2dBackward&>(p), in[0], in[1], im[0], om[0])};
 #endif
     default: break;
   }
@@ -885,7 +960,20 @@ std::string primitive_key(const Primitive& p) {
       os << op.win.str() << ',' << op.height << ',' << op.width;
       break;
     }
+    case OpKind::MaxPool2d: os << static_cast<const MaxPool2d&>(p).win.str(); break;
+    case OpKind::MaxPool2dBackward: {
+      const auto& op = static_cast<const MaxPool2dBackward&>(p);
+      os << op.win.str() << ',' << op.height << ',' << op.width;
+      break;
+    }
 #endif
+    case OpKind::LayerNorm: {
+      const auto& op = static_cast<const LayerNorm&>(p);
+      os << op.ndims << ',';
+      put_bits(os, op.eps);
+      break;
+    }
+    case OpKind::LayerNormBackward: os << static_cast<const LayerNormBackward&>(p).ndims; break;
     case OpKind::Where: case OpKind::Copy: break;
     default:
       fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");

@@ -1,0 +1,109 @@
+// CPU kernels of LayerNorm and LayerNormBackward: rows are independent, so
+// they are split across the pool; each row is read into float (or double)
+// once and reduced with fixed-width partial sums, so results do not depend
+// on the thread count.
+#include <cmath>
+#include <vector>
+
+#include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/parallel.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/norm.h"
+
+namespace lucid::cpu {
+
+namespace {
+
+// Sum with 16 interleaved partial sums (vectorises; a fixed order).
+template <class A>
+A row_sum(const A* v, int64_t n) {
+  constexpr int L = 16;
+  A part[L] = {};
+  int64_t k = 0;
+  for (; k + L <= n; k += L)
+    for (int l = 0; l < L; ++l) part[l] += v[k + l];
+  for (int l = 0; k < n; ++k, ++l) part[l] += v[k];
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) part[l] += part[l + w];
+  return part[0];
+}
+
+void rows_of(const TensorMeta& m, int ndims, int64_t& rows, int64_t& d) {
+  d = 1;
+  for (size_t i = m.shape.size() - size_t(ndims); i < m.shape.size(); ++i) d *= m.shape[i];
+  rows = d == 0 ? 0 : m.numel() / d;
+}
+
+template <class T>
+void layer_norm_rows(const T* x, T* xhat, T* mean, T* rstd, int64_t rows, int64_t d, double eps) {
+  using A = compute_t<T>;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> buf(size_t(d) * 2);
+    A* __restrict v = buf.data();
+    A* __restrict sq = v + d;
+    for (int64_t r = b; r < e; ++r) {
+      const T* xs = x + r * d;
+      for (int64_t k = 0; k < d; ++k) v[k] = load(xs, k);
+      const A mu = row_sum(v, d) / A(d);
+      for (int64_t k = 0; k < d; ++k) {
+        v[k] -= mu;
+        sq[k] = v[k] * v[k];
+      }
+      const A rs = A(1) / std::sqrt(row_sum(sq, d) / A(d) + A(eps));
+      T* ys = xhat + r * d;
+      for (int64_t k = 0; k < d; ++k) store(ys, k, v[k] * rs);
+      store(mean, r, mu);
+      store(rstd, r, rs);
+    }
+  });
+}
+
+template <class T>
+void layer_norm_backward_rows(const T* g, const T* xhat, const T* rstd, T* dx, int64_t rows, int64_t d) {
+  using A = compute_t<T>;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> buf(size_t(d) * 3);
+    A* __restrict gv = buf.data();
+    A* __restrict hv = gv + d;
+    A* __restrict gh = hv + d;
+    for (int64_t r = b; r < e; ++r) {
+      const T* gs = g + r * d;
+      const T* hs = xhat + r * d;
+      for (int64_t k = 0; k < d; ++k) {
+        gv[k] = load(gs, k);
+        hv[k] = load(hs, k);
+        gh[k] = gv[k] * hv[k];
+      }
+      const A mean_g = row_sum(gv, d) / A(d), mean_gh = row_sum(gh, d) / A(d);
+      const A rs = load(rstd, r);
+      T* out = dx + r * d;
+      for (int64_t k = 0; k < d; ++k) store(out, k, rs * (gv[k] - mean_g - hv[k] * mean_gh));
+    }
+  });
+}
+
+void layer_norm_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ln = static_cast<const LayerNorm&>(p);
+  int64_t rows, d;
+  rows_of(*in[0].meta, ln.ndims, rows, d);
+  LUCID_DISPATCH_FLOAT(in[0].meta->dtype, "layer_norm", [&] {
+    layer_norm_rows(static_cast<const T*>(in[0].data), static_cast<T*>(out[0].data), static_cast<T*>(out[1].data),
+                    static_cast<T*>(out[2].data), rows, d, ln.eps);
+  });
+}
+LUCID_REGISTER_KERNEL(LayerNorm, CPU, layer_norm_kernel);
+
+void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ln = static_cast<const LayerNormBackward&>(p);
+  int64_t rows, d;
+  rows_of(*in[1].meta, ln.ndims, rows, d);
+  LUCID_DISPATCH_FLOAT(in[1].meta->dtype, "layer_norm_backward", [&] {
+    layer_norm_backward_rows(static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+                             static_cast<const T*>(in[2].data), static_cast<T*>(out[0].data), rows, d);
+  });
+}
+LUCID_REGISTER_KERNEL(LayerNormBackward, CPU, layer_norm_backward_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cpu

@@ -1,0 +1,44 @@
+#pragma once
+// Layer normalisation as one primitive per direction: the statistics and
+// the normalised values in one pass over each row (instead of a chain of
+// reductions and broadcasts), and the input gradient likewise. The affine
+// part (weight, bias) stays ordinary ops, which fuse.
+#include "lucid/ops/ops.h"
+#include "lucid/ops/primitive.h"
+
+namespace lucid {
+
+// x -> (xhat, mean, rstd) over the last `ndims` dims: xhat = (x - mean) * rstd,
+// rstd = 1 / sqrt(var + eps), biased variance; mean and rstd keep those dims
+// with extent 1. Only xhat carries a gradient.
+struct LayerNorm final : Primitive {
+  int ndims;
+  double eps;
+  LayerNorm(int ndims, double eps) : Primitive(OpKind::LayerNorm), ndims(ndims), eps(eps) {}
+  std::string name() const override { return "layer_norm"; }
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// (g, xhat, rstd) -> dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), the
+// means over the normalised dims.
+struct LayerNormBackward final : Primitive {
+  int ndims;
+  explicit LayerNormBackward(int ndims) : Primitive(OpKind::LayerNormBackward), ndims(ndims) {}
+  std::string name() const override { return "layer_norm_backward"; }
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  uint8_t saved() const override { return 0; }
+};
+
+// Normalises `x` over its last `ndims` dims (no affine part).
+Tensor layer_norm(const Tensor& x, int ndims, double eps);
+
+}  // namespace lucid
