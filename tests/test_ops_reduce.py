@@ -349,3 +349,57 @@ def test_softmax_inner_dims(name, dtype):
     check(lambda m, a: getattr(m, name)(a, 1), x, dtypes=[dtype], rtol=tol, atol=tol, grad_rtol=3e-2 if tol else None,
           grad_atol=3e-2 if tol else None)
     check(lambda m, a: getattr(m, name)(a, 0), x, dtypes=[dtype], rtol=tol, atol=tol, grad=False)
+
+
+@pytest.mark.parametrize("shape,dims", [
+    ((16, 128, 128), (0, 1)),  # bias gradient: one block of columns, rows in chunks
+    ((16, 128, 512), (0, 1)),
+    ((300, 2100), 0),  # columns in several blocks, a partial chunk of rows
+    ((5, 700, 3), 1),  # narrow columns under many outer rows
+    ((4, 1, 9, 2500), (1, 2)),
+    ((2, 3, 0), 1),
+    ((7, 0, 5), 1),  # nothing to add: zeros
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_sum_over_leading_dims(shape, dims, dtype):
+    """Sums with columns after the reduced dims, against float64 NumPy."""
+    x = rnd(*shape, seed=40, dtype="float32" if dtype == "bfloat16" else dtype)
+    xl = lucid.tensor(x).to(getattr(lucid, dtype))
+    got = xl.sum(dims).to(lucid.float64).numpy()
+    xr = xl.to(lucid.float64).numpy()
+    ref = xr.sum(axis=dims)
+    scale = np.abs(xr).sum(axis=dims) + 1.0  # error bound relative to the sum of magnitudes
+    tol = {"float32": 1e-6, "float64": 1e-14, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype]
+    assert got.shape == ref.shape
+    assert np.all(np.abs(got - ref) <= tol * scale)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "prod", "all", "any"])
+def test_other_reductions_over_leading_dims(name):
+    x = rnd(600, 130, seed=41)
+    if name == "prod":
+        x = np.abs(x) * 0.01 + 0.9995
+    if name in ("all", "any"):
+        x = rnd(600, 130, low=0, high=1, seed=41) < (0.999 if name == "all" else 0.001)
+        check(lambda m, a: getattr(m, name)(a, 0), x, dtypes=["bool"], grad=False)
+    else:
+        check(lambda m, a: getattr(m, name)(a, 0), x, rtol=1e-5, grad=False)
+
+
+def test_reductions_do_not_depend_on_thread_count():
+    """The split of rows into partials is fixed by the shape, so 1 and 2
+    threads give the same bits."""
+    cases = [((16, 128, 512), (0, 1)), ((2048, 300), 0), ((3, 1000, 70), 1), ((64, 129, 33), (0, 2)),
+             ((512, 1000), 1)]
+    n = lucid.get_num_threads()
+    try:
+        for shape, dims in cases:
+            x = lucid.tensor(rnd(*shape, seed=42))
+            lucid.set_num_threads(1)
+            one = [x.sum(dims).numpy(), x.amax(dims).numpy(), lucid.softmax(x, -1).numpy()]
+            lucid.set_num_threads(2)
+            two = [x.sum(dims).numpy(), x.amax(dims).numpy(), lucid.softmax(x, -1).numpy()]
+            for a, b in zip(one, two):
+                np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
+    finally:
+        lucid.set_num_threads(n)
