@@ -1,4 +1,5 @@
-// Neural-network primitives whose fused kernels matter (Softmax).
+// Neural-network primitives whose fused kernels matter (Softmax and its
+// backward).
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -15,10 +16,20 @@ size_t Softmax::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), l
 std::vector<TensorMeta> Softmax::infer(const std::vector<TensorMeta>& in) const { return {in[0]}; }
 std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<Tensor>& out,
                                  const std::vector<Tensor>& cot, const std::vector<int>&) const {
-  const Tensor &y = out[0], &g = cot[0];
-  const std::vector<int64_t> ax{axis};
-  if (log) return {sub(g, mul(exp(y), sum(g, ax, true)))};
-  return {mul(y, sub(g, sum(mul(g, y), ax, true)))};
+  return {call<SoftmaxBackward>({cot[0], out[0]}, axis, log)};
+}
+
+std::string SoftmaxBackward::name() const { return log ? "log_softmax_backward" : "softmax_backward"; }
+bool SoftmaxBackward::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& s = static_cast<const SoftmaxBackward&>(o);
+  return s.axis == axis && s.log == log;
+}
+size_t SoftmaxBackward::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), log); }
+std::vector<TensorMeta> SoftmaxBackward::infer(const std::vector<TensorMeta>& in) const { return {in[1]}; }
+std::vector<Tensor> SoftmaxBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                         const std::vector<Tensor>&, const std::vector<int>&) const {
+  fail<NotImplementedError>(name(), ": gradients of the backward pass (higher-order gradients) are not supported");
 }
 
 static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {

@@ -45,6 +45,7 @@ enum class OpKind : uint8_t {
   MaxPool2dBackward,
   LayerNorm,
   LayerNormBackward,
+  SoftmaxBackward,
   Count
 };
 

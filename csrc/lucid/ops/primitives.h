@@ -251,4 +251,15 @@ struct Softmax final : Primitive {
   uint8_t saved() const override { return kSaveOutputs; }
 };
 
+// (g, y) -> the input gradient of Softmax(axis, log) with output y:
+// y * (g - sum(g * y)), or g - exp(y) * sum(g) for log_softmax.
+struct SoftmaxBackward final : Primitive {
+  int axis;
+  bool log;
+  SoftmaxBackward(int axis, bool log) : Primitive(OpKind::SoftmaxBackward), axis(axis), log(log) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
 }  // namespace lucid

@@ -229,7 +229,8 @@ struct Registrar {
                      OpKind::Matmul, OpKind::Reshape, OpKind::Permute, OpKind::Broadcast, OpKind::Slice,
                      OpKind::SliceScatter, OpKind::Concat, OpKind::Gather, OpKind::ScatterAdd, OpKind::IndexSelect,
                      OpKind::IndexAdd, OpKind::Softmax, OpKind::Im2Col, OpKind::Col2Im, OpKind::MaxPool2d,
-                     OpKind::MaxPool2dBackward, OpKind::LayerNorm, OpKind::LayerNormBackward})
+                     OpKind::MaxPool2dBackward, OpKind::LayerNorm, OpKind::LayerNormBackward,
+                     OpKind::SoftmaxBackward})
       register_kernel(k, DeviceType::Metal, graph_kernel);
     register_kernel(OpKind::Full, DeviceType::Metal, full_kernel);
     register_kernel(OpKind::Arange, DeviceType::Metal, arange_kernel);

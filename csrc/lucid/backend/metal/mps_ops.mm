@@ -613,6 +613,16 @@ T emit_softmax(G& g, const Softmax& sm, T x, const TensorMeta& in) {
   return g.mul(e, g.div(g.like(1, total), total));
 }
 
+T emit_softmax_backward(G& g, const SoftmaxBackward& sb, T grad, T y, const TensorMeta& ym) {
+  MPSGraph* mg = g.graph();
+  const int axis = ym.shape.empty() ? 0 : sb.axis;
+  const MPSDataType t = compute_type(ym.dtype);
+  grad = g.cast(grad, t);
+  y = g.cast(y, t);
+  if (sb.log) return g.sub(grad, g.mul(g.exp(y), [mg reductionSumWithTensor:grad axis:axis name:nil]));
+  return g.mul(y, g.sub(grad, [mg reductionSumWithTensor:g.mul(grad, y) axis:axis name:nil]));
+}
+
 // -------------------------------------------------------------- layer norm
 NSArray<NSNumber*>* last_axes(size_t rank, int ndims) {
   std::vector<int> axes;
@@ -810,6 +820,8 @@ std::vector<T> emit(G& g, const Primitive& p, const std::vector<T>& in, const st
     case OpKind::IndexAdd:
       return {emit_index_add(g, static_cast<const IndexAdd&>(p).axis, in[0], in[1], in[2], im[0], im[1], im[2])};
     case OpKind::Softmax: return {emit_softmax(g, static_cast<const Softmax&>(p), in[0], im[0])};
+    case OpKind::SoftmaxBackward:
+      return {emit_softmax_backward(g, static_cast<const SoftmaxBackward&>(p), in[0], in[1], im[1])};
     case OpKind::LayerNorm: return emit_layer_norm(g, static_cast<const LayerNorm&>(p), in[0], im[0]);
     case OpKind::LayerNormBackward:
       return {emit_layer_norm_backward(g, static_cast<const LayerNormBackward&>(p), in[0], in[1], in[2], im[1])};
@@ -974,6 +986,11 @@ std::string primitive_key(const Primitive& p) {
       break;
     }
     case OpKind::LayerNormBackward: os << static_cast<const LayerNormBackward&>(p).ndims; break;
+    case OpKind::SoftmaxBackward: {
+      const auto& sb = static_cast<const SoftmaxBackward&>(p);
+      os << sb.axis << ',' << sb.log;
+      break;
+    }
     case OpKind::Where: case OpKind::Copy: break;
     default:
       fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");

@@ -1,14 +1,16 @@
-// CPU kernels of LayerNorm and LayerNormBackward: rows are independent, so
-// they are split across the pool; each row is read into float (or double)
-// once and reduced with fixed-width partial sums, so results do not depend
-// on the thread count.
+// CPU kernels that work row by row: LayerNorm, LayerNormBackward and
+// SoftmaxBackward. Rows are independent, so they are split across the pool;
+// each row is read into float (or double) once and reduced with fixed-width
+// partial sums, so results do not depend on the thread count.
 #include <cmath>
 #include <vector>
 
 #include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/math.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/norm.h"
+#include "lucid/ops/primitives.h"
 
 namespace lucid::cpu {
 
@@ -103,6 +105,48 @@ void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>&
   });
 }
 LUCID_REGISTER_KERNEL(LayerNormBackward, CPU, layer_norm_backward_kernel);
+
+// Softmax's input gradient over [outer, r, inner] (the reduced axis r):
+// y * (g - sum(g * y)), or g - exp(y) * sum(g) for log_softmax.
+template <class T>
+void softmax_backward(const T* g, const T* y, T* dx, int64_t outer, int64_t r, int64_t inner, bool log) {
+  using A = compute_t<T>;
+  parallel_for(outer * inner, std::max<int64_t>(1, 8192 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> buf(size_t(r) * 3);
+    A* __restrict gv = buf.data();
+    A* __restrict yv = gv + r;
+    A* __restrict t = yv + r;
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t base = (q / inner) * r * inner + q % inner;
+      for (int64_t k = 0; k < r; ++k) {
+        gv[k] = load(g, base + k * inner);
+        yv[k] = load(y, base + k * inner);
+      }
+      if (log) {
+        const A s = row_sum(gv, r);
+        for (int64_t k = 0; k < r; ++k) store(dx, base + k * inner, gv[k] - exp_(yv[k]) * s);
+      } else {
+        for (int64_t k = 0; k < r; ++k) t[k] = gv[k] * yv[k];
+        const A s = row_sum(t, r);
+        for (int64_t k = 0; k < r; ++k) store(dx, base + k * inner, yv[k] * (gv[k] - s));
+      }
+    }
+  });
+}
+
+void softmax_backward_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sb = static_cast<const SoftmaxBackward&>(p);
+  const Shape& s = in[1].meta->shape;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < sb.axis; ++d) outer *= s[d];
+  for (size_t d = size_t(sb.axis) + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t r = s.empty() ? 1 : s[sb.axis];
+  LUCID_DISPATCH_FLOAT(in[1].meta->dtype, "softmax_backward", [&] {
+    softmax_backward(static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+                     static_cast<T*>(out[0].data), outer, r, inner, sb.log);
+  });
+}
+LUCID_REGISTER_KERNEL(SoftmaxBackward, CPU, softmax_backward_kernel);
 
 }  // namespace
 
