@@ -287,6 +287,13 @@ def test_softmax_and_log_softmax():
     compare(lambda L, t: L.softmax(t, 1), row, grad=False)
 
 
+@needs_metal
+@pytest.mark.parametrize("shape,ns", [((4, 7), (7,)), ((2, 3, 4, 5), (4, 5))])
+def test_layer_norm(shape, ns):
+    x, w, b = rnd(*shape) * 3, rnd(*ns, seed=2), rnd(*ns, seed=3)
+    compare(lambda L, t, w, b: L.nn.functional.layer_norm(t, ns, w, b, 1e-5), x, w, b, rtol=1e-5, atol=1e-5)
+
+
 # ----------------------------------------------------------------- matmul
 @needs_metal
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((4,), (4, 2)), ((5, 3), (3,))])
