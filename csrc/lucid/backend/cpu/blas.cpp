@@ -18,6 +18,8 @@ void cblas_sgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, f
                  int, float, float*, int);
 void cblas_dgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
                  const double*, int, double, double*, int);
+void cblas_sgemm_batch_strided(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*,
+                               int, long long, const float*, int, long long, float, float*, int, long long, int);
 int MKL_Set_Threading_Layer(int layer);
 void MKL_Set_Num_Threads(int n);
 }
@@ -65,6 +67,22 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   ensure_sequential();
   LUCID_CBLAS(sgemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                      int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+void sgemm_batch(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, int64_t stride_a,
+                 const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc, int64_t stride_c,
+                 int64_t batch) {
+#if defined(LUCID_BLAS_MKL)
+  check_dims(m, n, k);
+  check_dims(batch, 0, 0);
+  ensure_sequential();
+  cblas_sgemm_batch_strided(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m),
+                            int(n), int(k), 1.0f, a, int(lda), stride_a, b, int(ldb), stride_b, 0.0f, c, int(ldc),
+                            stride_c, int(batch));
+#else
+  for (int64_t i = 0; i < batch; ++i)
+    sgemm(ta, tb, m, n, k, 1.0f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0f, c + i * stride_c, ldc);
+#endif
 }
 
 void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,

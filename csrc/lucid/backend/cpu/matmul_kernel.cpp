@@ -1,6 +1,7 @@
 // CPU matmul: BLAS for float32/float64 (16-bit floats through float32),
 // a plain loop for integer dtypes.
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "lucid/backend/cpu/blas.h"
@@ -60,9 +61,19 @@ void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* 
   const int threads = num_threads();
   // Pieces: batch entries first, then rows (M), else columns (N).
   const bool split_rows = g.m >= g.n || g.n < 64;
-  const int64_t per_batch = flops < (int64_t(1) << 18) || threads == 1 ? 1 : threads;
+  // Whole GEMMs per task when the batch alone keeps every thread busy.
+  const int64_t per_batch = flops < (int64_t(1) << 18) || threads == 1 || g.batch >= 4 * threads ? 1 : threads;
   const int64_t extent = split_rows ? g.m : g.n;
   const int64_t pieces = std::min<int64_t>(per_batch, std::max<int64_t>(1, extent / 16));
+  if constexpr (std::is_same_v<T, float>) {
+    if (pieces == 1 && g.batch > 1) {  // whole GEMMs per task: one batched call per range
+      parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+        blas::sgemm_batch(mm.trans_a, mm.trans_b, g.m, g.n, g.k, a + begin * g.m * g.k, lda, g.m * g.k,
+                          b + begin * g.k * g.n, ldb, g.k * g.n, c + begin * g.m * g.n, g.n, g.m * g.n, end - begin);
+      });
+      return;
+    }
+  }
   parallel_for(g.batch * pieces, 1, [&](int64_t begin, int64_t end) {
     for (int64_t q = begin; q < end; ++q) {
       const int64_t bi = q / pieces, piece = q % pieces;
