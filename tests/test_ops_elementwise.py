@@ -525,3 +525,15 @@ def test_results_do_not_depend_on_length(name):
     full = fn(x).numpy()
     pieces = np.concatenate([fn(x[i:i + 7]).numpy() for i in range(0, 350, 7)])
     np.testing.assert_array_equal(full[:350].view(np.int32), pieces.view(np.int32))
+
+
+@pytest.mark.parametrize("name", ["exp", "erf", "tanh", "sigmoid"])
+def test_float32_transcendental_special_values(name):
+    """NaN, infinities, signed zeros, overflow and the clamping edges of the
+    float32 approximations, as PyTorch gives them."""
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 88.7, 89.5, 100.0, -87.5, -103.9, -104.5, -120.0,
+                  0.927734375, -0.927734375, 0.9277, 3.9, -3.9, 4.5, 1e-30, -1e-30], np.float32)
+    got = getattr(lucid, name)(lucid.tensor(x)).numpy()
+    ref = getattr(torch, name)(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=3e-7, atol=0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))

@@ -45,18 +45,15 @@ LUCID_MATH_INLINE float madd(float a, float b, float c) {
 #endif
 }
 
-LUCID_MATH_INLINE float exp_f32(float x) {
-  // Cephes' expf: x = n ln2 + r (Cody-Waite), exp(r) by a degree-7
-  // polynomial, 2^n applied in two halves so results down to the subnormal
-  // range and up to overflow come out right. n is rounded by adding 1.5 * 2^23
-  // (no float-to-int conversion, which would keep the loop scalar).
+// Cephes' expf core: for xc in [-104, 89], exp(xc) = y * 2^n with
+// xc = n ln2 + r (Cody-Waite) and y = exp(r) by a degree-7 polynomial. n is
+// rounded by adding 1.5 * 2^23 (no float-to-int conversion, which would keep
+// the loop scalar).
+LUCID_MATH_INLINE float exp_reduced(float xc, int32_t& n) {
   constexpr float kRound = 12582912.0f;
-  const bool nan = x != x;
-  float xc = std::min(std::max(x, -104.0f), 89.0f);
-  xc = nan ? 0.0f : xc;
   const float shifted = madd(xc, 1.44269504088896341f, kRound);
   const float fn = shifted - kRound;
-  const int32_t n = float_bits(shifted) - float_bits(kRound);
+  n = int32_t(uint32_t(float_bits(shifted)) - uint32_t(float_bits(kRound)));
   float r = madd(fn, -0.693359375f, xc);
   r = madd(fn, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
@@ -65,10 +62,24 @@ LUCID_MATH_INLINE float exp_f32(float x) {
   p = madd(p, r, 4.1665795894e-2f);
   p = madd(p, r, 1.6666665459e-1f);
   p = madd(p, r, 5.0000001201e-1f);
-  float y = madd(p, r * r, r) + 1.0f;
-  const int32_t n1 = n / 2, n2 = n - n1;
-  y = y * float_from_bits((n1 + 127) << 23) * float_from_bits((n2 + 127) << 23);
-  return nan ? x : y;
+  return madd(p, r * r, r) + 1.0f;
+}
+
+// 2^n for n in [-126, 127].
+LUCID_MATH_INLINE float pow2i(int32_t n) { return float_from_bits(int32_t(uint32_t(n + 127) << 23)); }
+
+LUCID_MATH_INLINE float exp_f32(float x) {
+  // The clamps are written as selects that map onto min/max instructions (a
+  // NaN becomes -104 here and is returned as itself at the end). 2^n is
+  // applied in two halves, so results down to the subnormal range and up to
+  // overflow come out right.
+  float xc = x > -104.0f ? x : -104.0f;
+  xc = xc < 89.0f ? xc : 89.0f;
+  int32_t n;
+  const float y = exp_reduced(xc, n);
+  const int32_t n1 = n >> 1;
+  const float e = y * pow2i(n1) * pow2i(n - n1);
+  return x != x ? x : e;
 }
 
 LUCID_MATH_INLINE float tanh_f32(float x) {
@@ -95,7 +106,11 @@ LUCID_MATH_INLINE float erf_f32(float x) {
   r = madd(r, t, -6.34846687e-1f);
   r = madd(r, t, -1.28717512e-1f);
   r = madd(r, t, -t);
-  const float big = std::copysign(1.0f - exp_f32(r), x);
+  // exp(r) for r <= 0 (-inf for huge |x|, NaN for NaN, which takes the other
+  // branch): below -87 it no longer changes 1 - exp(r), so one scale does.
+  int32_t n;
+  const float e = exp_reduced(r > -87.0f ? r : -87.0f, n) * pow2i(n);
+  const float big = std::copysign(1.0f - e, x);
   float q = -5.96761703e-4f;
   q = madd(q, s, 4.99119423e-3f);
   q = madd(q, s, -2.67681349e-2f);
