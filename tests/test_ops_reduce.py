@@ -403,3 +403,20 @@ def test_reductions_do_not_depend_on_thread_count():
                 np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
     finally:
         lucid.set_num_threads(n)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("r", [1, 7, 16, 33, 128, 1500])
+def test_softmax_rows_of_any_length(name, dtype, r):
+    """Softmax along contiguous rows: vector bodies and scalar tails of the
+    max, exp and sum passes, long rows summed in blocks, special rows."""
+    x = rnd(9, r, seed=34) * 4
+    x[1, :] = -np.inf  # all -inf: NaN, like PyTorch
+    x[2, -1] = np.inf  # +inf: NaN
+    x[3, r // 2] = np.nan
+    x[4, 0] = 80.0
+    x[5, :] = -np.inf
+    x[5, -1] = -3.0  # one finite entry
+    tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(dtype)
+    check(lambda m, a: getattr(m, name)(a, -1), x, dtypes=[dtype], rtol=tol, atol=tol, grad=False)

@@ -1,7 +1,14 @@
 // CPU kernels of Reduce, ArgReduce and Softmax. A reduction is brought to
 // the form [outer, R, inner] (reduced dims made adjacent by a permute when
 // they are not already), then each output element folds its R values.
+// Where AVX-512 is enabled, GCC still prefers 256-bit vectors; softmax's exp
+// pass and the column sums run faster at 512 bits. The vectoriser never
+// reorders float arithmetic, so results do not depend on the width.
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -57,22 +64,29 @@ struct AnyOp {
 template <class T>
 using acc_t = compute_t<T>;
 
-// Sum of a contiguous run: 8 interleaved partial sums (vectorisable) over
-// blocks of at most 1024, combined pairwise, so the rounding error grows with
-// log(n) rather than n.
+// Sum of a contiguous run in 16 interleaved lanes (vectorisable: a single
+// running sum is a serial dependency chain), combined pairwise.
+template <class T, class A>
+A lanes_sum(const T* v, int64_t n) {
+  A s[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16)
+    for (int j = 0; j < 16; ++j) s[j] += A(load(v, k + j));
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) s[j] += s[j + w];
+  for (; k < n; ++k) s[0] += A(load(v, k));
+  return s[0];
+}
+
+// Sum of a contiguous run: lanes over blocks of at most 1024, the blocks
+// added pairwise, so the rounding error grows with log(n) rather than n.
 template <class T, class A>
 A sum_run(const T* row, int64_t r) {
   if (r > 1024) {
-    const int64_t h = (r / 2 + 7) / 8 * 8;
+    const int64_t h = (r / 2 + 15) / 16 * 16;
     return sum_run<T, A>(row, h) + sum_run<T, A>(row + h, r - h);
   }
-  A part[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= r; i += 8)
-    for (int j = 0; j < 8; ++j) part[j] += A(load(row, i + j));
-  A acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  for (; i < r; ++i) acc += A(load(row, i));
-  return acc;
+  return lanes_sum<T, A>(row, r);
 }
 
 // Reduction across rows of length `inner` > 1 ([outer, R, inner]). A block
@@ -278,48 +292,58 @@ void arg_reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, cons
 LUCID_REGISTER_KERNEL(ArgReduce, CPU, arg_reduce_kernel);
 
 // ----------------------------------------------------------------- Softmax
-// Max and sum of a buffer with 8 independent lanes, so the loops vectorise
-// (a single running float max or sum is a serial dependency chain).
+// Largest element of v[0, n), NaNs skipped (a NaN reaches the row through
+// the sum instead). A float max reduction does not auto-vectorise (NaN and
+// signed-zero rules), so it is written on GCC/Clang vector types.
 template <class A>
-A lanes_max(const A* v, int64_t n) {
-  A m[8];
-  for (int j = 0; j < 8; ++j) m[j] = -std::numeric_limits<A>::infinity();
+A row_max(const A* v, int64_t n) {
+  A r = -std::numeric_limits<A>::infinity();
   int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) m[j] = v[k + j] > m[j] ? v[k + j] : m[j];
-  for (; k < n; ++k) m[0] = v[k] > m[0] ? v[k] : m[0];
-  A r = m[0];
-  for (int j = 1; j < 8; ++j) r = m[j] > r ? m[j] : r;
+#if defined(__GNUC__)
+  constexpr int kLanes = 32 / sizeof(A);
+  typedef A V __attribute__((vector_size(32)));
+  V m0 = V{} + r, m1 = m0;
+  for (; k + 2 * kLanes <= n; k += 2 * kLanes) {
+    V a, b;
+    std::memcpy(&a, v + k, sizeof a);
+    std::memcpy(&b, v + k + kLanes, sizeof b);
+    m0 = a > m0 ? a : m0;
+    m1 = b > m1 ? b : m1;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  for (int j = 0; j < kLanes; ++j) r = m0[j] > r ? m0[j] : r;
+#endif
+  for (; k < n; ++k) r = v[k] > r ? v[k] : r;
   return r;
 }
 
-template <class A>
-A lanes_sum(const A* v, int64_t n) {
-  A s[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int j = 0; j < 8; ++j) s[j] += v[k + j];
-  for (; k < n; ++k) s[0] += v[k];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-// Softmax over contiguous rows (inner == 1).
+// Softmax over contiguous rows (inner == 1), rows split across threads. Per
+// row: a max pass, an exp pass, a sum and a scaling pass, each a simple loop
+// that vectorises. float and double rows are read in place and the softmax
+// exps go straight to the output row (scaled there); 16-bit rows are widened
+// into a buffer first, and log-softmax keeps its exps in a buffer.
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t outer, int64_t r, bool log) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  parallel_for(outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-    std::vector<A> row(static_cast<size_t>(r)), ex(static_cast<size_t>(r));
+  constexpr bool wide = std::is_same_v<T, A>;
+  parallel_for(outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+    std::vector<A> row(wide ? 0 : size_t(r)), ex(wide && !log ? 0 : size_t(r));
     for (int64_t q = b; q < e; ++q) {
       const T* xs = x + q * r;
       T* ys = y + q * r;
-      A* __restrict rw = row.data();
-      A* __restrict ev = ex.data();
-      for (int64_t k = 0; k < r; ++k) rw[k] = A(load(xs, k));
-      // A NaN anywhere makes the sum NaN, so the whole row is NaN (PyTorch too).
-      A mx = lanes_max(rw, r);
+      const A* rw;
+      if constexpr (wide) {
+        rw = xs;
+      } else {
+        for (int64_t k = 0; k < r; ++k) row[k] = A(load(xs, k));
+        rw = row.data();
+      }
+      A* ev = wide && !log ? reinterpret_cast<A*>(ys) : ex.data();
+      A mx = row_max(rw, r);
       if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf row: keep exp() well-defined
       for (int64_t k = 0; k < r; ++k) ev[k] = exp_(rw[k] - mx);
-      const A total = lanes_sum(ev, r);
+      // A NaN anywhere makes the sum NaN, so the whole row is NaN (PyTorch too).
+      const A total = sum_run<A, A>(ev, r);
       if (log) {
         const A lse = std::log(total);  // subtracted after mx: x - mx is exact near large maxima
         for (int64_t k = 0; k < r; ++k) store(ys, k, (rw[k] - mx) - lse);
