@@ -59,9 +59,10 @@ std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
   std::vector<Tensor> ins, outs;
   for (const auto& s : inputs_) ins.push_back(s.unpack(nm));
   for (const auto& s : outputs_) outs.push_back(s.unpack(nm));
-  // Outputs that got no gradient contribute zeros.
+  // Outputs that got no gradient contribute zeros; non-floating outputs
+  // (MaxPool2d's indices) never carry one and stay undefined.
   for (size_t i = 0; i < grad_outputs.size(); ++i)
-    if (!grad_outputs[i].defined())
+    if (!grad_outputs[i].defined() && is_floating(output_metas_[i].dtype))
       grad_outputs[i] = zeros(output_metas_[i].shape, output_metas_[i].dtype, output_metas_[i].device);
   std::vector<int> argnums;
   for (size_t i = 0; i < next_edges.size(); ++i)

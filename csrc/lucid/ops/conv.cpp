@@ -1,11 +1,11 @@
-// Im2Col / Col2Im (each the other's VJP) and the convolution and pooling ops
-// composed from them: conv = im2col + one GEMM, pooling = im2col + a
-// reduction over the window axis.
+// Im2Col / Col2Im (each the other's VJP) and the convolution and pooling ops:
+// conv = im2col + one GEMM, average pooling = im2col + a sum over the window
+// axis; max pooling is its own primitive (MaxPool2d, with MaxPool2dBackward
+// as its VJP), since an argmax + gather over im2col costs several passes.
 #include "lucid/core/autocast.h"
 #include "lucid/ops/conv.h"
 
 #include <cmath>
-#include <limits>
 
 #include "lucid/ops/op_util.h"
 
@@ -100,6 +100,55 @@ std::vector<Tensor> Col2Im::vjp(const std::vector<Tensor>&, const std::vector<Te
 
 Tensor col2im(const Tensor& cols, const Window2d& win, int64_t height, int64_t width) {
   return call<Col2Im>({cols}, win, height, width);
+}
+
+// --------------------------------------------------------------- MaxPool2d
+std::string MaxPool2d::name() const { return "max_pool2d"; }
+bool MaxPool2d::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const MaxPool2d&>(o).win == win;
+}
+size_t MaxPool2d::hash() const { return win.hash(size_t(kind())); }
+std::vector<TensorMeta> MaxPool2d::infer(const std::vector<TensorMeta>& in) const {
+  const Shape& s = in[0].shape;
+  LUCID_CHECK(s.size() == 4, "max_pool2d: expected a 4-D input [N, C, H, W], got ", shape_str(s));
+  LUCID_CHECK_T(TypeError, in[0].dtype != DType::Bool, "max_pool2d: not implemented for bool");
+  check_window("max_pool2d", win);
+  check_output("max_pool2d", win, s[2], s[3]);
+  const Shape out{s[0], s[1], win.out_h(s[2]), win.out_w(s[3])};
+  return {{out, in[0].dtype, in[0].device}, {out, DType::Int64, in[0].device}};
+}
+std::vector<Tensor> MaxPool2d::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                                   const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  const Shape& s = in[0].shape();
+  return {call<MaxPool2dBackward>({cot[0], out[1]}, win, s[2], s[3])};
+}
+
+// ------------------------------------------------------- MaxPool2dBackward
+std::string MaxPool2dBackward::name() const { return "max_pool2d_backward"; }
+bool MaxPool2dBackward::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& p = static_cast<const MaxPool2dBackward&>(o);
+  return p.win == win && p.height == height && p.width == width;
+}
+size_t MaxPool2dBackward::hash() const { return hash_mix(hash_mix(win.hash(size_t(kind())), height), width); }
+std::vector<TensorMeta> MaxPool2dBackward::infer(const std::vector<TensorMeta>& in) const {
+  const Shape& s = in[0].shape;
+  check_window("max_pool2d_backward", win);
+  check_output("max_pool2d_backward", win, height, width);
+  LUCID_CHECK(s.size() == 4 && s[2] == win.out_h(height) && s[3] == win.out_w(width),
+              "max_pool2d_backward: expected a gradient of shape [N, C, ", win.out_h(height), ", ", win.out_w(width),
+              "] for an input of size (", height, ", ", width, ") and ", win.str(), ", got ", shape_str(s));
+  LUCID_CHECK(in[1].shape == s, "max_pool2d_backward: indices of shape ", shape_str(in[1].shape),
+              " do not match the gradient's ", shape_str(s));
+  LUCID_CHECK_T(TypeError, is_floating(in[0].dtype), "max_pool2d_backward: expected a floating-point gradient, got ",
+                dtype_name(in[0].dtype));
+  LUCID_CHECK_T(TypeError, in[1].dtype == DType::Int64, "max_pool2d_backward: expected int64 indices, got ",
+                dtype_name(in[1].dtype));
+  return {{{s[0], s[1], height, width}, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> MaxPool2dBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                           const std::vector<Tensor>&, const std::vector<int>&) const {
+  fail<NotImplementedError>("max_pool2d_backward: higher-order gradients of max_pool2d are not supported");
 }
 
 // ------------------------------------------------------------ convolution
@@ -213,6 +262,9 @@ static PoolGeometry pool_geometry(const char* op, const Tensor& x, Pair k, Pair 
                 dilated ? "effective " : "", "kernel size, but got pad=", p[i], ", kernel_size=", k[i],
                 dilated ? detail::concat(" and dilation=", d[i]) : std::string());
   }
+  // PyTorch also bounds a dilated pool's padding by half the plain kernel.
+  LUCID_CHECK(p[0] <= k[0] / 2 && p[1] <= k[1] / 2, op, ": pad should be smaller than or equal to half of kernel "
+              "size, but got padW = ", p[1], ", padH = ", p[0], ", kW = ", k[1], ", kH = ", k[0]);
   PoolGeometry g;
   g.unbatched = x.ndim() == 3;
   g.x4 = g.unbatched ? unsqueeze(x, 0) : x;
@@ -231,32 +283,13 @@ static PoolGeometry pool_geometry(const char* op, const Tensor& x, Pair k, Pair 
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
                                      bool ceil_mode, bool with_indices) {
   const PoolGeometry g = pool_geometry("max_pool2d", x, kernel, stride, padding, dilation, ceil_mode, true);
-  LUCID_CHECK_T(TypeError, g.x4.dtype() != DType::Bool, "max_pool2d: not implemented for bool");
-  const int64_t n = g.x4.shape()[0], c = g.x4.shape()[1], h = g.x4.shape()[2], w = g.x4.shape()[3];
-  // One channel per image row so the window axis is the only reduced one.
-  const Tensor cols = im2col(reshape(g.x4, {n * c, 1, h, w}), g.win, -std::numeric_limits<double>::infinity());
-  // Gathering at the argmax sends the gradient to the first maximum only,
-  // as PyTorch does (a max reduction's VJP would split it between ties).
-  const Tensor idx = argmax(cols, 0, true);  // [1, N*C, L]
-  const Shape out_shape{n, c, g.oh, g.ow};
-  Tensor out = reshape(gather(cols, 0, idx), out_shape);
-  Tensor flat;
-  if (with_indices) {
-    // Window tap t = (i, j) of output (r, q) read input (r*sh - pt + i*dh, q*sw - pl + j*dw).
-    const Tensor t = reshape(idx, {n, c, g.oh, g.ow});
-    const Tensor ti = floor_divide(t, scalar_tensor(g.win.kw, DType::Int64, x.device()));
-    const Tensor tj = remainder(t, scalar_tensor(g.win.kw, DType::Int64, x.device()));
-    const Tensor rows = reshape(arange(0, double(g.oh), 1, DType::Int64, x.device()), {g.oh, 1});
-    const Tensor colsq = arange(0, double(g.ow), 1, DType::Int64, x.device());
-    const Tensor ih = add(sub(mul(rows, int64_t(g.win.sh)), int64_t(g.win.pad_top)), mul(ti, int64_t(g.win.dh)));
-    const Tensor iw = add(sub(mul(colsq, int64_t(g.win.sw)), int64_t(g.win.pad_left)), mul(tj, int64_t(g.win.dw)));
-    flat = add(mul(ih, int64_t(w)), iw);
-  }
+  std::vector<Tensor> outs = detail::call_multi<MaxPool2d>({g.x4}, g.win);
+  Tensor out = outs[0], idx = with_indices ? outs[1] : Tensor();
   if (g.unbatched) {
     out = squeeze(out, std::vector<int64_t>{0});
-    if (flat.defined()) flat = squeeze(flat, std::vector<int64_t>{0});
+    if (idx.defined()) idx = squeeze(idx, std::vector<int64_t>{0});
   }
-  return {out, flat};
+  return {out, idx};
 }
 
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,

@@ -1,7 +1,8 @@
 #pragma once
-// Sliding-window primitives — Im2Col and its adjoint Col2Im — and the
-// convolution and pooling ops built on them; also the dense layer, which
-// shares their "one GEMM over the batch" layout concern.
+// Sliding-window primitives — Im2Col and its adjoint Col2Im, MaxPool2d and
+// its VJP MaxPool2dBackward — and the convolution and pooling ops built on
+// them; also the dense layer, which shares their "one GEMM over the batch"
+// layout concern.
 #include <array>
 #include <optional>
 #include <string>
@@ -62,6 +63,40 @@ struct Col2Im final : Primitive {
                           const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
   bool equals(const Primitive& o) const override;
   size_t hash() const override;
+  uint8_t saved() const override { return 0; }
+};
+
+// Max pooling over [N, C, H, W] -> (values, int64 indices), both
+// [N, C, out_h(H), out_w(W)]. `win` carries the symmetric padding plus what
+// ceil_mode adds at the bottom/right, so the output size is win's. Padding
+// counts as -inf, a NaN in a window wins, and ties go to the first maximum;
+// each index is flat into the input's H*W plane (PyTorch's return_indices).
+struct MaxPool2d final : Primitive {
+  Window2d win;
+  explicit MaxPool2d(Window2d win) : Primitive(OpKind::MaxPool2d), win(win) {}
+  std::string name() const override;
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  uint8_t saved() const override { return kSaveOutputs; }  // the indices (and the input's meta)
+};
+
+// MaxPool2d's VJP: (grad_out, indices) -> grad_input [N, C, height, width],
+// each gradient added at its index (overlapping windows accumulate).
+struct MaxPool2dBackward final : Primitive {
+  Window2d win;
+  int64_t height, width;
+  MaxPool2dBackward(Window2d win, int64_t height, int64_t width)
+      : Primitive(OpKind::MaxPool2dBackward), win(win), height(height), width(width) {}
+  std::string name() const override;
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
+  bool equals(const Primitive& o) const override;
+  size_t hash() const override;
+  bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return 0; }
 };
 
