@@ -67,6 +67,10 @@ def _workloads():
                    4 * int(np.prod(shape)) * mb, "GB/s")
     w["softmax 16x4x128x128"] = (arrays((16, 4, 128, 128)), lambda a: lucid.softmax(a, -1),
                                  lambda a: torch.softmax(a, -1), 8 * 16 * 4 * 128 * 128 * mb, "GB/s")
+    causal = np.triu(np.full((128, 128), -np.inf, np.float32), 1)  # attention rows: half the entries masked
+    w["softmax causal 16x4x128x128"] = (lambda: [rng.standard_normal((16, 4, 128, 128), dtype=np.float32) + causal],
+                                        lambda a: lucid.softmax(a, -1), lambda a: torch.softmax(a, -1),
+                                        8 * 16 * 4 * 128 * 128 * mb, "GB/s")
     w["log_softmax 2048x256"] = (arrays((2048, 256)), lambda a: lucid.log_softmax(a, -1),
                                  lambda a: torch.log_softmax(a, -1), 8 * 2048 * 256 * mb, "GB/s")
     w["gelu 16x128x512"] = (arrays((16, 128, 512)), LF.gelu, torch.nn.functional.gelu, 8 * 16 * 128 * 512 * mb,
