@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lucid/ops/ops.h"
-#include "lucid/ops/primitive.h"
+#include "lucid/ops/primitives.h"
 
 namespace lucid {
 
@@ -41,12 +41,8 @@ struct Im2Col final : Primitive {
   Window2d win;
   double pad_value;
   Im2Col(Window2d win, double pad_value) : Primitive(OpKind::Im2Col), win(win), pad_value(pad_value) {}
-  std::string name() const override;
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return 0; }
 };
 
@@ -57,12 +53,8 @@ struct Col2Im final : Primitive {
   int64_t height, width;
   Col2Im(Window2d win, int64_t height, int64_t width)
       : Primitive(OpKind::Col2Im), win(win), height(height), width(width) {}
-  std::string name() const override;
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return 0; }
 };
 
@@ -74,12 +66,8 @@ struct Col2Im final : Primitive {
 struct MaxPool2d final : Primitive {
   Window2d win;
   explicit MaxPool2d(Window2d win) : Primitive(OpKind::MaxPool2d), win(win) {}
-  std::string name() const override;
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return kSaveOutputs; }  // the indices (and the input's meta)
 };
 
@@ -90,12 +78,8 @@ struct MaxPool2dBackward final : Primitive {
   int64_t height, width;
   MaxPool2dBackward(Window2d win, int64_t height, int64_t width)
       : Primitive(OpKind::MaxPool2dBackward), win(win), height(height), width(width) {}
-  std::string name() const override;
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return 0; }
 };

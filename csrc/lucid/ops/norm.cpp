@@ -12,6 +12,7 @@ static Shape stats_shape(const Shape& s, int ndims) {
   return out;
 }
 
+std::string LayerNorm::name() const { return "layer_norm"; }
 bool LayerNorm::equals(const Primitive& o) const {
   if (o.kind() != kind()) return false;
   const auto& l = static_cast<const LayerNorm&>(o);
@@ -27,6 +28,7 @@ std::vector<Tensor> LayerNorm::vjp(const std::vector<Tensor>&, const std::vector
   return {call<LayerNormBackward>({cot[0], out[0], out[2]}, ndims)};
 }
 
+std::string LayerNormBackward::name() const { return "layer_norm_backward"; }
 bool LayerNormBackward::equals(const Primitive& o) const {
   return o.kind() == kind() && static_cast<const LayerNormBackward&>(o).ndims == ndims;
 }

@@ -4,7 +4,7 @@
 // reductions and broadcasts), and the input gradient likewise. The affine
 // part (weight, bias) stays ordinary ops, which fuse.
 #include "lucid/ops/ops.h"
-#include "lucid/ops/primitive.h"
+#include "lucid/ops/primitives.h"  // LUCID_PRIMITIVE_COMMON / _ATTRS
 
 namespace lucid {
 
@@ -15,12 +15,8 @@ struct LayerNorm final : Primitive {
   int ndims;
   double eps;
   LayerNorm(int ndims, double eps) : Primitive(OpKind::LayerNorm), ndims(ndims), eps(eps) {}
-  std::string name() const override { return "layer_norm"; }
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return kSaveOutputs; }
 };
 
@@ -29,12 +25,8 @@ struct LayerNorm final : Primitive {
 struct LayerNormBackward final : Primitive {
   int ndims;
   explicit LayerNormBackward(int ndims) : Primitive(OpKind::LayerNormBackward), ndims(ndims) {}
-  std::string name() const override { return "layer_norm_backward"; }
-  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
-  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                          const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
-  bool equals(const Primitive& o) const override;
-  size_t hash() const override;
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return 0; }
 };
 
