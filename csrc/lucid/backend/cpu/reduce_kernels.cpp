@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/lanes.h"
 #include "lucid/backend/cpu/layout.h"
 #include "lucid/backend/cpu/math.h"
 #include "lucid/backend/cpu/parallel.h"
@@ -63,20 +64,6 @@ struct AnyOp {
 // (sums of integers are promoted to int64 by the op layer).
 template <class T>
 using acc_t = compute_t<T>;
-
-// Sum of a contiguous run in 16 interleaved lanes (vectorisable: a single
-// running sum is a serial dependency chain), combined pairwise.
-template <class T, class A>
-A lanes_sum(const T* v, int64_t n) {
-  A s[16] = {};
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16)
-    for (int j = 0; j < 16; ++j) s[j] += A(load(v, k + j));
-  for (int w = 8; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) s[j] += s[j + w];
-  for (; k < n; ++k) s[0] += A(load(v, k));
-  return s[0];
-}
 
 // Sum of a contiguous run: lanes over blocks of at most 1024, the blocks
 // added pairwise, so the rounding error grows with log(n) rather than n.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/lanes.h"
 #include "lucid/backend/cpu/math.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/ops/kernels.h"
@@ -15,20 +16,6 @@
 namespace lucid::cpu {
 
 namespace {
-
-// Sum with 16 interleaved partial sums (vectorises; a fixed order).
-template <class A>
-A row_sum(const A* v, int64_t n) {
-  constexpr int L = 16;
-  A part[L] = {};
-  int64_t k = 0;
-  for (; k + L <= n; k += L)
-    for (int l = 0; l < L; ++l) part[l] += v[k + l];
-  for (int l = 0; k < n; ++k, ++l) part[l] += v[k];
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) part[l] += part[l + w];
-  return part[0];
-}
 
 void rows_of(const TensorMeta& m, int ndims, int64_t& rows, int64_t& d) {
   d = 1;
@@ -46,12 +33,12 @@ void layer_norm_rows(const T* x, T* xhat, T* mean, T* rstd, int64_t rows, int64_
     for (int64_t r = b; r < e; ++r) {
       const T* xs = x + r * d;
       for (int64_t k = 0; k < d; ++k) v[k] = load(xs, k);
-      const A mu = row_sum(v, d) / A(d);
+      const A mu = lanes_sum<A, A>(v, d) / A(d);
       for (int64_t k = 0; k < d; ++k) {
         v[k] -= mu;
         sq[k] = v[k] * v[k];
       }
-      const A rs = A(1) / std::sqrt(row_sum(sq, d) / A(d) + A(eps));
+      const A rs = A(1) / std::sqrt(lanes_sum<A, A>(sq, d) / A(d) + A(eps));
       T* ys = xhat + r * d;
       for (int64_t k = 0; k < d; ++k) store(ys, k, v[k] * rs);
       store(mean, r, mu);
@@ -76,7 +63,7 @@ void layer_norm_backward_rows(const T* g, const T* xhat, const T* rstd, T* dx, i
         hv[k] = load(hs, k);
         gh[k] = gv[k] * hv[k];
       }
-      const A mean_g = row_sum(gv, d) / A(d), mean_gh = row_sum(gh, d) / A(d);
+      const A mean_g = lanes_sum<A, A>(gv, d) / A(d), mean_gh = lanes_sum<A, A>(gh, d) / A(d);
       const A rs = load(rstd, r);
       T* out = dx + r * d;
       for (int64_t k = 0; k < d; ++k) store(out, k, rs * (gv[k] - mean_g - hv[k] * mean_gh));
@@ -123,11 +110,11 @@ void softmax_backward(const T* g, const T* y, T* dx, int64_t outer, int64_t r, i
         yv[k] = load(y, base + k * inner);
       }
       if (log) {
-        const A s = row_sum(gv, r);
+        const A s = lanes_sum<A, A>(gv, r);
         for (int64_t k = 0; k < r; ++k) store(dx, base + k * inner, gv[k] - exp_(yv[k]) * s);
       } else {
         for (int64_t k = 0; k < r; ++k) t[k] = gv[k] * yv[k];
-        const A s = row_sum(t, r);
+        const A s = lanes_sum<A, A>(t, r);
         for (int64_t k = 0; k < r; ++k) store(dx, base + k * inner, yv[k] * (gv[k] - s));
       }
     }
