@@ -50,6 +50,7 @@ void init_compile(py::module_& m) {
       })
       .def("feed", [](PyTracer& t, const Shape& shape, DType dt) { return t.tracer().add_feed({shape, dt, Device{}}); })
       .def("output", [](PyTracer& t, const Tensor& x) { t.tracer().add_output(x); })
+      .def("bind_per_call", [](PyTracer& t, const Tensor& x) { t.tracer().bind_per_call(x); })
       .def("writebacks", [](PyTracer& t) {
         std::vector<std::pair<int, int>> out;
         for (const auto& w : t.tracer().writebacks()) out.push_back({w.capture, w.value});
@@ -66,7 +67,7 @@ void init_compile(py::module_& m) {
 
   py::class_<graph::Executable, std::shared_ptr<graph::Executable>>(m, "Executable")
       .def("run", &graph::Executable::run, py::arg("inputs"), py::arg("scalars"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("bound") = std::vector<Tensor>{}, py::call_guard<py::gil_scoped_release>())
       .def("bindings_valid", &graph::Executable::bindings_valid)
       .def("describe", &graph::Executable::describe)
       .def("set_profiling", &graph::Executable::set_profiling)

@@ -83,14 +83,17 @@ std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
-  Tensor g = grad_outputs[0];
+  Tensor g = std::move(grad_outputs[0]);
   if (!g.defined()) return {};
   Tensor leaf(leaf_);
   Tensor old = leaf.grad();
   if (!old.defined()) {
-    // A fresh buffer: later in-place accumulation must not write into a
-    // tensor the caller may still hold.
-    leaf.set_grad(g.is_symbolic() ? g : (g.storage().use_count() > 1 ? clone(g) : g));
+    // .grad takes the incoming gradient only when nothing else refers to it
+    // (PyTorch's rule): a VJP may hand one tensor to several inputs (add),
+    // and a later in-place accumulation into one leaf's .grad must not reach
+    // another's. A traced gradient gets a handle of its own.
+    const bool shared = g.impl_ptr().use_count() > 1 || (!g.is_symbolic() && g.storage().use_count() > 1);
+    leaf.set_grad(!shared ? g : g.is_symbolic() ? g.detach() : clone(g));
   } else {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.
     assign_data(old, add(old, g));

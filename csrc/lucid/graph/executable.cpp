@@ -20,11 +20,13 @@ Executable::Executable(Graph graph, std::vector<RandomKeyFeed> random_feeds)
     feed_buffers_.push_back(Tensor::empty(m.shape, m.dtype, Device{}));
     if (!is_random[f]) scalar_feeds_.push_back(int(f));
   }
+  for (size_t c = 0; c < graph_.captures.size(); ++c)
+    if (graph_.captures[c].bound_per_call) bound_captures_.push_back(int(c));
 }
 
 bool Executable::bindings_valid() const {
   for (const auto& c : graph_.captures) {
-    if (c.owner.expired()) continue;  // constants, or a tensor no longer referenced
+    if (c.bound_per_call || c.owner.expired()) continue;  // constants, or a tensor no longer referenced
     auto owner = c.owner.lock();
     if (owner && owner->storage != c.storage) return false;
   }
@@ -44,7 +46,9 @@ static void write_scalar(Tensor& t, double v) {
   }
 }
 
-std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std::vector<double>& scalars) {
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                                    const std::vector<Tensor>& bound) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
   // Validate everything before anything runs: a bad call changes nothing.
   LUCID_CHECK(inputs.size() == graph_.inputs.size(), "compiled step: expected ", graph_.inputs.size(),
               " tensor arguments, got ", inputs.size());
@@ -63,6 +67,18 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
   }
   LUCID_CHECK(scalars.size() == scalar_feeds_.size(), "compiled step: expected ", scalar_feeds_.size(),
               " scalar feeds, got ", scalars.size());
+  LUCID_CHECK(bound.size() == bound_captures_.size(), "compiled step: expected ", bound_captures_.size(),
+              " buffers bound per call, got ", bound.size());
+  for (size_t k = 0; k < bound.size(); ++k) {
+    const TensorMeta& want = graph_.values[graph_.captures[bound_captures_[k]].value].meta;
+    LUCID_CHECK_T(Error, !bound[k].is_symbolic(), "compiled step: bound buffer ", k, " is a traced tensor");
+    LUCID_CHECK(bound[k].meta() == want, "compiled step: bound buffer ", k, " is ", meta_str(bound[k].meta()),
+                ", expected ", meta_str(want));
+    for (size_t j = 0; j < k; ++j)
+      LUCID_CHECK(bound[j].storage() != bound[k].storage(), "compiled step: bound buffers ", j, " and ", k,
+                  " share memory");
+  }
+  for (size_t k = 0; k < bound.size(); ++k) graph_.captures[bound_captures_[k]].storage = bound[k].storage();
   for (size_t k = 0; k < scalars.size(); ++k) write_scalar(feed_buffers_[scalar_feeds_[k]], scalars[k]);
   for (const auto& r : random_feeds_) {
     auto [seed, offset] = next_random_key(r.draws);

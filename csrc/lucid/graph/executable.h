@@ -4,6 +4,7 @@
 // the implementation (backend/cpu/executable.cpp, backend/metal/...).
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,12 @@ class Executable {
  public:
   virtual ~Executable() = default;
   // `inputs` bind the step arguments (validated against the traced metas);
-  // `scalars` fill the non-random feeds in order. Writes back captured
-  // buffers and returns the graph outputs as new tensors.
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<double>& scalars);
+  // `scalars` fill the non-random feeds in order; `bound` supplies the
+  // captures bound per call, in capture order. Writes back captured buffers
+  // and returns the graph outputs as new tensors. Runs of one executable are
+  // serialised: it owns one scratch arena and one set of feed buffers.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const std::vector<double>& scalars,
+                          const std::vector<Tensor>& bound = {});
   // False when a captured tensor no longer owns the buffer it was bound to
   // (e.g. `p.data = ...` after compiling): the caller must trace again.
   bool bindings_valid() const;
@@ -40,6 +44,7 @@ class Executable {
   virtual std::vector<ProfileEntry> profile() const { return {}; }
   virtual uint64_t profiled_runs() const { return 0; }
   size_t num_scalar_feeds() const { return scalar_feeds_.size(); }
+  size_t num_bound() const { return bound_captures_.size(); }
   const Graph& graph() const { return graph_; }
 
   // Executable runs on this thread, for the cost-model check (one run per step).
@@ -54,6 +59,8 @@ class Executable {
   std::vector<RandomKeyFeed> random_feeds_;
   std::vector<int> scalar_feeds_;  // feed indices filled from `scalars`
   std::vector<Tensor> feed_buffers_;
+  std::vector<int> bound_captures_;  // capture indices bound per call
+  std::mutex run_mutex_;
 };
 
 using Compiler = std::shared_ptr<Executable> (*)(Graph graph, std::vector<RandomKeyFeed> random_feeds);

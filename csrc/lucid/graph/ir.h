@@ -36,6 +36,10 @@ struct Capture {
   int value = -1;                        // the value holding its contents at entry
   std::shared_ptr<Storage> storage;      // kept alive by the graph
   std::weak_ptr<TensorImpl> owner;       // the tensor that was captured (to detect rebinding)
+  // Bound anew on every run (Executable::run's `bound`), for buffers whose
+  // owner changes between calls (an accumulated .grad); `storage` then holds
+  // the last binding.
+  bool bound_per_call = false;
 };
 
 // New contents for a captured buffer, written when the step completes.

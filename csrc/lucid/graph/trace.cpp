@@ -39,6 +39,13 @@ int GraphTracer::capture(const Tensor& t) {
   return idx;
 }
 
+void GraphTracer::bind_per_call(const Tensor& t) {
+  LUCID_CHECK_T(Error, !t.is_symbolic(), "bind_per_call: a traced tensor has no buffer to bind");
+  Capture& c = graph_.captures[capture(t)];
+  LUCID_CHECK_T(Error, !c.bound_per_call, "bind_per_call: ", t.str(), " is already bound per call");
+  c.bound_per_call = true;
+}
+
 int GraphTracer::value_of(const Tensor& t) {
   if (t.is_symbolic()) {
     if (t.impl()->trace_id != id())

@@ -18,6 +18,9 @@ class GraphTracer final : public Tracer {
   void add_output(const Tensor& t);
   // The value id of a tensor in this trace (capturing a concrete one).
   int value_of(const Tensor& t);
+  // Captures `t` as a buffer supplied on every run instead of at trace time
+  // (in the order of these calls): Executable::run's `bound` argument.
+  void bind_per_call(const Tensor& t);
 
   std::vector<Tensor> record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
                              const std::vector<TensorMeta>& output_metas) override;

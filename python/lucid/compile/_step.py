@@ -17,6 +17,7 @@ class _Entry:
         self.executable = None
         self.compile_seconds = 0.0
         self.new_grad_params = []  # params whose new .grad is an output of the run
+        self.bound_grad_params = []  # params whose existing .grad is accumulated into, bound per call
         self.scalar_fn = None      # gives the host scalar feeds of one call, in trace order
         self.after_run = []        # host bookkeeping after a successful run (step counts)
 
@@ -91,7 +92,7 @@ class _TracedStep:
             self._keys.clear()  # bounded memo; entries are re-found by their readable key
         self._keys[fast] = key
         scalars = entry.scalar_fn() if entry.scalar_fn else []
-        outs = entry.executable.run(args, scalars)
+        outs = entry.executable.run(args, scalars, [p.grad for p in entry.bound_grad_params])
         self._after_run(entry, outs)
         for f in entry.after_run:
             f(outs)
@@ -99,6 +100,9 @@ class _TracedStep:
 
     def _backward(self, tracer, loss, entry):
         loss.backward()
+
+    def _bind_grads(self, tracer, params, entry):
+        pass
 
     def _compile(self, args):
         start = time.perf_counter()
@@ -108,6 +112,7 @@ class _TracedStep:
         entry = _Entry()
         params = [p for p in self._params() if p.requires_grad]
         saved_grads = {id(p): p.grad for p in params}
+        self._bind_grads(tracer, params, entry)
         try:
             with tracing(tracer):
                 out = self.model(sym[0])
@@ -152,6 +157,15 @@ class MakeStep(_TracedStep):
 
     def __init__(self, model, loss_fn, cache_size=8):
         super().__init__(model, loss_fn, cache_size)
+
+    def _bind_grads(self, tracer, params, entry):
+        # An existing .grad is accumulated into in place; zero_grad() and the
+        # runs that create gradients replace the tensor between calls, so the
+        # buffer is bound on each call rather than at trace time.
+        for p in params:
+            if p.grad is not None:
+                tracer.bind_per_call(p.grad)
+                entry.bound_grad_params.append(p)
 
     def _extra_signature(self):
         # Whether each parameter already has a gradient decides accumulate vs create.

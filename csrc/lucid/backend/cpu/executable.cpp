@@ -179,12 +179,13 @@ class CpuExecutable final : public graph::Executable {
       if (group_of[i] >= 0) step_of_node[i] = group_step[group_of[i]];
     const int ns = int(steps_.size());
     // Lifetimes in steps (root values only).
+    // Every reader counts, not just the last one by node index: a member of a
+    // fused group runs at its group's step, after nodes recorded later.
     std::vector<int> last_step(size_t(nv), -1);
-    for (int v = 0; v < nv; ++v) {
-      if (last_use[v] < 0) continue;
-      const int s = last_use[v] >= nn ? ns : step_of_node[last_use[v]];
-      last_step[root(v)] = std::max(last_step[root(v)], s);
-    }
+    for (int i = 0; i < nn; ++i)
+      for (int v : graph_.nodes[i].inputs) last_step[root(v)] = std::max(last_step[root(v)], step_of_node[i]);
+    for (int o : graph_.outputs) last_step[root(o)] = ns;
+    for (const auto& w : graph_.writebacks) last_step[root(w.value)] = ns;
     std::vector<bool> materialized(size_t(nv), true);
     for (const auto& grp : groups_) {
       for (int m : grp.nodes) materialized[graph_.nodes[m].outputs[0]] = false;
