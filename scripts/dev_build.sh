@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-dev}"
 out="build/$name"
-cmake -S . -B "$out" -G Ninja -DLUCID_BUILD_PYTHON=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)  # shared across builds
+cmake -S . -B "$out" -G Ninja -DLUCID_BUILD_PYTHON=ON -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
 ninja -C "$out" >&2
 site="$out/site/lucid"
 rm -rf "$out/site"
