@@ -175,15 +175,24 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return t
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    t = _C.rand(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+def _draw(kind, size, dtype, device, generator):
+    dtype = to_dtype(dtype) or _C.get_default_dtype()
+    if generator is not None:
+        from ._sampling import generator_draw
+
+        return generator_draw(kind, as_shape(size), dtype, device, generator)
+    return (_C.rand if kind == "uniform" else _C.randn)(as_shape(size), dtype, device)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("uniform", size, dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    t = _C.randn(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("normal", size, dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -197,7 +206,7 @@ def randn_like(t, dtype=None, device=None):
     return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers uniform in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
@@ -207,8 +216,11 @@ def randint(low, high=None, size=None, dtype=None, device=None):
         raise TypeError("randint() missing required argument 'size'")
     if high <= low:
         raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    u = _C.rand(as_shape((size,)), _C.dtype.float64, device)
+    u = _draw("uniform", (size,), _C.dtype.float64, device, generator)
     v = _C.floor(_C.add(_C.mul(u, float(high - low)), float(low)))
-    return _C.cast(v, to_dtype(dtype) or _C.dtype.int64)
+    t = _C.cast(v, to_dtype(dtype) or _C.dtype.int64)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 

@@ -10,6 +10,7 @@ doubles it after ``growth_interval`` clean steps. Inside
 compiled executable (see lucid.compile).
 """
 import enum
+import warnings
 
 import numpy as np
 
@@ -36,6 +37,11 @@ class GradScaler:
         if not isinstance(growth_interval, int) or growth_interval <= 0:
             raise ValueError("The growth interval must be a positive integer.")
         self._device = str(device)
+        if enabled and _C.device(self._device).type != "cpu" and not _C.device_available(self._device):
+            # As torch.amp.GradScaler: a scaler for a device that is not there disables itself.
+            warnings.warn(f"lucid.amp.GradScaler is enabled, but device '{self._device}' is not available. "
+                          "Disabling.", stacklevel=2)
+            enabled = False
         self._enabled = bool(enabled)
         self._init_scale = float(init_scale)
         self._scale = None  # set lazily, like torch
