@@ -46,6 +46,9 @@ enum class OpKind : uint8_t {
   LayerNorm,
   LayerNormBackward,
   SoftmaxBackward,
+  RecurrentCell,
+  RecurrentCellBackward,
+  ConvTranspose2d,
   Count
 };
 

@@ -4,8 +4,8 @@ from .activation import (CELU, ELU, GELU, GLU, LeakyReLU, LogSigmoid, LogSoftmax
                          Softplus, Softsign, Tanh)
 from .batchnorm import BatchNorm1d, BatchNorm2d  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
-from .conv import Conv1d, Conv2d, Fold, Unfold  # noqa: F401
-from .dropout import Dropout  # noqa: F401
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,  # noqa: F401
@@ -14,5 +14,9 @@ from .module import Module  # noqa: F401
 from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,  # noqa: F401
                       MaxPool2d)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .sparse import Embedding  # noqa: F401
-from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerEncoderLayer)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
