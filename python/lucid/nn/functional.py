@@ -339,7 +339,7 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, nd):  # noq
         sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nd
         if len(sizes) != nd:
             raise _C.InvalidArgument(f"Input and output must have the same number of spatial dimensions, but got "
-                                     f"input with spatial dimensions of {in_sizes} and output size of {sizes}. "
+                                     f"input with spatial dimensions of {in_sizes} and output size of {size}. "
                                      "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size "
                                      "in (o1, o2, ...,oK) format.")
         if recompute_scale_factor:
@@ -348,7 +348,7 @@ def _interp_sizes(input, size, scale_factor, recompute_scale_factor, nd):  # noq
     factors = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
     if len(factors) != nd:
         raise _C.InvalidArgument(f"Input and scale_factor must have the same number of spatial dimensions, but got "
-                                 f"input with spatial dimensions of {in_sizes} and scale_factor of shape {factors}. "
+                                 f"input with spatial dimensions of {in_sizes} and scale_factor of shape {scale_factor}. "
                                  "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in "
                                  "(s1, s2, ...,sK) format.")
     sizes = [int(math.floor(float(n) * float(f))) for n, f in zip(in_sizes, factors)]
@@ -449,8 +449,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if nd == 2:
             return adaptive_avg_pool2d(input, sizes)
         raise NotImplementedError("interpolate: mode 'area' on 5-D input is not supported by lucid")
-    if not input.dtype.is_floating_point and mode not in ("nearest", "nearest-exact"):
-        raise TypeError(f"interpolate: mode '{mode}' expects a floating-point input, got {input.dtype}")
+    if not input.dtype.is_floating_point:  # PyTorch's CPU kernels take floats (and uint8, which Lucid lacks)
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for {input.dtype}")
     kernel_mode = mode if mode in ("nearest", "nearest-exact") else "linear"
     out = input
     for d in reversed(range(nd)):  # innermost first, the order of PyTorch's kernels

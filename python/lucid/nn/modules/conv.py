@@ -117,6 +117,7 @@ class _ConvTransposeNd(_ConvNd):
         if output_size is None:
             return self.output_padding
         nd = self._nd
+        requested = output_size
         output_size = [int(v) for v in output_size]
         non_spatial = 2 if input.ndim == nd + 2 else 1
         if len(output_size) == non_spatial + nd:
@@ -129,7 +130,7 @@ class _ConvTransposeNd(_ConvNd):
         max_sizes = [m + self.stride[d] - 1 for d, m in enumerate(min_sizes)]
         for size, lo, hi in zip(output_size, min_sizes, max_sizes):
             if size < lo or size > hi:
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_sizes} "
+                raise ValueError(f"requested an output size of {requested}, but valid sizes range from {min_sizes} "
                                  f"to {max_sizes} (for an input of {list(input.shape[non_spatial:])})")
         return tuple(size - lo for size, lo in zip(output_size, min_sizes))
 
