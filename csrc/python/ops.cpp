@@ -111,6 +111,7 @@ void init_ops(py::module_& m) {
   m.def("split", py::overload_cast<const Tensor&, int64_t, int64_t>(&split), release);
   m.def("chunk", &chunk, release);
   m.def("slice", &slice, release);
+  m.def("split_with_sizes", &split_with_sizes, py::arg("x"), py::arg("sizes"), py::arg("dim") = 0, release);
   m.def("slice_scatter", &slice_scatter, release);
   m.def("narrow", &narrow, release);
   m.def("tril", &tril, py::arg("x"), py::arg("diagonal") = 0, release);

@@ -101,3 +101,121 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
 
 
 Tensor.type = _type
+
+
+# ------------------------------------------------------- composite methods
+def _attach():
+    from . import _composite as C
+    from . import _functions as F
+    from ._tensor import _inplace, _write
+
+    methods = ["absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
+               "arctan", "atanh", "arctanh", "arctan2", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod",
+               "frac", "fix", "heaviside", "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "clamp_min",
+               "clamp_max", "nan_to_num", "sinc", "deg2rad", "rad2deg", "float_power", "positive", "signbit",
+               "copysign", "divide", "greater", "greater_equal", "less", "less_equal", "not_equal", "erfc",
+               "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal", "argsort", "msort", "cumprod",
+               "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "quantile",
+               "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode", "tile", "rot90", "fliplr", "flipud",
+               "diff", "tensor_split", "moveaxis", "swapdims", "ravel", "select", "addmm", "addmv", "addbmm",
+               "baddbmm", "mv", "inner", "kron", "cross", "diag", "diagonal", "diag_embed", "trace",
+               "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
+               "unique", "unique_consecutive", "bincount", "histc", "vdot"]
+    for name in methods:
+        fn = getattr(C, name)
+        setattr(Tensor, name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(fn))
+    for name in ["acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan", "arctan",
+                 "atanh", "arctanh", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod", "frac", "fix",
+                 "heaviside", "clamp_min", "clamp_max", "nan_to_num", "sinc", "deg2rad", "rad2deg", "copysign",
+                 "divide", "index_fill", "index_copy", "masked_scatter", "erfc", "cumprod", "float_power",
+                 "arctan2", "baddbmm", "addmm", "addmv", "addbmm", "greater", "greater_equal", "less", "less_equal",
+                 "not_equal"]:
+        _inplace(name + "_", getattr(C, name))
+    for name in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+                 "exp2", "log2", "log10", "atan2", "true_divide", "subtract", "multiply", "negative", "sgn"]:
+        if not hasattr(Tensor, name + "_"):
+            _inplace(name + "_", getattr(F, name))
+
+    # Shape changes in place: the tensor takes the new shape (its data is the
+    # same). Only without autograd history, which such a change would cut.
+    def reshape_in_place(name, fn):
+        def method(self, *args):
+            if self.grad_fn is not None:
+                raise NotImplementedError(f"Tensor.{name} on a tensor with autograd history is not supported; use "
+                                          f"the out-of-place {name[:-1]}")
+            self._set_data(fn(self.detach(), *args))
+            return self
+
+        setattr(Tensor, name, method)
+
+    for name, fn in [("squeeze_", F.squeeze), ("unsqueeze_", F.unsqueeze), ("t_", F.t), ("transpose_", F.transpose),
+                     ("swapaxes_", F.transpose), ("swapdims_", F.transpose)]:
+        reshape_in_place(name, fn)
+
+    Tensor.nelement = lambda self: self.numel()
+    Tensor.ndimension = lambda self: self.ndim
+    Tensor.itemsize = property(lambda self: self.element_size())
+    Tensor.nbytes = property(lambda self: self.numel() * self.element_size())
+    Tensor.is_signed = lambda self: self.dtype != _C.dtype.bool
+    Tensor.is_complex = lambda self: False  # Lucid has no complex dtypes
+    Tensor.is_inference = lambda self: False  # no separate inference tensors (see lucid.inference_mode)
+    Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+    Tensor.pin_memory = lambda self, device=None: self  # host memory is already what a transfer reads
+    Tensor.is_pinned = lambda self, device=None: False
+    Tensor.share_memory_ = lambda self: self
+    Tensor.split_with_sizes = lambda self, split_sizes, dim=0: tuple(_C.split(self, [int(s) for s in split_sizes],
+                                                                              dim))
+
+    def is_nonzero(self):
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if self.numel() else
+                               "Boolean value of Tensor with no values is ambiguous")
+        return bool(self.item())
+
+    Tensor.is_nonzero = is_nonzero
+
+    def sum_to_size(self, *size):
+        from ._utils import as_shape
+
+        target = as_shape(size)
+        lead = self.ndim - len(target)
+        dims = list(range(lead)) + [lead + i for i, s in enumerate(target) if s == 1 and self.shape[lead + i] != 1]
+        out = _C.sum(self, dims, True, None) if dims else self
+        return _C.reshape(out, target)
+
+    Tensor.sum_to_size = sum_to_size
+
+    # in-place random fills (PyTorch's Tensor.bernoulli_, exponential_, random_...)
+    def bernoulli_(self, p=0.5, *, generator=None):
+        prob = p if isinstance(p, Tensor) else _C.full(list(self.shape), float(p), _C.dtype.float32, self.device)
+        return _write(self, C.bernoulli(_C.broadcast_to(_C.cast(prob, _C.dtype.float32), list(self.shape)),
+                                        generator=generator))
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        from ._creation import rand
+
+        u = rand(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
+        return _write(self, _C.div(_C.neg(_C.log1p(_C.neg(u))), float(lambd)))
+
+    def random_(self, from_=0, to=None, *, generator=None):
+        from ._creation import randint
+
+        if to is None:
+            from_, to = 0, from_ if from_ else (2 ** 24 if self.dtype.is_floating_point else 2 ** 31)
+        return _write(self, _C.cast(randint(from_, to, tuple(self.shape), generator=generator,
+                                            device=self.device), self.dtype))
+
+    def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+        from ._creation import randn
+
+        z = randn(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
+        return _write(self, _C.exp(_C.add(_C.mul(z, float(std)), float(mean))))
+
+    Tensor.bernoulli_ = bernoulli_
+    Tensor.bernoulli = lambda self, p=None, *, generator=None: C.bernoulli(self, p, generator=generator)
+    Tensor.exponential_ = exponential_
+    Tensor.random_ = random_
+    Tensor.log_normal_ = log_normal_
+
+
+_attach()

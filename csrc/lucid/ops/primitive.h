@@ -49,6 +49,7 @@ enum class OpKind : uint8_t {
   RecurrentCell,
   RecurrentCellBackward,
   ConvTranspose2d,
+  Split,
   Count
 };
 

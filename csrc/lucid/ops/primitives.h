@@ -198,6 +198,20 @@ struct Concat final : Primitive {
   uint8_t saved() const override { return 0; }
 };
 
+// x -> one output per entry of `sizes`: consecutive slices along `axis`
+// (PyTorch's split_with_sizes). One node for all parts, so the VJP is one
+// concatenation of the cotangents rather than a zero-filled scatter per part:
+// a loop over the parts (a recurrent layer's time steps) stays linear in
+// their number under autograd.
+struct Split final : Primitive {
+  int axis;
+  std::vector<int64_t> sizes;
+  Split(int axis, std::vector<int64_t> sizes) : Primitive(OpKind::Split), axis(axis), sizes(std::move(sizes)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
 // ------------------------------------------------------------------ indexing
 // torch.gather: out[i][j] = x[i][index[i][j]] along `axis`.
 struct Gather final : Primitive {

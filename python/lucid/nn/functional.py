@@ -1339,7 +1339,15 @@ def _autocast_fp32(fn):
     return wrapper
 
 
+from ._functional_composite import *  # noqa: E402,F401,F403
+from ._functional_composite import __all__ as _composite_names  # noqa: E402
+
+__all__ += _composite_names
+
 for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"):
+              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
+              "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+              "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
+              "multilabel_margin_loss"):
     globals()[_name] = _autocast_fp32(globals()[_name])
 del _name

@@ -6,7 +6,8 @@ A layer runs its time loop in Python over lucid ops, so it traces into a
 compiled step with the loop unrolled (one trace per sequence length). Each
 step is three ops: the hidden projection (one GEMM), the cell (one fused
 primitive for the gate math: lucid._C.*_cell_step) and, for packed input, a
-row selection. The input projection of all steps is one GEMM up front.
+row selection. The input projection of all steps is one GEMM up front, cut
+into steps by one split_with_sizes node.
 """
 import math
 import numbers
@@ -225,7 +226,6 @@ class RNNBase(Module):
         sizes[t] sequences, after the earlier steps' rows). Returns (output
         rows, h_n, c_n)."""
         directions = self._directions()
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         hs, cs = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -238,7 +238,7 @@ class RNNBase(Module):
                 k = layer * directions + d
                 h = _C.reshape(_C.narrow(h0, 0, k, 1), list(h0.shape[1:]))
                 c = _C.reshape(_C.narrow(c0, 0, k, 1), list(c0.shape[1:])) if c0 is not None else None
-                out, h, c = self._direction(layer_input, sizes, offsets, params, h, c, reverse=d == 1)
+                out, h, c = self._direction(layer_input, sizes, params, h, c, reverse=d == 1)
                 outs.append(out)
                 hs.append(h)
                 cs.append(c)
@@ -247,11 +247,14 @@ class RNNBase(Module):
         c_n = _C.stack(cs, 0) if c0 is not None else None
         return layer_input, h_n, c_n
 
-    def _direction(self, x, sizes, offsets, p, h0, c0, reverse):
+    def _direction(self, x, sizes, p, h0, c0, reverse):
         gi_all = _C.linear(x, p["weight_ih"], p.get("bias_ih"))
         w_hh, w_hr = p["weight_hh"], p.get("weight_hr")
         b_hh = p["bias_hh"] if "bias_hh" in p else _zeros([w_hh.shape[0]], gi_all)
         steps = len(sizes)
+        # One node for all steps' rows, so backward concatenates their
+        # gradients once instead of scattering each into a zero-filled copy.
+        gi_steps = _C.split_with_sizes(gi_all, [int(n) for n in sizes], 0) if steps > 1 else [gi_all]
         outs = [None] * steps
         order = range(steps - 1, -1, -1) if reverse else range(steps)
         batch = h0.shape[0]
@@ -275,7 +278,7 @@ class RNNBase(Module):
                 h = _C.cat([h, _C.narrow(h0, 0, cur, n - cur)], 0)
                 if c is not None:
                     c = _C.cat([c, _C.narrow(c0, 0, cur, n - cur)], 0)
-            gi = _C.narrow(gi_all, 0, int(offsets[t]), n) if n != gi_all.shape[0] else gi_all
+            gi = gi_steps[t]
             h, c = _step(self.mode, gi, _C.linear(h, w_hh), b_hh, h if self.mode == "GRU" else c)
             if w_hr is not None:
                 h = _C.linear(h, w_hr)
