@@ -269,3 +269,89 @@ def test_indexing_with_a_range_gradient():
     x[range(1, 4, 2)].sum().backward()
     xt[range(1, 4, 2)].sum().backward()
     assert_close(x.grad, xt.grad)
+
+
+# ------------------------------------------------------ jit, linalg, special
+def test_jit_decorators_run_eagerly():
+    @lucid.jit.script
+    def f(x):
+        return x * 2
+
+    assert f(lucid.ones(2)).tolist() == [2.0, 2.0]
+    m = nn.Linear(2, 2)
+    assert lucid.jit.trace(m, lucid.ones(1, 2)) is m and lucid.jit.script(m) is m
+    assert lucid.jit.ignore(f) is f and lucid.jit.unused(f) is f and not lucid.jit.is_scripting()
+    with pytest.raises(NotImplementedError, match="TorchScript"):
+        lucid.jit.save(m, "m.pt")
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.linalg.norm(x), lambda lib, x: lib.linalg.norm(x, dim=1),
+    lambda lib, x: lib.linalg.vector_norm(x, ord=1, dim=0), lambda lib, x: lib.linalg.vector_norm(x, float("inf")),
+    lambda lib, x: lib.linalg.vector_norm(x, 3.0, dim=(0, 1), keepdim=True),
+    lambda lib, x: lib.linalg.matrix_norm(x), lambda lib, x: lib.linalg.matrix_norm(x, 1),
+    lambda lib, x: lib.linalg.matrix_norm(x, float("inf"), keepdim=True), lambda lib, x: lib.linalg.norm(x, "fro"),
+    lambda lib, x: lib.linalg.vecdot(x, x), lambda lib, x: lib.special.expit(x), lambda lib, x: lib.special.entr(x),
+    lambda lib, x: lib.special.logit(x.sigmoid()), lambda lib, x: lib.special.xlogy(x.abs(), x.abs() + 1),
+], ids=["norm", "norm-dim", "vector-1", "vector-inf", "vector-3", "fro", "matrix-1", "matrix-inf", "norm-fro",
+        "vecdot", "expit", "entr", "logit", "xlogy"])
+def test_linalg_and_special(call):
+    from conftest import check
+
+    check(call, rnd(3, 4), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- settings
+def test_settings_and_helpers():
+    assert lucid.are_deterministic_algorithms_enabled() is False
+    lucid.use_deterministic_algorithms(True)
+    assert lucid.are_deterministic_algorithms_enabled() is True
+    lucid.use_deterministic_algorithms(False)
+    assert lucid.get_float32_matmul_precision() == torch.get_float32_matmul_precision() == "highest"
+    lucid.set_float32_matmul_precision("high")
+    assert lucid.get_float32_matmul_precision() == "high"
+    lucid.set_float32_matmul_precision("highest")
+    with pytest.raises(RuntimeError):
+        lucid.set_float32_matmul_precision("fast")
+    lucid.set_printoptions(precision=2)
+    try:
+        assert repr(lucid.tensor([1.23456])) == "tensor([1.23])"
+    finally:
+        lucid.set_printoptions(profile="default")
+    assert repr(lucid.tensor([1.23456])) == repr(torch.tensor([1.23456]))
+    a = np.arange(4.0)
+    t = lucid.as_tensor(a)
+    a[0] = 9.0
+    assert t[0].item() == 9.0  # shares the array's memory, as torch.as_tensor does
+    assert lucid.as_tensor(t) is t and lucid.as_tensor([1, 2]).dtype == lucid.int64
+    assert lucid.Size([2, 3]).numel() == 6 and lucid.Size([2, 3]) == (2, 3)
+    s = lucid.seed()
+    assert lucid.initial_seed() == s
+
+
+def test_module_forward_hooks():
+    lm, tm = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    copy_weights(lm, tm)
+    seen = {}
+    for lib, m in (("lucid", lm), ("torch", tm)):
+        feats = []
+        h1 = m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        h2 = m.register_forward_hook(lambda mod, args, out: feats.append(out.detach().numpy().copy()))
+        h3 = m.register_forward_hook(lambda mod, args, out: out + 1)
+        x = np.ones((1, 3), np.float32)
+        out = m(lucid.tensor(x) if lib == "lucid" else torch.tensor(x))
+        seen[lib] = (out.detach().numpy(), feats[0])
+        h1.remove()
+        h2.remove()
+        h3.remove()
+        plain = m(lucid.tensor(x) if lib == "lucid" else torch.tensor(x)).detach().numpy()
+        w, b = (p.detach().numpy() for p in (m.weight, m.bias))
+        np.testing.assert_allclose(plain, x @ w.T + b, rtol=1e-6)  # the hooks are gone
+        np.testing.assert_allclose(seen[lib][0], 2 * x @ w.T + b + 1, rtol=1e-6)
+    np.testing.assert_allclose(seen["lucid"][0], seen["torch"][0], rtol=1e-6)
+    np.testing.assert_allclose(seen["lucid"][1], seen["torch"][1], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="backward hooks"):
+        lm.register_full_backward_hook(lambda *a: None)
+    if not HAS_CUDA:
+        with pytest.raises(lucid.cuda.CudaUnavailableError):
+            lm.cuda()

@@ -257,8 +257,12 @@ def signbit(input):  # noqa: A002
 
 def copysign(input, other):  # noqa: A002
     x = _floating(input)
-    neg = signbit(_t(other) if not is_number(other) else _C.wrap_scalar(float(other), x))
-    return _C.where(neg, _C.neg(_C.abs(x)), _C.abs(x))
+    o = _t(other) if not is_number(other) else _C.wrap_scalar(float(other), x)
+    out = _C.where(signbit(o), _C.neg(_C.abs(x)), _C.abs(x))
+    if isinstance(other, Tensor) and other.requires_grad:
+        # PyTorch gives `other` a zero gradient: join it to the graph with one
+        out = _C.add(out, _C.where(_C.isfinite(o), _C.mul(o, 0.0), 0.0))
+    return out
 
 
 def rsub(input, other, alpha=1):  # noqa: A002
@@ -416,6 +420,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
                          f"{interpolation}")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q.dtype != input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     qs = np.atleast_1d(q.detach().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
     scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
     if np.any(qs < 0) or np.any(qs > 1):
@@ -444,7 +450,13 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         w = np.zeros_like(pos)
     shape = [1] * x.ndim
     shape[d] = len(qs)
-    out = lerp(a, b, _C.reshape(tensor(w, dtype=x.dtype, device=x.device), shape))
+    if isinstance(q, Tensor) and interpolation == "linear":
+        # the weights as ops of q, so q gets its gradient as in PyTorch
+        w_t = _C.sub(_C.mul(_C.reshape(q, [len(qs)]), float(n - 1)), tensor(lo.astype(np.float64), dtype=x.dtype,
+                                                                                device=x.device))
+    else:
+        w_t = tensor(w, dtype=x.dtype, device=x.device)
+    out = lerp(a, b, _C.reshape(w_t, shape))
     # q's dim goes first, as PyTorch puts it
     out = _C.permute(out, [d] + [i for i in range(x.ndim) if i != d])
     if keepdim:
@@ -691,7 +703,6 @@ def meshgrid(*tensors, indexing=None):
         out.append(_C.broadcast_to(_C.reshape(t, view), shape))
     if swap:
         out[0], out[1] = out[1], out[0]
-        out = [_C.transpose(o, 0, 1) for o in out]
     return tuple(out)
 
 
@@ -821,7 +832,7 @@ def einsum(equation, *operands):
         lone = [j for j, c in enumerate(terms[i]) if c not in others]
         if lone:
             ts[i] = _C.sum(ts[i], lone, False)
-            terms[i] = "".join(c for c in terms[i] if c not in others)
+            terms[i] = "".join(c for c in terms[i] if c in others)
     cur, cur_t = ts[0], terms[0]
     for i in range(1, len(ts)):
         rest = "".join(terms[i + 1:]) + out
@@ -1214,7 +1225,7 @@ class finfo:
             info = np.finfo(dt.name)
             self.bits, self.eps, self.max, self.min = info.bits, float(info.eps), float(info.max), float(info.min)
             self.tiny = self.smallest_normal = float(info.tiny)
-            self.resolution = float(info.resolution)
+            self.resolution = 10.0 ** -info.precision
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "

@@ -27,31 +27,38 @@ __all__ = [
 
 # ------------------------------------------------------------- activations
 def relu_(input):  # noqa: A002
-    return F.relu(input, inplace=True)
+    F.relu(input, inplace=True)
+    return input
 
 
 def elu_(input, alpha=1.0):  # noqa: A002
-    return F.elu(input, alpha, inplace=True)
+    F.elu(input, alpha, inplace=True)
+    return input
 
 
 def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
-    return F.leaky_relu(input, negative_slope, inplace=True)
+    F.leaky_relu(input, negative_slope, inplace=True)
+    return input
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):  # noqa: A002
-    return F.hardtanh(input, min_val, max_val, inplace=True)
+    F.hardtanh(input, min_val, max_val, inplace=True)
+    return input
 
 
 def selu_(input):  # noqa: A002
-    return F.selu(input, inplace=True)
+    F.selu(input, inplace=True)
+    return input
 
 
 def celu_(input, alpha=1.0):  # noqa: A002
-    return F.celu(input, alpha, inplace=True)
+    F.celu(input, alpha, inplace=True)
+    return input
 
 
 def threshold_(input, threshold, value):  # noqa: A002
-    return F.threshold(input, threshold, value, inplace=True)
+    F.threshold(input, threshold, value, inplace=True)
+    return input
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
@@ -68,7 +75,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
-    return rrelu(input, lower, upper, training, inplace=True)
+    rrelu(input, lower, upper, training, inplace=True)
+    return input
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
@@ -165,7 +173,7 @@ def _adaptive_max(x, dim, n_out, with_indices):
     end = -((-(i + 1) * n) // n_out)
     cols = np.arange(n)
     mask = (cols[None, :] >= start[:, None]) & (cols[None, :] < end[:, None])  # [o, n]
-    from ..._creation import tensor
+    from .._creation import tensor
 
     moved = _C.unsqueeze(_C.transpose(x, dim, -1), -2)  # [..., 1, n]
     m = tensor(mask, device=x.device)
@@ -214,7 +222,7 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):  
             (np.arange(w)[None, None, None, :] >= ws[None, None, :, None]) &
             (np.arange(w)[None, None, None, :] < we[None, None, :, None]))  # [oh, h, ow, w]
     mask = np.transpose(mask, (0, 2, 1, 3)).reshape(oh, ow, h * w)
-    from ..._creation import tensor
+    from .._creation import tensor
 
     flat = _C.reshape(x, list(x.shape[:-2]) + [1, 1, h * w])
     filled = _C.where(tensor(mask, device=x.device), flat, float("-inf"))
@@ -272,7 +280,7 @@ def pdist(input, p=2.0):  # noqa: A002
         raise _C.InvalidArgument(f"pdist only supports 2D tensors, got: {input.ndim}D")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
-    from ..._creation import tensor
+    from .._creation import tensor
 
     a = _C.index_select(input, 0, tensor(i.astype(np.int64), device=input.device))
     b = _C.index_select(input, 0, tensor(j.astype(np.int64), device=input.device))
@@ -423,7 +431,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         for j in labels:
             pairs[r, j] = True
     pairs &= ~is_target[:, None, :]
-    from ..._creation import tensor
+    from .._creation import tensor
 
     diff = F.relu(_C.add(_C.sub(_C.unsqueeze(x, 1), _C.unsqueeze(x, 2)), 1.0))  # [n, j, k]: 1 - (x_j - x_k)
     loss = _C.div(_C.sum(_C.where(tensor(pairs, device=x.device), diff, 0.0), [1, 2], False), float(c))

@@ -529,13 +529,29 @@ def _rsub1(m):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm with running statistics is not supported")
-    dims = list(range(2, input.ndim))
-    mean = _C.mean(input, dims, True)
-    xc = _C.sub(input, mean)
-    out = _C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), dims, True), eps)))
-    shape = _bshape(input.ndim, 1, input.shape[1])
+    """Normalises each (sample, channel) over the spatial dims: batch_norm
+    over the input viewed as one sample of N*C channels. Running statistics,
+    when given, are updated with the mean over the batch (PyTorch's rule)."""
+    _check_tensor(input, "input", "instance_norm")
+    if input.ndim < 3:
+        raise _C.InvalidArgument(f"instance_norm: expected an input with at least 3 dims [N, C, ...], got "
+                                 f"{list(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    x = _C.reshape(input, [1, n * c] + list(input.shape[2:]))
+    rm = rv = None
+    if running_mean is not None:
+        rm = _C.reshape(_C.broadcast_to(_C.reshape(running_mean, [1, c]), [n, c]), [n * c])
+    if running_var is not None:
+        rv = _C.reshape(_C.broadcast_to(_C.reshape(running_var, [1, c]), [n, c]), [n * c])
+    if rm is not None and rv is not None and use_input_stats:
+        rm, rv = _C.clone(rm), _C.clone(rv)  # batch_norm updates these copies in place
+    out = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None and running_var is not None:
+        with no_grad():
+            _C.assign_(running_mean, _C.mean(_C.reshape(rm, [n, c]), [0], False))
+            _C.assign_(running_var, _C.mean(_C.reshape(rv, [n, c]), [0], False))
+    out = _C.reshape(out, list(input.shape))
+    shape = _bshape(input.ndim, 1, c)
     if weight is not None:
         out = _C.mul(out, _C.reshape(weight, shape))
     if bias is not None:
