@@ -135,6 +135,29 @@ CASES = [
     ("bucketize right", lambda lib, v, b: lib.bucketize(v, b, right=True), [rnd(5), np.sort(rnd(4, seed=1))],
      dict(grad=False)),
     ("tril_indices", lambda lib: lib.tril_indices(4, 3, 1), [], dict(grad=False)),
+    ("logspace", lambda lib: lib.logspace(-1, 2, 7), [], dict(grad=False)),
+    ("logspace base 2", lambda lib: lib.logspace(0, 4, 5, base=2.0, dtype=lib.float64), [], dict(grad=False)),
+    ("fmax", lambda lib, a, b: lib.fmax(a.log(), b), [rnd(6), rnd(6, seed=1)], {}),
+    ("fmin", lambda lib, a, b: lib.fmin(a, b.sqrt()), [rnd(6), rnd(6, seed=1)], {}),
+    ("isin", lambda lib, a: lib.isin(a, lib.tensor([1, 3])), [rnd(8, dtype="int64", low=0, high=5)],
+     dict(grad=False)),
+    ("isin invert", lambda lib, a: lib.isin(a, lib.tensor([1, 3]), invert=True),
+     [rnd(8, dtype="int64", low=0, high=5)], dict(grad=False)),
+    ("ger", lambda lib, a, b: lib.ger(a, b), [rnd(3), rnd(4)], {}),
+    ("diagflat", lambda lib, a: lib.diagflat(a, 1), [rnd(2, 2)], {}),
+    ("hsplit/vsplit/dsplit", lambda lib, a: (lib.hsplit(a, 2), lib.vsplit(a, [1]), lib.dsplit(a, 3)),
+     [rnd(2, 4, 3)], {}),
+    ("unravel_index", lambda lib, i: lib.unravel_index(i, (3, 4, 2)), [rnd(5, dtype="int64", low=0, high=24)],
+     dict(grad=False)),
+    ("scalar_tensor", lambda lib: lib.scalar_tensor(3.5), [], dict(grad=False)),
+    ("split_with_sizes", lambda lib, a: lib.split_with_sizes(a, [1, 3], 1), [rnd(2, 4)], {}),
+    ("addr", lambda lib, m, a, b: lib.addr(m, a, b, beta=0.5), [rnd(3, 4), rnd(3), rnd(4)], {}),
+    ("combinations", lambda lib, a: lib.combinations(a, 2), [rnd(4)], {}),
+    ("combinations replacement", lambda lib, a: lib.combinations(a, 3, with_replacement=True), [rnd(3)], {}),
+    ("cov", lambda lib, a: lib.cov(a), [rnd(3, 6)], dict(rtol=1e-5)),
+    ("cov correction", lambda lib, a: lib.cov(a, correction=0), [rnd(6)], dict(rtol=1e-5)),
+    ("corrcoef", lambda lib, a: lib.corrcoef(a), [rnd(3, 6)], dict(rtol=1e-5, atol=1e-6)),
+    ("exp_ function", lambda lib, a: lib.exp_(a.clone()), [rnd(4)], {}),
     ("triu_indices", lambda lib: lib.triu_indices(3, 5, -1), [], dict(grad=False)),
 ]
 
@@ -235,3 +258,25 @@ def test_random_fills_and_draws():
     assert abs(float(lp.log().mean())) < 0.02
     pois = lucid.poisson(lucid.full((20000,), 4.0))
     assert abs(float(pois.mean()) - 4.0) < 0.1
+
+
+def test_more_tensor_methods():
+    x = rnd(2, 7)
+    check(lambda lib, t: t.unfold(1, 3, 2), x)
+    check(lambda lib, t: t.unfold(0, 2, 1), x)
+    for shape, wrap in [((3, 3), False), ((4, 3), False), ((7, 3), True), ((3, 5), True), ((2, 2, 2), False)]:
+        a, b = lucid.zeros(*shape), torch.zeros(*shape)
+        assert a.fill_diagonal_(2.0, wrap) is a
+        b.fill_diagonal_(2.0, wrap)
+        assert_close(a, b)
+    check(lambda lib, t: (t.H, t.mH, t.adjoint(), t.narrow_copy(1, 2, 3)), x)
+    check(lambda lib, t: t.index_put((lib.tensor([0, 1]), lib.tensor([2, 2])), lib.tensor([5.0, 6.0]), True), x)
+    lx = lucid.tensor(x)
+    lx.index_put_((lucid.tensor([1]),), lucid.tensor(0.0))
+    tx = torch.tensor(x)
+    tx.index_put_((torch.tensor([1]),), torch.tensor(0.0))
+    assert_close(lx, tx)
+    draws = lucid.tensor([0.0, 1.0, 0.0]).multinomial(4, replacement=True)
+    assert draws.tolist() == [1, 1, 1, 1]
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        lucid.ones(2, 2, 2).H

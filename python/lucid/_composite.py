@@ -9,6 +9,7 @@ difference is a few float32 ulps (the tests hold them to 1e-5).
 """
 import builtins
 import collections
+import itertools
 import math
 import numbers
 
@@ -43,7 +44,10 @@ __all__ = [
     "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
     "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
     # random
-    "bernoulli", "normal", "poisson",
+    "bernoulli", "normal", "poisson", "randint_like",
+    # more
+    "logspace", "fmax", "fmin", "isin", "ger", "diagflat", "hsplit", "vsplit", "dsplit", "unravel_index",
+    "scalar_tensor", "split_with_sizes", "addr", "combinations", "cov", "corrcoef",
 ]
 
 
@@ -1206,6 +1210,123 @@ def poisson(input, generator=None):  # noqa: A002
     return tensor(rng(generator).poisson(lam).astype(lam.dtype), dtype=input.dtype, device=input.device)
 
 
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, generator=None):  # noqa: A002
+    from ._creation import randint
+
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                   generator=generator)
+
+
+# ----------------------------------------------------------------------- more
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    from ._creation import linspace
+
+    exps = linspace(start, end, steps, dtype=_C.dtype.float64)
+    out = _C.cast(_C.pow(float(base), exps), to_dtype(dtype) or _C.get_default_dtype())
+    if device is not None:
+        out = out.to(device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def fmax(input, other):  # noqa: A002
+    """maximum, but a NaN loses to a number."""
+    return _C.where(_C.isnan(input), other, _C.where(_C.isnan(other), input, _C.maximum(input, other)))
+
+
+def fmin(input, other):  # noqa: A002
+    return _C.where(_C.isnan(input), other, _C.where(_C.isnan(other), input, _C.minimum(input, other)))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    te = _t(test_elements) if not is_number(test_elements) else _C.wrap_scalar(test_elements, elements)
+    e = _t(elements) if not is_number(elements) else _C.wrap_scalar(elements, te)
+    hit = _C.any(_C.eq(_C.unsqueeze(e, -1), _C.reshape(te, [te.numel()])), [-1], False) if te.numel() else \
+        _C.full(list(e.shape), False, _C.dtype.bool, e.device)
+    return _C.logical_not(hit) if invert else hit
+
+
+def ger(input, vec2):  # noqa: A002
+    return F.outer(input, vec2)
+
+
+def diagflat(input, offset=0):  # noqa: A002
+    return diag(_C.reshape(input, [input.numel()]), offset)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 0)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 2)
+
+
+def unravel_index(indices, shape):
+    """Flat indices -> a tuple of coordinate tensors for `shape`."""
+    shape = as_shape((shape,))
+    flat = _t(indices)
+    out = []
+    for s in reversed(shape):
+        out.append(F.remainder(flat, s))
+        flat = F.div(flat, s, rounding_mode="floor")
+    return tuple(reversed(out))
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    from ._creation import tensor
+
+    return tensor(s, dtype=to_dtype(dtype) or _C.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    return F.split(input, [int(s) for s in split_sizes], dim)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    return _C.add(_scale(input, beta), _scale(F.outer(vec1, vec2), alpha))
+
+
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """Length-r combinations of a 1-D tensor's elements (rows of the result)."""
+    from ._creation import tensor
+
+    n = input.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(pick(range(n), r)), dtype=np.int64).reshape(-1, r)
+    if idx.size == 0:
+        return _C.full([0] if r else [0], 0, input.dtype, input.device) if r != 1 else _C.clone(input)
+    out = _C.index_select(input, 0, tensor(idx.reshape(-1), device=input.device))
+    return _C.reshape(out, [idx.shape[0], r]) if r > 1 else _C.reshape(out, [idx.shape[0]])
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """Covariance of the variables (rows) over the observations (columns)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov(fweights=..., aweights=...) is not supported by lucid")
+    x = input if input.ndim == 2 else _C.reshape(input, [1, input.numel()])
+    x = _floating(x)
+    n = x.shape[1]
+    xc = _C.sub(x, _C.mean(x, [1], True))
+    c = _C.div(_C.matmul(xc, _C.transpose(xc, 0, 1)), float(builtins.max(n - correction, 0)))
+    return _C.reshape(c, []) if input.ndim < 2 else c
+
+
+def corrcoef(input):  # noqa: A002
+    c = cov(input)
+    if c.ndim == 0:
+        return _C.div(c, c)
+    d = _C.sqrt(diagonal(c))
+    return _C.clamp(_C.div(_C.div(c, _C.unsqueeze(d, 1)), _C.unsqueeze(d, 0)), -1.0, 1.0)
+
+
 # ----------------------------------------------------------------- dtype info
 class finfo:
     """Machine limits of a floating dtype (PyTorch's torch.finfo)."""
@@ -1247,3 +1368,25 @@ class iinfo:
 
 
 __all__ += ["finfo", "iinfo"]
+
+
+def _in_place_functions():
+    """torch.exp_(x) and friends: the Tensor method's in-place form as a function."""
+    names = ["abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "asin_",
+             "asinh_", "atan_", "atanh_", "ceil_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_",
+             "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "log10_", "log1p_", "log2_",
+             "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_",
+             "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "relu_"]
+    out = {}
+    for name in names:
+        def fn(input, *args, _name=name, **kwargs):  # noqa: A002
+            return getattr(input, _name)(*args, **kwargs)
+
+        fn.__name__ = name
+        out[name] = fn
+    return out
+
+
+_IN_PLACE = _in_place_functions()
+globals().update(_IN_PLACE)
+__all__ += list(_IN_PLACE)

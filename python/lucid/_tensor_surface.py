@@ -120,7 +120,8 @@ def _attach():
                "diff", "tensor_split", "moveaxis", "swapdims", "ravel", "select", "addmm", "addmv", "addbmm",
                "baddbmm", "mv", "inner", "kron", "cross", "diag", "diagonal", "diag_embed", "trace",
                "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
-               "unique", "unique_consecutive", "bincount", "histc", "vdot"]
+               "unique", "unique_consecutive", "bincount", "histc", "vdot", "fmax", "fmin", "ger", "diagflat",
+               "hsplit", "vsplit", "dsplit", "addr", "cov", "corrcoef", "isin"]
     for name in methods:
         fn = getattr(C, name)
         setattr(Tensor, name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(fn))
@@ -211,11 +212,76 @@ def _attach():
         z = randn(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
         return _write(self, _C.exp(_C.add(_C.mul(z, float(std)), float(mean))))
 
+    def unfold(self, dimension, size, step):
+        """Windows of `size` along `dimension`, every `step`: a new last dim
+        (one gather with host-built indices)."""
+        import numpy as np
+
+        from ._creation import tensor
+
+        d = dimension % self.ndim if self.ndim else 0
+        n = self.shape[d] if self.ndim else 1
+        if size > n:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        count = (n - size) // step + 1
+        idx = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        out = _C.index_select(self, d, tensor(idx.astype(np.int64), device=self.device))
+        shape = list(self.shape)
+        shape[d:d + 1] = [count, size]
+        out = _C.reshape(out, shape)
+        return F.movedim(out, d + 1, -1)
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """PyTorch's rule: positions i * (stride sum) of the flattened tensor;
+        a tall matrix restarts the diagonal every cols + 1 rows with wrap."""
+        import numpy as np
+
+        from ._creation import tensor
+
+        if self.ndim < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if self.ndim > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        n = self.numel()
+        strides = np.cumprod([1] + list(self.shape[::-1]))[:-1][::-1]
+        step = int(strides.sum())
+        end = n if (self.ndim == 2 and wrap) else min(self.shape) * step
+        if self.ndim == 2 and not wrap:
+            end = min(self.shape[0], self.shape[1]) * step
+        mask = np.zeros(n, dtype=bool)
+        mask[np.arange(0, min(end, n), step)] = True
+        return _write(self, _C.where(tensor(mask.reshape(tuple(self.shape)), device=self.device), fill_value,
+                                     self))
+
+    Tensor.unfold = unfold
+    Tensor.fill_diagonal_ = fill_diagonal_
+    Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: __import__(
+        "lucid")._sampling.multinomial(self, num_samples, replacement, generator=generator)
+    Tensor.hardshrink = lambda self, lambd=0.5: __import__("lucid").nn.functional.hardshrink(self, lambd)
+    Tensor.prelu = lambda self, weight: __import__("lucid").nn.functional.prelu(self, weight)
+    Tensor.narrow_copy = lambda self, dim, start, length: _C.clone(_C.narrow(self, dim, start, length))
+    Tensor.H = property(lambda self: self.T if self.ndim == 2 else _bad_H(self))
+    Tensor.mH = property(lambda self: _C.transpose(self, -2, -1))  # real dtypes: the conjugate is the tensor
+    Tensor.adjoint = lambda self: _C.transpose(self, -2, -1)
+    Tensor.index_put = lambda self, indices, values, accumulate=False: _C.index_put(
+        self, list(indices), values if isinstance(values, Tensor) else _C.wrap_scalar(values, self), accumulate)
+    Tensor.index_put_ = lambda self, indices, values, accumulate=False: _write(self, Tensor.index_put(
+        self if not self.requires_grad else _C.clone(self), indices, values, accumulate))
+    _inplace("absolute_", C.absolute)
+    _inplace("addr_", C.addr)
+    _inplace("cumsum_", F.cumsum)
+
     Tensor.bernoulli_ = bernoulli_
     Tensor.bernoulli = lambda self, p=None, *, generator=None: C.bernoulli(self, p, generator=generator)
     Tensor.exponential_ = exponential_
     Tensor.random_ = random_
     Tensor.log_normal_ = log_normal_
+
+
+def _bad_H(t):
+    raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got " + f"{t.ndim}-D tensor.")
 
 
 _attach()
