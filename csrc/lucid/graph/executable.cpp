@@ -65,15 +65,28 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
                 ", expected ", shape_str(want.shape));
     LUCID_CHECK_T(Error, !inputs[i].is_symbolic(), "compiled step: argument ", i, " is a traced tensor");
   }
+  // The executable reads arguments row-major: strided ones are copied.
+  std::vector<Tensor> dense;
+  const std::vector<Tensor>* args = &inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].is_contiguous()) {
+      if (dense.empty()) dense = inputs;
+      dense[i] = contiguous(inputs[i]);
+      args = &dense;
+    }
   LUCID_CHECK(scalars.size() == scalar_feeds_.size(), "compiled step: expected ", scalar_feeds_.size(),
               " scalar feeds, got ", scalars.size());
   LUCID_CHECK(bound.size() == bound_captures_.size(), "compiled step: expected ", bound_captures_.size(),
               " buffers bound per call, got ", bound.size());
   for (size_t k = 0; k < bound.size(); ++k) {
+    // A captured buffer is all of a storage, as a 1-D tensor.
     const TensorMeta& want = graph_.values[graph_.captures[bound_captures_[k]].value].meta;
-    LUCID_CHECK_T(Error, !bound[k].is_symbolic(), "compiled step: bound buffer ", k, " is a traced tensor");
-    LUCID_CHECK(bound[k].meta() == want, "compiled step: bound buffer ", k, " is ", meta_str(bound[k].meta()),
-                ", expected ", meta_str(want));
+    const Tensor& b = bound[k];
+    LUCID_CHECK_T(Error, !b.is_symbolic(), "compiled step: bound buffer ", k, " is a traced tensor");
+    LUCID_CHECK(b.dtype() == want.dtype && b.device() == want.device && b.numel() == want.numel() &&
+                    b.offset() == 0 && b.storage_numel() == b.numel() && b.is_contiguous(),
+                "compiled step: bound buffer ", k, " is ", meta_str(b.meta()), ", expected a row-major tensor of ",
+                want.numel(), " elements of dtype ", dtype_name(want.dtype), " owning its memory");
     for (size_t j = 0; j < k; ++j)
       LUCID_CHECK(bound[j].storage() != bound[k].storage(), "compiled step: bound buffers ", j, " and ", k,
                   " share memory");
@@ -87,7 +100,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
     key[1] = int64_t(offset);
   }
   ++t_runs;
-  return execute(inputs, feed_buffers_);
+  return execute(*args, feed_buffers_);
 }
 
 static std::array<Compiler, 3>& compilers() {

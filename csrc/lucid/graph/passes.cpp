@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "lucid/ops/dispatch.h"
+#include "lucid/ops/ops.h"
 #include "lucid/ops/primitives.h"
 
 namespace lucid::graph {
@@ -113,6 +114,10 @@ void fold_constants(Graph& g) {
     for (int i : n.inputs) ins.push_back(data.at(i));
     std::vector<Tensor> outs = lucid::apply(n.prim, ins);  // no tracer is active while compiling
     for (size_t j = 0; j < n.outputs.size(); ++j) {
+      // A capture is read from the start of its storage, row-major: a view
+      // (of another constant) gets memory of its own.
+      if (!outs[j].is_contiguous() || outs[j].offset() != 0 || outs[j].storage_numel() != outs[j].numel())
+        outs[j] = clone(outs[j]);
       const int cap = int(g.captures.size());
       const int v = g.add_value(g.values[n.outputs[j]].meta, ValueKind::Capture, -1, cap);
       g.captures.push_back({v, outs[j].storage(), {}});
