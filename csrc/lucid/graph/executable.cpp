@@ -65,15 +65,6 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
                 ", expected ", shape_str(want.shape));
     LUCID_CHECK_T(Error, !inputs[i].is_symbolic(), "compiled step: argument ", i, " is a traced tensor");
   }
-  // The executable reads arguments row-major: strided ones are copied.
-  std::vector<Tensor> dense;
-  const std::vector<Tensor>* args = &inputs;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].is_contiguous()) {
-      if (dense.empty()) dense = inputs;
-      dense[i] = contiguous(inputs[i]);
-      args = &dense;
-    }
   LUCID_CHECK(scalars.size() == scalar_feeds_.size(), "compiled step: expected ", scalar_feeds_.size(),
               " scalar feeds, got ", scalars.size());
   LUCID_CHECK(bound.size() == bound_captures_.size(), "compiled step: expected ", bound_captures_.size(),
@@ -99,6 +90,24 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
     key[0] = int64_t(seed);
     key[1] = int64_t(offset);
   }
+  // The executable reads arguments row-major and as they were when the run
+  // began: strided ones, and ones sharing memory with a buffer the run
+  // writes (a parameter passed as an argument), are copied.
+  std::vector<Tensor> dense;
+  const std::vector<Tensor>* args = &inputs;
+  auto written = [&](const Tensor& t) {
+    for (const auto& w : graph_.writebacks)
+      if (graph_.captures[w.capture].storage == t.storage()) return true;
+    for (const Tensor& b : bound)
+      if (b.storage() == t.storage()) return true;
+    return false;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].is_contiguous() || written(inputs[i])) {
+      if (dense.empty()) dense = inputs;
+      dense[i] = clone(inputs[i]);
+      args = &dense;
+    }
   ++t_runs;
   return execute(*args, feed_buffers_);
 }

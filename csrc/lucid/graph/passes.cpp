@@ -171,6 +171,42 @@ void simplify_reshapes(Graph& g) {
   replace_uses(g, repl);
 }
 
+void eliminate_redundant_copies(Graph& g) {
+  // Values are immutable: a run writes memory in place only into captured
+  // buffers (their new contents). So a copy matters only where what it
+  // copies may be read out of a captured buffer, directly or through views.
+  std::unordered_map<int, int> repl;
+  for (const auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Copy) continue;
+    int root = n.inputs[0];
+    while (g.values[root].kind == ValueKind::Node && g.nodes[g.values[root].producer].prim->is_view())
+      root = g.nodes[g.values[root].producer].inputs[0];
+    if (g.values[root].kind != ValueKind::Capture) repl[n.outputs[0]] = n.inputs[0];
+  }
+  replace_uses(g, repl);
+}
+
+void simplify_permutes(Graph& g) {
+  std::unordered_map<int, int> repl;
+  for (auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Permute) continue;
+    for (auto it = repl.find(n.inputs[0]); it != repl.end(); it = repl.find(n.inputs[0])) n.inputs[0] = it->second;
+    std::vector<int> perm = static_cast<const Permute&>(*n.prim).perm;
+    const Value& in = g.values[n.inputs[0]];
+    if (in.kind == ValueKind::Node && g.nodes[in.producer].prim->kind() == OpKind::Permute) {
+      // permute(permute(x, p), q) = permute(x, p[q])
+      const auto& inner = static_cast<const Permute&>(*g.nodes[in.producer].prim).perm;
+      for (auto& d : perm) d = inner[d];
+      n.inputs[0] = g.nodes[in.producer].inputs[0];
+      n.prim = std::make_shared<const Permute>(perm);
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int(i);
+    if (identity) repl[n.outputs[0]] = n.inputs[0];
+  }
+  replace_uses(g, repl);
+}
+
 void concat_scattered_sums(Graph& g) {
   // Pieces of a value that is a sum of slice_scatters into zeros: (source
   // value, its slice). Such sums come from the gradients of slices.
@@ -230,6 +266,8 @@ void optimize(Graph& g) {
   concat_scattered_sums(g);  // before folding: it looks for zero-fill nodes
   fold_constants(g);
   simplify_reshapes(g);
+  simplify_permutes(g);
+  eliminate_redundant_copies(g);
   eliminate_common_subexpressions(g);
   fold_transposes_into_matmul(g);
   eliminate_dead_code(g);
