@@ -198,9 +198,7 @@ MPSDataType mps_dtype(DType t, const char* what) {
     case DType::Float16: return MPSDataTypeFloat16;
     case DType::Float32: return MPSDataTypeFloat32;
     case DType::BFloat16:
-#if defined(__MAC_14_0)
       if (@available(macOS 14.0, *)) return MPSDataTypeBFloat16;
-#endif
       fail<TypeError>(what, ": bfloat16 on the metal device needs macOS 14 or newer (MPSGraph has no bfloat16 "
                       "before it); use float16 or float32");
     case DType::Float64:
@@ -213,7 +211,7 @@ MPSDataType mps_dtype(DType t, const char* what) {
 MPSShape* mps_shape(const Shape& s) {
   if (s.empty()) return @[ @1 ];
   NSMutableArray<NSNumber*>* a = [NSMutableArray arrayWithCapacity:s.size()];
-  for (int64_t d : s) [a addObject:@(d)];
+  for (int64_t d : s) [a addObject:@((long long)d)];
   return a;
 }
 

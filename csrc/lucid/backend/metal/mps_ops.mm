@@ -44,7 +44,7 @@ int64_t numel_of(MPSShape* s) {
 
 NSArray<NSNumber*>* numbers(const std::vector<int64_t>& v) {
   NSMutableArray<NSNumber*>* a = [NSMutableArray arrayWithCapacity:v.size()];
-  for (int64_t x : v) [a addObject:@(x)];
+  for (int64_t x : v) [a addObject:@((long long)x)];
   return a;
 }
 
@@ -394,7 +394,7 @@ T emit_arange(G& g, const Arange& a, const TensorMeta& m) {
   const size_t es = itemsize(m.dtype);
   std::vector<unsigned char> bytes(size_t(n) * es);
   for (int64_t i = 0; i < n; ++i) write_value(bytes.data() + size_t(i) * es, m.dtype, a.start + double(i) * a.step);
-  return g.data(bytes.data(), bytes.size(), @[ @(n) ], mps_dtype(m.dtype));
+  return g.data(bytes.data(), bytes.size(), @[ @((long long)n) ], mps_dtype(m.dtype));
 }
 
 // -------------------------------------------------------------- reductions
@@ -509,7 +509,7 @@ T emit_slice_scatter(G& g, const SliceSpec& spec, T base, T src, const TensorMet
         idx[size_t(d)] = 0;
       }
     }
-    T positions = g.data(flat.data(), flat.size() * sizeof(int32_t), @[ @(n) ], MPSDataTypeInt32);
+    T positions = g.data(flat.data(), flat.size() * sizeof(int32_t), @[ @((long long)n) ], MPSDataTypeInt32);
     T scattered = [mg scatterWithDataTensor:g.reshape(base, Shape{bm.numel()})
                               updatesTensor:g.reshape(src, Shape{n})
                               indicesTensor:positions
@@ -687,8 +687,8 @@ T emit_im2col(G& g, const Im2Col& op, T x, const TensorMeta& in) {
   if (w.pad_top || w.pad_bottom || w.pad_left || w.pad_right) {
     x = [g.graph() padTensor:x
              withPaddingMode:MPSGraphPaddingModeConstant
-                 leftPadding:@[ @0, @0, @(w.pad_top), @(w.pad_left) ]
-                rightPadding:@[ @0, @0, @(w.pad_bottom), @(w.pad_right) ]
+                 leftPadding:@[ @0, @0, @((long long)w.pad_top), @((long long)w.pad_left) ]
+                rightPadding:@[ @0, @0, @((long long)w.pad_bottom), @((long long)w.pad_right) ]
                constantValue:clamp_pad(op.pad_value, in.dtype)
                         name:nil];
   }
@@ -716,7 +716,7 @@ T emit_col2im(G& g, const Col2Im& op, T cols, const TensorMeta& in, const Tensor
   T acc = [g.graph() scatterAlongAxis:2
                     withUpdatesTensor:t
                         indicesTensor:table
-                                shape:@[ @(n), @(c), @(hp * wp) ]
+                                shape:@[ @((long long)n), @((long long)c), @((long long)(hp * wp)) ]
                                  mode:MPSGraphScatterModeAdd
                                  name:nil];
   acc = g.reshape(acc, Shape{n, c, hp, wp});
