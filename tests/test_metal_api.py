@@ -77,3 +77,23 @@ def test_guarded_newer_api_passes_and_unused_declarations_are_reported(tmp_path)
     unused = {d.page for d in report.unused()}
     assert "metalperformanceshadersgraph/mpsgraph/cast(_:to:name:)" in unused
     assert "metalperformanceshaders/mpsdatatype/bfloat16" not in unused
+
+
+def _declared_selectors():
+    """Selectors of the methods declared in the MPSGraph header."""
+    text = (check.API_INCLUDE / "MetalPerformanceShadersGraph" / "MetalPerformanceShadersGraph.h").read_text()
+    out = set()
+    for decl in re.findall(r"^[-+] \(.*?(?=LUCID_DOC)", text, flags=re.S | re.M):
+        parts = re.findall(r"(\w+):\(", decl)
+        out.add("".join(p + ":" for p in parts) if parts else re.findall(r"\)\s*(\w+)", decl)[0])
+    return out
+
+
+def test_plan_operations_are_declared_selectors():
+    """plan.h names the MPSGraph selector of every plan operation; each must be
+    one the declarations (and so the check) know."""
+    plan_h = (check.ROOT / "csrc" / "lucid" / "backend" / "metal" / "plan.h").read_text()
+    selectors = re.findall(r'X\(\w+, "([^"]+)"\)', plan_h)
+    assert len(selectors) > 60
+    missing = sorted(set(selectors) - _declared_selectors())
+    assert not missing, missing

@@ -32,6 +32,13 @@ class PyTracer {
     graph::Graph g = tracer_->take_graph();
     return graph::compile(std::move(g), std::move(rf), parse_device(device).type);
   }
+  std::shared_ptr<graph::Executable> compile_with(const GraphCompiler& compiler) {
+    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
+    std::vector<graph::RandomKeyFeed> rf;
+    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    if (!compiler.optimize) return compiler.fn(tracer_->take_graph(), std::move(rf));
+    return graph::compile(tracer_->take_graph(), std::move(rf), compiler.fn);
+  }
 
  private:
   std::unique_ptr<graph::GraphTracer> tracer_ = std::make_unique<graph::GraphTracer>();
@@ -63,7 +70,12 @@ void init_compile(py::module_& m) {
       })
       .def("num_feeds", [](PyTracer& t) { return t.tracer().graph().feeds.size(); })
       .def("dump", [](PyTracer& t) { return t.tracer().graph().dump(); })
-      .def("compile", &PyTracer::compile, py::arg("device") = "cpu");
+      .def("compile", &PyTracer::compile, py::arg("device") = "cpu")
+      .def("compile_with", &PyTracer::compile_with, py::arg("compiler"));
+
+  py::class_<GraphCompiler>(m, "GraphCompiler").def("__repr__", [](const GraphCompiler& c) {
+    return "<GraphCompiler " + c.name + ">";
+  });
 
   py::class_<graph::Executable, std::shared_ptr<graph::Executable>>(m, "Executable")
       .def("run", &graph::Executable::run, py::arg("inputs"), py::arg("scalars"),

@@ -6,6 +6,8 @@
 #import <Metal/Metal.h>
 #import <MetalPerformanceShadersGraph/MetalPerformanceShadersGraph.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -35,7 +37,9 @@ id<MTLDevice> pick_device() {
   if (dev == nil) return nil;
   // macOS virtual machines (hosted CI runners) expose a paravirtual GPU that
   // cannot run MPSGraph; treat it as no device rather than fail every op.
-  if ([dev.name rangeOfString:@"Paravirtual" options:NSCaseInsensitiveSearch].location != NSNotFound) return nil;
+  std::string name = dev.name.UTF8String ? dev.name.UTF8String : "";
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (name.find("paravirtual") != std::string::npos) return nil;
   return dev;
 }
 

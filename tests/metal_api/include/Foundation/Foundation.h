@@ -48,21 +48,9 @@ LUCID_DOC_STRUCTURAL(10.5, "foundation/nsfastenumeration")
     LUCID_DOC_IMPLICIT(10.5, "foundation/nsfastenumeration/countbyenumerating(with:objects:count:)");
 @end
 
-typedef struct LUCID_DOC_STRUCTURAL(10.0, "foundation/nsrange") _NSRange {
-  NSUInteger location;
-  NSUInteger length;
-} NSRange;
-
-typedef NSUInteger NSStringCompareOptions LUCID_DOC_STRUCTURAL(10.0, "foundation/nsstring/compareoptions");
-static const NSStringCompareOptions NSCaseInsensitiveSearch
-    LUCID_DOC_FAMILY(10.0, "foundation/nsstring/compareoptions/caseinsensitive") = 1;
-static const NSInteger NSNotFound LUCID_DOC_FAMILY(10.0, "foundation/nsnotfound-4qp9h") = 0x7fffffffffffffffL;
-
 LUCID_DOC_STRUCTURAL(10.0, "foundation/nsstring")
 @interface NSString : NSObject
 @property(nullable, readonly) const char* UTF8String LUCID_DOC_FAMILY(10.0, "foundation/nsstring/utf8string");
-- (NSRange)rangeOfString:(NSString*)searchString
-                 options:(NSStringCompareOptions)mask LUCID_DOC_FAMILY(10.0, "foundation/nsstring/range(of:options:)");
 @end
 
 LUCID_DOC_STRUCTURAL(10.0, "foundation/nsvalue")
@@ -73,9 +61,6 @@ LUCID_DOC_FAMILY(10.0, "foundation/nsnumber")
 @interface NSNumber : NSValue
 + (NSNumber*)numberWithInt:(int)value LUCID_DOC_IMPLICIT(10.0, "foundation/nsnumber/init(value:)-3jgc4");
 + (NSNumber*)numberWithLongLong:(long long)value LUCID_DOC_FAMILY(10.0, "foundation/nsnumber/init(value:)-4b0fu");
-+ (NSNumber*)numberWithUnsignedLong:(unsigned long)value
-    LUCID_DOC_FAMILY(10.0, "foundation/nsnumber/init(value:)-7pfl0");
-@property(readonly) long long longLongValue LUCID_DOC_FAMILY(10.0, "foundation/nsnumber/int64value");
 @end
 
 LUCID_DOC_FAMILY(10.0, "foundation/nsarray")
@@ -86,7 +71,6 @@ LUCID_DOC_FAMILY(10.0, "foundation/nsarray")
 @property(readonly) NSUInteger count LUCID_DOC_FAMILY(10.0, "foundation/nsarray/count");
 - (ObjectType)objectAtIndexedSubscript:(NSUInteger)idx
     LUCID_DOC_FAMILY(10.8, "foundation/nsarray/objectatindexedsubscript(_:)");
-- (BOOL)isEqualToArray:(NSArray<ObjectType>*)otherArray LUCID_DOC_FAMILY(10.0, "foundation/nsarray/isequal(to:)");
 @end
 
 LUCID_DOC_FAMILY(10.0, "foundation/nsmutablearray")

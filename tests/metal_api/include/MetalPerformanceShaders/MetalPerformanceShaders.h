@@ -12,7 +12,6 @@
 // enumerator values are not something this check can verify and are left
 // implicit; the backend never relies on them.
 enum MPSDataType : uint32_t {
-  MPSDataTypeInvalid LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/invalid"),
   MPSDataTypeFloat32 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/float32"),
   MPSDataTypeFloat16 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/float16"),
   MPSDataTypeInt32 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/int32"),

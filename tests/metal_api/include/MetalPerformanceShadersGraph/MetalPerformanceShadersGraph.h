@@ -286,10 +286,6 @@ LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph")
 
 // Reductions: the reduced axes stay in the result with extent 1.
 - (MPSGraphTensor*)reductionSumWithTensor:(MPSGraphTensor*)tensor
-                                     axis:(NSInteger)axis
-                                     name:(nullable NSString*)name
-    LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionsum(with:axis:name:)");
-- (MPSGraphTensor*)reductionSumWithTensor:(MPSGraphTensor*)tensor
                                      axes:(nullable NSArray<NSNumber*>*)axes
                                      name:(nullable NSString*)name LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraph/reductionsum(with:axes:name:)");
 - (MPSGraphTensor*)reductionProductWithTensor:(MPSGraphTensor*)tensor
@@ -297,33 +293,17 @@ LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph")
                                          name:(nullable NSString*)name
     LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionproduct(with:axes:name:)");
 - (MPSGraphTensor*)reductionMaximumWithTensor:(MPSGraphTensor*)tensor
-                                         axis:(NSInteger)axis
-                                         name:(nullable NSString*)name
-    LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionmaximum(with:axis:name:)");
-- (MPSGraphTensor*)reductionMaximumWithTensor:(MPSGraphTensor*)tensor
                                          axes:(nullable NSArray<NSNumber*>*)axes
                                          name:(nullable NSString*)name
     LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionmaximum(with:axes:name:)");
-- (MPSGraphTensor*)reductionMinimumWithTensor:(MPSGraphTensor*)tensor
-                                         axis:(NSInteger)axis
-                                         name:(nullable NSString*)name
-    LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionminimum(with:axis:name:)");
 - (MPSGraphTensor*)reductionMinimumWithTensor:(MPSGraphTensor*)tensor
                                          axes:(nullable NSArray<NSNumber*>*)axes
                                          name:(nullable NSString*)name
     LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph/reductionminimum(with:axes:name:)");
 - (MPSGraphTensor*)reductionMaximumPropagateNaNWithTensor:(MPSGraphTensor*)tensor
-                                                     axis:(NSInteger)axis
-                                                     name:(nullable NSString*)name
-    LUCID_DOC_FAMILY(12.0, "metalperformanceshadersgraph/mpsgraph/reductionmaximumpropagatenan(with:axis:name:)");
-- (MPSGraphTensor*)reductionMaximumPropagateNaNWithTensor:(MPSGraphTensor*)tensor
                                                      axes:(nullable NSArray<NSNumber*>*)axes
                                                      name:(nullable NSString*)name
     LUCID_DOC_FAMILY(12.0, "metalperformanceshadersgraph/mpsgraph/reductionmaximumpropagatenan(with:axes:name:)");
-- (MPSGraphTensor*)reductionMinimumPropagateNaNWithTensor:(MPSGraphTensor*)tensor
-                                                     axis:(NSInteger)axis
-                                                     name:(nullable NSString*)name
-    LUCID_DOC_FAMILY(12.0, "metalperformanceshadersgraph/mpsgraph/reductionminimumpropagatenan(with:axis:name:)");
 - (MPSGraphTensor*)reductionMinimumPropagateNaNWithTensor:(MPSGraphTensor*)tensor
                                                      axes:(nullable NSArray<NSNumber*>*)axes
                                                      name:(nullable NSString*)name
