@@ -26,21 +26,24 @@ class PyTracer {
     active_ = false;
   }
   std::shared_ptr<graph::Executable> compile(const std::string& device) {
-    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
-    std::vector<graph::RandomKeyFeed> rf;
-    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    std::vector<graph::RandomKeyFeed> rf = finished();
     graph::Graph g = tracer_->take_graph();
     return graph::compile(std::move(g), std::move(rf), parse_device(device).type);
   }
+  // With a compiler other than a device's (tests of a backend's lowering).
   std::shared_ptr<graph::Executable> compile_with(const GraphCompiler& compiler) {
-    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
-    std::vector<graph::RandomKeyFeed> rf;
-    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    std::vector<graph::RandomKeyFeed> rf = finished();
     if (!compiler.optimize) return compiler.fn(tracer_->take_graph(), std::move(rf));
     return graph::compile(tracer_->take_graph(), std::move(rf), compiler.fn);
   }
 
  private:
+  std::vector<graph::RandomKeyFeed> finished() const {
+    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
+    std::vector<graph::RandomKeyFeed> rf;
+    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    return rf;
+  }
   std::unique_ptr<graph::GraphTracer> tracer_ = std::make_unique<graph::GraphTracer>();
   bool active_ = false;
 };
