@@ -75,5 +75,6 @@ void init_autograd(py::module_& m);
 void init_nn(py::module_& m);
 void init_optim(py::module_& m);
 void init_compile(py::module_& m);
+void init_checkpoint(py::module_& m);
 
 }  // namespace lucid::python
