@@ -297,7 +297,11 @@ void init_checkpoint(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CheckpointError& e) {
-      PyErr_SetString(checkpoint_error, e.what());
+      // a damaged file's bytes may appear in the message: never fail on decoding it
+      const std::string what = e.what();
+      PyObject* text = PyUnicode_DecodeUTF8(what.data(), Py_ssize_t(what.size()), "backslashreplace");
+      PyErr_SetObject(checkpoint_error, text);
+      Py_XDECREF(text);
     }
   });
 

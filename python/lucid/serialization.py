@@ -108,9 +108,13 @@ def _allowed():
     return out
 
 
+class _RefusedGlobal(pickle.UnpicklingError):
+    """A global outside the allow-list (PyTorch raises UnpicklingError too)."""
+
+
 def _refused(name, module, attr):
     short = attr.split(".")[-1]
-    return pickle.UnpicklingError(
+    return _RefusedGlobal(
         f"{name}: Weights only load failed: lucid.load with weights_only=True rebuilds only allow-listed globals. "
         f"Unsupported global: GLOBAL {module}.{attr} was not an allowed global by default. Please use "
         f"`lucid.serialization.add_safe_globals([{short}])` or the `lucid.serialization.safe_globals([{short}])` "
@@ -173,7 +177,7 @@ def _unpickler(name, weights_only):
     def unpickle(data, refs):
         try:
             return _Unpickler(bytes(data), refs, name, allowed).load()
-        except (pickle.UnpicklingError, CheckpointError):
+        except (_RefusedGlobal, CheckpointError):
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged pickle, or an allowed class refusing its state
             if not weights_only:
@@ -574,7 +578,11 @@ def _load_torch(f, name, mapper, weights_only):
         try:
             data = zf.read(pickles[0])
             return _finish_torch(_TorchUnpickler(data, reader, allowed, weights_only).load())
-        except (pickle.UnpicklingError, CheckpointError, RuntimeError):
+        except (_RefusedGlobal, CheckpointError):
             raise
+        except RuntimeError as exc:  # a tensor's device is not available (the message says what to pass)
+            if "not available here" in str(exc):
+                raise
+            raise CheckpointError(f"{name}: a damaged PyTorch checkpoint ({type(exc).__name__}: {exc})") from exc
         except Exception as exc:  # noqa: BLE001 - a damaged archive or pickle
             raise CheckpointError(f"{name}: a damaged PyTorch checkpoint ({type(exc).__name__}: {exc})") from exc
