@@ -466,15 +466,15 @@ class _TorchReader:
                                                    strides=[st * arr.itemsize for st in stride])
         else:
             view = np.empty(size, dtype=arr.dtype)
-        values = np.ascontiguousarray(view)
+        values = np.array(view, order="C")  # a copy (ascontiguousarray would make 0-d arrays 1-d)
         kind = next(k for k, s in self.storages.values() if s is storage)
         lucid_name = _TORCH_STORAGES[kind][1]
         if lucid_name is None:
-            return values.copy()  # a dtype Lucid has no tensor for: a NumPy array
+            return values  # a dtype Lucid has no tensor for: a NumPy array
         if lucid_name == "bfloat16":
             t = _C.cast(_C.from_numpy((values.astype(np.uint32) << 16).view(np.float32)), _C.dtype.bfloat16)
         else:
-            t = _C.from_numpy(values.copy())
+            t = _C.from_numpy(values)
         location = storage.location
         if self.mapper is not None:
             t = self.mapper(t, location)
