@@ -1,6 +1,7 @@
 """lucid.save / lucid.load: exact round trips of every dtype and of state-dict
 structures, the file layout, atomic writes, and clear errors for damaged
 files."""
+import base64
 import collections
 import io
 import json
@@ -9,6 +10,7 @@ import os
 import pathlib
 import pickle
 import struct
+import zlib
 
 import crc32c
 
@@ -229,6 +231,39 @@ def test_version_1_files_still_load(tmp_path):
     assert type(out) is collections.OrderedDict and out["n"] == 2 ** 70
     assert out._metadata == {"": {"version": 1}}
     assert out["w"].numpy().tolist() == [1.5, -2.0]
+
+
+# A file the version-1 Python writer (before the format moved to C++) wrote,
+# zlib-compressed and base64-encoded.
+V1_FILE = (
+    "eNqtlMGO2jAQhrOHvkfls4VsE7KEQ7vS9lK1h156QhEyxIC1IU5th5aiqDxan6FP0DfZju1NATWsysJICcrMP99MxkM+fr5//+7+"
+    "w6ebKIp+vYq8bdFc6RW3aISKeiZzhFHOLZ8Y+V2gURwPMbKiNEobNBpvUW43FfjRvFDc9hmozZI7z5hhlmGk5nMjAEYwKqcbKyCL"
+    "JoAUazlzebOqhhwtvtRSCzNZaJ6j0ZwXRjT4WfoBO4n38OEV2AdoyoZ7dnw2e+rhNDnROE3ZRXSlihNkNkj2ZHY2WZY2iU+g++za"
+    "Z0kP6cP4jJFYXQuMKq75Slihg6MBnFYKYFvk1jiXMwupa6g0RiuVCxhaiKijEOl9FXKxtG00rDmEJawvQJ1iKrnpitMmg6rQBG+r"
+    "HrPbnCPnWmgjVYkwzbLA/w9Z1nipqqxcwV9Sd6YYy63oipButai6Xor5SuJbNeHrRZeg34SOnMwfAhyLqiuY0LijTAFZpEcIdfIp"
+    "jGo/yboqxJOO9FJQpWkasHxl/FFjv0fOA58nwWdLhMu6KP5WdjVJ5tsJidLtA6Z0SAYpTRi5pbcxpX3Sj1nsMQVfdB5lHNJL2xkd"
+    "+GjJyzbo1zn07t0+Hna9nXV48Ir2exBUYbdb2dOT17ltd5p/50MxekBZg4Pz9YPYID+ErmYTvy7RM7Z7C7efcMHv3V10tu3euFv0"
+    "YntJzaPuL8q/ia5iu8dgP85P/X1R/38AbkLk9Q=="
+)
+
+
+def test_a_file_of_the_version_1_writer_loads(tmp_path):
+    (tmp_path / "old.lucid").write_bytes(zlib.decompress(base64.b64decode("".join(V1_FILE))))
+    out = lucid.load(tmp_path / "old.lucid")
+    sd = out["model"]
+    assert type(sd) is collections.OrderedDict and list(sd) == ["0.weight", "0.bias"]
+    assert sd._metadata == {"": {"version": 1}, "0": {"version": 1}}
+    assert sd["0.weight"].numpy().tolist() == [[1.0, -2.0], [0.5, 3.0]]
+    assert math.copysign(1, sd["0.bias"].numpy()[1]) == -1
+    state = out["optimizer"]["state"][0]
+    assert state["step"].numpy().tolist() == 3.0 and state["exp_avg"].dtype == lucid.bfloat16
+    assert out["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert out["optimizer"]["param_groups"][0]["foreach"] is None
+    assert out["iter"] == 2 ** 70 and math.isnan(out["nan"]) and out[(1, "k")] == "tuple key"
+    assert out["flags"].numpy().tolist() == [True, False]
+    assert out["ints"].numpy().tolist() == [-(2 ** 63), 2 ** 63 - 1]
+    assert out["dtype"] == lucid.float16 and out["device"] == lucid.device("cpu")
+    assert isinstance(out["p"], lucid.nn.Parameter) and out["p"].requires_grad
 
 
 # ------------------------------------------------------------ writing
