@@ -11,6 +11,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -300,6 +301,13 @@ def test_pytorch_files_damaged_or_refused(tmp_path):
     path.write_bytes(bytes(damaged))
     with pytest.raises(CheckpointError, match="damaged"):
         lucid.load(path)
+
+    with zipfile.ZipFile(tmp_path / "zipped.pt", "w", zipfile.ZIP_DEFLATED) as zf:  # a re-compressed archive
+        with zipfile.ZipFile(io.BytesIO(raw)) as src:
+            for member in src.namelist():
+                zf.writestr(member, src.read(member))
+    with pytest.raises(CheckpointError, match="is compressed"):
+        lucid.load(tmp_path / "zipped.pt")
 
     torch.save({"c": Point(1)}, path)
     with pytest.raises(pickle.UnpicklingError, match="Point was not an allowed global"):

@@ -417,7 +417,7 @@ class _TorchReader:
             return None
         if size is not None and info.file_size != size:
             self.fail(f"{self.prefix + member} holds {info.file_size} bytes, its storage needs {size}")
-        return self.zf.read(info)
+        return _read_stored(self.zf, info, self.name)
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
@@ -563,6 +563,14 @@ def _finish_torch(obj):
     return obj
 
 
+def _read_stored(zf, info, name):
+    # torch.save stores members uncompressed; refusing compression bounds
+    # what a crafted archive can make us allocate by the file's own size
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise CheckpointError(f"{name}: {info.filename} is compressed; torch.save writes uncompressed members")
+    return zf.read(info)
+
+
 def _load_torch(f, name, mapper, weights_only):
     try:
         zf = zipfile.ZipFile(f)
@@ -576,7 +584,7 @@ def _load_torch(f, name, mapper, weights_only):
         reader = _TorchReader(zf, prefix, name, mapper)
         allowed = {**_allowed(), **reader.globals()}
         try:
-            data = zf.read(pickles[0])
+            data = _read_stored(zf, zf.getinfo(pickles[0]), name)
             return _finish_torch(_TorchUnpickler(data, reader, allowed, weights_only).load())
         except (_RefusedGlobal, CheckpointError):
             raise
