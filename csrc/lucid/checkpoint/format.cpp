@@ -72,15 +72,6 @@ struct Block {
   std::shared_ptr<const void> owner;
 };
 
-// The bytes a tensor shows, in C order on the host: what is saved, never
-// more of its storage than that.
-// TODO(views): once tensors carry strides, copy a non-contiguous view here.
-Tensor host_contiguous(const Tensor& t) {
-  Tensor h = t.detach();
-  if (h.device().type != DeviceType::CPU) h = to_device(h, Device{});
-  return h;
-}
-
 class Encoder {
  public:
   std::vector<Block> blocks;
@@ -629,7 +620,24 @@ Value decode(const Reader& r, const Json& v, std::vector<Entry>& entries) {
   r.fail("unknown or malformed tagged value " + dump_json(v).substr(0, 200));
 }
 
+// A row-major copy of a strided view, through lucid::contiguous where the
+// core has it (tensors with strides); without strides every tensor already is.
+template <class T>
+auto row_major(const T& t, int) -> decltype(contiguous(t)) {
+  return contiguous(t);
+}
+template <class T>
+T row_major(const T& t, long) {
+  return t;
+}
+
 }  // namespace
+
+Tensor host_contiguous(const Tensor& t) {
+  Tensor h = t.detach();
+  if (h.device().type != DeviceType::CPU) h = to_device(h, Device{});
+  return row_major(h, 0);
+}
 
 // ================================================================ save/load
 void save(const Value& obj, const Sink& sink) {

@@ -75,6 +75,10 @@ struct LoadOptions {
   bool allow_trailing_bytes = false;
 };
 
+// What a tensor shows, row-major on the host: what a checkpoint stores (never
+// more of its storage than that).
+Tensor host_contiguous(const Tensor& t);
+
 // Writes `obj` to `path` atomically (a temporary file in the same directory,
 // renamed over the target), or to `sink`. TypeError for what the format
 // cannot hold (a symbolic tensor, a list as a dict key, nesting deeper than

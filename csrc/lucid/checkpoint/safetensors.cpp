@@ -74,8 +74,7 @@ void save_safetensors(const Value& tensors, const Sink& sink, const Metadata& me
       LUCID_CHECK_T(TypeError, !t.is_symbolic(), "cannot save '", name, "': it is a traced (symbolic) tensor with no data");
       for (const auto& d : dtype_names())
         if (d.tensor == t.dtype()) it.dtype = &d;
-      it.owner = t.detach();
-      if (it.owner.device().type != DeviceType::CPU) it.owner = to_device(it.owner, Device{});
+      it.owner = host_contiguous(t);
       it.shape = t.shape();
       it.nbytes = int64_t(it.owner.nbytes());
       it.data = it.nbytes ? it.owner.raw_data("saving") : nullptr;
