@@ -25,7 +25,8 @@ from lucid.serialization import MAGIC, CheckpointError
 @pytest.mark.parametrize("portable", [False, True])
 def test_crc32c_matches_the_reference_package(portable):
     rng = np.random.default_rng(0)
-    for n in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096, 100003]:
+    for n in [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096, 12287, 12288, 12289, 24583, 100003,
+              (1 << 20) + 13]:
         data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         assert lucid._C.crc32c(data, portable=portable) == crc32c.crc32c(data), n
         for cut in {0, n // 3, n}:  # continuing from a prefix's value
