@@ -36,10 +36,10 @@ __all__ = [
     # shapes
     "tile", "hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_tensors", "broadcast_shapes", "rot90", "fliplr", "flipud", "diff", "tensor_split", "unflatten",
-    "moveaxis", "swapdims", "ravel", "select", "meshgrid", "block_diag",
+    "moveaxis", "ravel", "meshgrid", "block_diag",
     # linear algebra
     "addmm", "addmv", "addbmm", "baddbmm", "mv", "inner", "tensordot", "einsum", "kron", "cross", "diag",
-    "diagonal", "diag_embed", "trace", "tril_indices", "triu_indices", "cdist", "cartesian_prod", "vdot", "chain_matmul",
+    "diag_embed", "trace", "tril_indices", "triu_indices", "cdist", "cartesian_prod", "vdot", "chain_matmul",
     # indexing
     "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
     "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
@@ -670,20 +670,9 @@ def moveaxis(input, source, destination):  # noqa: A002
     return F.movedim(input, source, destination)
 
 
-swapdims = F.transpose
-
 
 def ravel(input):  # noqa: A002
     return _C.reshape(input, [input.numel()])
-
-
-def select(input, dim, index):  # noqa: A002
-    d = dim % input.ndim
-    n = input.shape[d]
-    if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension "
-                         f"{dim}")
-    return _C.squeeze(_C.narrow(input, d, index % n, 1), [d])
 
 
 def meshgrid(*tensors, indexing=None):
@@ -861,7 +850,7 @@ def _diag_repeated(op, t):
         c = next(ch for ch in t if t.count(ch) > 1)
         i = t.index(c)
         j = t.index(c, i + 1)
-        op = diagonal(op, 0, i, j)  # the diagonal goes last
+        op = F.diagonal(op, 0, i, j)  # the diagonal goes last
         t = t[:i] + t[i + 1:j] + t[j + 1:] + c
     return op
 
@@ -915,24 +904,6 @@ def cross(input, other, dim=None):  # noqa: A002
                    _C.sub(_C.mul(ax, by), _C.mul(ay, bx))], d)
 
 
-def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
-    """The diagonal of the (dim1, dim2) planes, as the last dim (a gather on
-    the flattened plane)."""
-    d1, d2 = dim1 % input.ndim, dim2 % input.ndim
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
-    x = _C.permute(input, rest + [d1, d2])
-    n, m = input.shape[d1], input.shape[d2]
-    length = builtins.max(0, builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)))
-    rows = np.arange(length) + builtins.max(-offset, 0)
-    cols = np.arange(length) + builtins.max(offset, 0)
-    from ._creation import tensor
-
-    flat = _C.reshape(x, [input.shape[d] for d in rest] + [n * m])
-    return _C.index_select(flat, flat.ndim - 1, tensor((rows * m + cols).astype(np.int64), device=input.device))
-
-
 def diag(input, diagonal=0):  # noqa: A002
     if input.ndim == 1:
         n = input.shape[0]
@@ -941,7 +912,7 @@ def diag(input, diagonal=0):  # noqa: A002
         pads = [diagonal, 0, 0, diagonal] if diagonal >= 0 else [0, -diagonal, -diagonal, 0]
         return _C.pad(m, pads, 0.0) if diagonal else m
     if input.ndim == 2:
-        return globals()["diagonal"](input, diagonal, 0, 1)
+        return _C.clone(F.diagonal(input, diagonal, 0, 1))  # torch.diag copies; diagonal is the view
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
 
 
@@ -966,7 +937,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
 def trace(input):  # noqa: A002
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    return _C.sum(diagonal(input), None, False)
+    return _C.sum(F.diagonal(input), None, False)
 
 
 def _triangle_indices(row, col, offset, lower, dtype, device):
@@ -1323,7 +1294,7 @@ def corrcoef(input):  # noqa: A002
     c = cov(input)
     if c.ndim == 0:
         return _C.div(c, c)
-    d = _C.sqrt(diagonal(c))
+    d = _C.sqrt(F.diagonal(c))
     return _C.clamp(_C.div(_C.div(c, _C.unsqueeze(d, 1)), _C.unsqueeze(d, 0)), -1.0, 1.0)
 
 

@@ -117,13 +117,13 @@ def _attach():
                "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal", "argsort", "msort", "cumprod",
                "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "quantile",
                "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode", "tile", "rot90", "fliplr", "flipud",
-               "diff", "tensor_split", "moveaxis", "swapdims", "ravel", "select", "addmm", "addmv", "addbmm",
-               "baddbmm", "mv", "inner", "kron", "cross", "diag", "diagonal", "diag_embed", "trace",
+               "diff", "tensor_split", "moveaxis", "swapdims", "ravel", "addmm", "addmv", "addbmm",
+               "baddbmm", "mv", "inner", "kron", "cross", "diag", "diag_embed", "trace",
                "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
                "unique", "unique_consecutive", "bincount", "histc", "vdot", "fmax", "fmin", "ger", "diagflat",
                "hsplit", "vsplit", "dsplit", "addr", "cov", "corrcoef", "isin"]
     for name in methods:
-        fn = getattr(C, name)
+        fn = getattr(C, name, None) or getattr(F, name)  # swapdims: the view of _functions
         setattr(Tensor, name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(fn))
     for name in ["acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan", "arctan",
                  "atanh", "arctanh", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod", "frac", "fix",
@@ -212,27 +212,6 @@ def _attach():
         z = randn(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
         return _write(self, _C.exp(_C.add(_C.mul(z, float(std)), float(mean))))
 
-    def unfold(self, dimension, size, step):
-        """Windows of `size` along `dimension`, every `step`: a new last dim
-        (one gather with host-built indices)."""
-        import numpy as np
-
-        from ._creation import tensor
-
-        d = dimension % self.ndim if self.ndim else 0
-        n = self.shape[d] if self.ndim else 1
-        if size > n:
-            raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
-        if step <= 0:
-            raise RuntimeError(f"step is {step} but must be > 0")
-        count = (n - size) // step + 1
-        idx = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-        out = _C.index_select(self, d, tensor(idx.astype(np.int64), device=self.device))
-        shape = list(self.shape)
-        shape[d:d + 1] = [count, size]
-        out = _C.reshape(out, shape)
-        return F.movedim(out, d + 1, -1)
-
     def fill_diagonal_(self, fill_value, wrap=False):
         """PyTorch's rule: positions i * (stride sum) of the flattened tensor;
         a tall matrix restarts the diagonal every cols + 1 rows with wrap."""
@@ -255,7 +234,6 @@ def _attach():
         return _write(self, _C.where(tensor(mask.reshape(tuple(self.shape)), device=self.device), fill_value,
                                      self))
 
-    Tensor.unfold = unfold
     Tensor.fill_diagonal_ = fill_diagonal_
     Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: __import__(
         "lucid")._sampling.multinomial(self, num_samples, replacement, generator=generator)
