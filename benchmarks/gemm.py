@@ -8,8 +8,10 @@ the three GEMMs a training step runs, with the transposes Lucid passes
 each library called directly through its CBLAS interface (ctypes). With
 2 threads the work is split as Lucid's pool splits it (halves of the larger
 of M and N, one sequential GEMM per thread), so every library is measured in
-the configuration Lucid would run it in. Libraries not installed are
-reported as missing:
+the configuration Lucid would run it in. Times are CPU time of the
+threads doing the work (`time.thread_time`; with 2 threads the larger of
+the two shares), so a busy machine slows the run but not the figures.
+Libraries not installed are reported as missing:
   openblas  the scipy-openblas32 wheel (Lucid's default on Linux)
   mkl       the mkl wheel (libmkl_rt.so.2, sequential layer)
   blis      a system libblis.so.4 (Debian/Ubuntu: apt-get install libblis4)
@@ -117,33 +119,31 @@ def time_gemm(blas, ta, tb, m, n, k, a, b, threads, reps):
     c = np.empty((m, n), np.float32)
     flops = 2.0 * m * n * k
     reps = max(3, min(reps, int(2e10 / flops)))  # about a second or two per case at most
-    times = []
     if threads == 1:
+        times = []
         for _ in range(reps + 2):
-            t = time.perf_counter()
+            t = time.thread_time()
             call(blas, ta, tb, m, n, k, a, b, c)
-            times.append(time.perf_counter() - t)
+            times.append(time.thread_time() - t)
     else:
         barrier = threading.Barrier(threads)
-        done = threading.Barrier(threads)
+        per_thread = [[0.0] * (reps + 2) for _ in range(threads)]
 
         def worker(part):
-            for _ in range(reps + 2):
+            for i in range(reps + 2):
                 barrier.wait()
+                t = time.thread_time()
                 split_call(blas, ta, tb, m, n, k, a, b, c, part, threads)
-                done.wait()
+                per_thread[part][i] = time.thread_time() - t
+                barrier.wait()
 
         helpers = [threading.Thread(target=worker, args=(p,)) for p in range(1, threads)]
         for h in helpers:
             h.start()
-        for _ in range(reps + 2):
-            t = time.perf_counter()
-            barrier.wait()
-            split_call(blas, ta, tb, m, n, k, a, b, c, 0, threads)
-            done.wait()
-            times.append(time.perf_counter() - t)
+        worker(0)
         for h in helpers:
             h.join()
+        times = [max(ts) for ts in zip(*per_thread)]
     med = statistics.median(times[2:])
     return med, flops / med * 1e-9
 
@@ -165,7 +165,7 @@ def main(argv=None):
             libs.append(lib)
     rng = np.random.default_rng(0)
     print(f"CPU: {cpu_name()}")
-    print("median ms per GEMM (GFLOP/s); the split over threads is Lucid's\n")
+    print("median CPU ms per GEMM (GFLOP/s); with 2 threads the slower share of Lucid's split\n")
     names = [b.name for b in libs]
     print("| threads | layer MxNxK | GEMM | " + " | ".join(names) + " |")
     print("| ---: | --- | --- |" + " ---: |" * len(names))
