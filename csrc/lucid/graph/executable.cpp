@@ -105,4 +105,9 @@ std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> rand
   return c(std::move(graph), std::move(random_feeds));
 }
 
+std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> random_feeds, const CompileFn& compiler) {
+  optimize(graph);
+  return compiler(std::move(graph), std::move(random_feeds));
+}
+
 }  // namespace lucid::graph
