@@ -275,12 +275,15 @@ def _nn_cases():
         ("max_pool2d_pad_ceil", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
          lambda: [rand(1, 2, 7, 5)], {"MaxPool2d"}),
         ("avg_pool2d", lambda x: F.avg_pool2d(x, 2), lambda: [rand(1, 2, 4, 4)], {"Im2Col"}),
+        ("as_strided", lambda x: x.as_strided((3, 2), (2, 5), 1) * 2, lambda: [rand(4, 5)], {"AsStrided"}),
+        ("diagonal", lambda x: x.diagonal(1) + 1, lambda: [rand(4, 5)], {"StridedView"}),
+        ("unfold_i64", lambda x: x.unfold(1, 3, 2) * 3, lambda: [ints(3, 7)], {"StridedView"}),
         ("setitem_slice", lambda x, v: _setitem(x, v, (slice(1, 3), slice(None, None, 2))),
-         lambda: [rand(4, 5), rand(2, 3, seed=1)], {"SliceScatter"}),
+         lambda: [rand(4, 5), rand(2, 3, seed=1)], {"AsStridedScatter"}),
         ("setitem_slice_i64", lambda x, v: _setitem(x, v, (slice(None), slice(1, 4, 2))),
-         lambda: [ints(3, 5), ints(3, 2, seed=1)], {"SliceScatter"}),
+         lambda: [ints(3, 5), ints(3, 2, seed=1)], {"AsStridedScatter"}),
         ("setitem_slice_bool", lambda x, v: _setitem(x, v, slice(0, 2)),
-         lambda: [arr([True, True, False, True]), arr([False, False])], {"SliceScatter"}),
+         lambda: [arr([True, True, False, True]), arr([False, False])], {"AsStridedScatter"}),
     ]
 
 
@@ -455,12 +458,7 @@ def test_fused_step_with_an_optimizer_through_the_plan(compile_with):
     step(rand(8, 6), arr(np.arange(8) % 4))
 
 
-@pytest.mark.parametrize("variant", [
-    pytest.param("cpu", marks=pytest.mark.xfail(strict=True, reason=(
-        "the CPU executable writes a captured buffer in place before a step argument that aliases it is read "
-        "(backend/cpu/executable.cpp orders writes after reads of the capture, not of aliasing arguments): "
-        "the second run returns [5, 10, 15]"))),
-    "step", "eager"])
+@pytest.mark.parametrize("variant", ["cpu", "step", "eager"])
 def test_in_place_updates_follow_the_buffer_plan(variant):
     """A captured buffer read and written goes through a second buffer and a
     copy; one only written is computed straight into its buffer, unless the

@@ -76,6 +76,7 @@ void init_autograd(py::module_& m);
 void init_nn(py::module_& m);
 void init_optim(py::module_& m);
 void init_compile(py::module_& m);
+void init_checkpoint(py::module_& m);
 void init_metal_plan(py::module_& m);
 
 // A compiler other than a device's, handed to GraphTracer.compile_with (the

@@ -160,10 +160,32 @@ void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::v
   });
 }
 
+// Copies between layouts (strided operands made row-major, writes into
+// views). Eager kernels wait for the GPU before returning and buffers are
+// shared with the host, so the host copies in place.
+void strided_copy(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dtype) {
+  const size_t es = itemsize(dtype);
+  const int64_t n = numel(dl.shape);
+  std::vector<int64_t> idx(dl.shape.size(), 0);
+  int64_t d = dl.offset, s = sl.offset;
+  for (int64_t p = 0; p < n; ++p) {
+    std::memcpy(static_cast<char*>(dst) + d * int64_t(es), static_cast<const char*>(src) + s * int64_t(es), es);
+    for (int k = int(idx.size()) - 1; k >= 0; --k) {
+      d += dl.strides[size_t(k)];
+      s += sl.strides[size_t(k)];
+      if (++idx[size_t(k)] < dl.shape[size_t(k)]) break;
+      d -= dl.strides[size_t(k)] * dl.shape[size_t(k)];
+      s -= sl.strides[size_t(k)] * sl.shape[size_t(k)];
+      idx[size_t(k)] = 0;
+    }
+  }
+}
+
 // One kernel per kind the lowering table gives a Metal form (lower.h).
 struct Registrar {
   Registrar() {
     if (!context()) return;  // no device: the kernel table keeps no metal entries
+    register_strided_copy(DeviceType::Metal, strided_copy);
     for (int k = 0; k < int(OpKind::Count); ++k) {
       switch (lowering_of(OpKind(k))) {
         case Lowering::Graph: register_kernel(OpKind(k), DeviceType::Metal, graph_kernel); break;

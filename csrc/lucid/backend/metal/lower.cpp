@@ -420,6 +420,46 @@ V lower_slice_scatter(PlanBuilder& g, const SliceSpec& spec, V base, V src, cons
   return g.select(g.ne(mask, g.like(0, mask)), placed, base);
 }
 
+// ---------------------------------------------------------- strided views
+// A layout over a row-major buffer as host-computed flat positions: strided
+// reads are a gather at them, writes through views a scatter.
+V layout_positions(PlanBuilder& g, const Layout& l, int64_t buffer_numel) {
+  LUCID_CHECK_T(NotImplementedError, buffer_numel <= std::numeric_limits<int32_t>::max(),
+                "strided views on the metal device: buffers over 2^31 elements");
+  const int64_t n = numel(l.shape);
+  std::vector<int32_t> flat(static_cast<size_t>(n));
+  std::vector<int64_t> idx(l.shape.size(), 0);
+  int64_t off = l.offset;
+  for (int64_t p = 0; p < n; ++p) {
+    flat[size_t(p)] = int32_t(off);
+    for (int d = int(idx.size()) - 1; d >= 0; --d) {
+      off += l.strides[size_t(d)];
+      if (++idx[size_t(d)] < l.shape[size_t(d)]) break;
+      off -= l.strides[size_t(d)] * l.shape[size_t(d)];
+      idx[size_t(d)] = 0;
+    }
+  }
+  return g.data(flat.data(), flat.size() * sizeof(int32_t), Shape{n}, DType::Int32);
+}
+
+// A view primitive (its layout over its row-major input) read out.
+V lower_view_read(PlanBuilder& g, const Primitive& p, V x, const TensorMeta& xm, const TensorMeta& om) {
+  const Layout l = *p.view_layout(contiguous_layout(xm.shape));
+  if (om.numel() == 0) return g.reshape(g.reshape(x, Shape{xm.numel()}), graph_shape(om.shape));
+  V flat = g.reshape(x, Shape{xm.numel()});
+  return g.reshape(g.gather(flat, layout_positions(g, l, xm.numel()), 0), graph_shape(om.shape));
+}
+
+V lower_as_strided_scatter(PlanBuilder& g, const AsStridedScatter& sc, V base, V src, const TensorMeta& bm,
+                           const TensorMeta& sm) {
+  if (src < 0) return g.identity(base);
+  const bool as_int = bm.dtype == DType::Bool;
+  const DType ct = as_int ? DType::Int32 : compute_type(bm.dtype);
+  V r = g.scatter(g.cast(base, ct), g.reshape(g.cast(src, ct), Shape{sm.numel()}),
+                  layout_positions(g, sc.layout, bm.numel()), 0, sc.accumulate ? ScatterMode::Add : ScatterMode::Set);
+  return as_int ? g.ne(r, g.like(0, r)) : r;
+}
+
 // ---------------------------------------------------------------- indexing
 // Index tensors smaller than the data outside `axis` (which torch.gather and
 // scatter allow) address the leading block: data is sliced to them.
@@ -626,7 +666,7 @@ bool needs_all_inputs(OpKind k) {
   switch (k) {
     case OpKind::Reduce: case OpKind::Matmul: case OpKind::Concat: case OpKind::SliceScatter:
     case OpKind::ScatterAdd: case OpKind::IndexAdd: case OpKind::Col2Im: case OpKind::Full:
-    case OpKind::Arange:
+    case OpKind::Arange: case OpKind::AsStridedScatter:
       return false;
     default:
       return true;
@@ -685,7 +725,12 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::MaxPool2d: return lower_max_pool(g, static_cast<const MaxPool2d&>(p), in[0], im[0]);
     case OpKind::MaxPool2dBackward:
       return {lower_max_pool_backward(g, static_cast<const MaxPool2dBackward&>(p), in[0], in[1], im[0], om[0])};
-    case OpKind::Random: case OpKind::EngineUpdate: case OpKind::Count: break;
+    case OpKind::AsStrided: case OpKind::StridedView: return {lower_view_read(g, p, in[0], im[0], om[0])};
+    case OpKind::AsStridedScatter:
+      return {lower_as_strided_scatter(g, static_cast<const AsStridedScatter&>(p), in[0], in[1], im[0], im[1])};
+    case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
+    case OpKind::Count:
+      break;
   }
   fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");
 }
@@ -724,6 +769,11 @@ const char* op_kind_name(OpKind k) {
     case OpKind::LayerNorm: return "LayerNorm";
     case OpKind::LayerNormBackward: return "LayerNormBackward";
     case OpKind::SoftmaxBackward: return "SoftmaxBackward";
+    case OpKind::AsStrided: return "AsStrided";
+    case OpKind::AsStridedScatter: return "AsStridedScatter";
+    case OpKind::ViewScatter: return "ViewScatter";
+    case OpKind::ViewOfBase: return "ViewOfBase";
+    case OpKind::StridedView: return "StridedView";
     case OpKind::Count: break;
   }
   return "?";
@@ -736,7 +786,8 @@ Lowering lowering_of(OpKind kind) {
     case OpKind::Slice: case OpKind::SliceScatter: case OpKind::Concat: case OpKind::Gather: case OpKind::ScatterAdd:
     case OpKind::IndexSelect: case OpKind::IndexAdd: case OpKind::Softmax: case OpKind::SoftmaxBackward:
     case OpKind::Im2Col: case OpKind::Col2Im: case OpKind::MaxPool2d: case OpKind::MaxPool2dBackward:
-    case OpKind::LayerNorm: case OpKind::LayerNormBackward:
+    case OpKind::LayerNorm: case OpKind::LayerNormBackward: case OpKind::AsStrided: case OpKind::AsStridedScatter:
+    case OpKind::StridedView:
       return Lowering::Graph;
     case OpKind::Full: case OpKind::Arange: case OpKind::Random:
       return Lowering::HostFill;
@@ -745,6 +796,8 @@ Lowering lowering_of(OpKind kind) {
     // The optimizers' fused update: a backend without a fused kernel for it
     // runs the rule's ops instead (issue 15), which lower like any others.
     case OpKind::EngineUpdate: case OpKind::Count:
+    // Autograd's records of writes through views: never run.
+    case OpKind::ViewScatter: case OpKind::ViewOfBase:
       return Lowering::None;
   }
   return Lowering::None;
