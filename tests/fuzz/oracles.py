@@ -1,0 +1,746 @@
+"""The checks run on every program.
+
+- ``torch``: eager Lucid's loss and gradients vs PyTorch on the same program
+  (parameters synchronised before each step, so errors do not compound).
+- ``torch_optim``: one eager optimizer step (and GradScaler step) vs
+  torch.optim from identical parameters, gradients and state.
+- ``make_step``: eager backward vs ``make_step`` (gradients after every call,
+  accumulation over micro-batches, both ``zero_grad`` modes).
+- ``fused_step``: the eager loop vs ``fused_step`` (random optimizer and
+  flags, two param groups, edits between steps, scheduler, GradScaler).
+- ``compile_optimizer``: the eager optimizer vs ``compile_optimizer`` on the
+  same gradients (LBFGS: its documented closure-less rule, in NumPy).
+- ``accumulate``: ``make_step`` + ``compile_optimizer`` over several
+  micro-batches vs the eager loop.
+
+Compiled vs eager on the CPU is asserted bit for bit: the same kernels run
+(``-ffp-contract=off``), only scheduled differently. Lucid vs PyTorch is
+compared with a tolerance (see ``Tolerance``).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+import lucid
+import lucid.optim as loptim
+from lucid.amp import GradScaler
+from lucid.compile import compile_optimizer, fused_step, make_step
+
+from .runtime import Instance, Invalid, call_seed
+
+ORACLES = ["torch", "torch_optim", "make_step", "fused_step", "compile_optimizer", "accumulate"]
+
+
+@dataclass
+class Mismatch:
+    oracle: str
+    where: str      # "step 1 call 2"
+    what: str       # "grad p3", "param p1", "state[0].exp_avg", "loss", "error"
+    detail: str
+
+    def __str__(self):
+        return f"[{self.oracle}] {self.where}: {self.what}: {self.detail}"
+
+
+class Skip(Exception):
+    """The oracle does not apply to this program."""
+
+
+# ================================================================ comparing
+def _arr(v):
+    if v is None:
+        return None
+    if isinstance(v, lucid.Tensor):
+        v = v.detach()
+        if v.dtype in (lucid.bfloat16, lucid.float16):
+            v = v.float()
+        return np.array(v.numpy())
+    if isinstance(v, torch.Tensor):
+        return v.detach().numpy().copy()
+    return np.array(v)
+
+
+def bitwise_diff(a, b):
+    """None when a and b hold the same bits (NaNs equal), else a description."""
+    a, b = _arr(a), _arr(b)
+    if a is None or b is None:
+        return None if a is None and b is None else f"{'missing' if a is None else 'present'} vs " \
+                                                     f"{'missing' if b is None else 'present'}"
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    if a.dtype != b.dtype:
+        return f"dtype {a.dtype} vs {b.dtype}"
+    if a.dtype.kind == "f":
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+    else:
+        same = a == b
+    if same.all():
+        return None
+    return _describe(a, b, ~same)
+
+
+def _describe(a, b, bad):
+    idx = np.argwhere(bad)
+    first = tuple(int(i) for i in idx[0]) if a.ndim else ()
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    d = np.where(np.isnan(d), np.inf, d)
+    scale = float(np.nanmax(np.abs(b))) if b.size and np.isfinite(b).any() else 0.0
+    return (f"{int(bad.sum())}/{a.size} elements differ, max |diff| {float(d.max()):.3g} (max |ref| {scale:.3g}); "
+            f"first at {first}: {a[first]!r} vs {b[first]!r}")
+
+
+def close_diff(a, b, rtol, slack=None):
+    """None when |a - b| <= rtol * max|b| + slack elementwise (norm-wise
+    relative error; `slack` is the reference's own uncertainty)."""
+    a, b = _arr(a), _arr(b)
+    if a is None or b is None:
+        return None if a is None and b is None else f"{'missing' if a is None else 'present'} vs " \
+                                                     f"{'missing' if b is None else 'present'}"
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    fin = np.isfinite(b64)
+    if (np.isfinite(a64) != fin).any() or (np.isnan(a64) != np.isnan(b64)).any():
+        return _describe(a, b, np.isfinite(a64) != fin)
+    if not fin.any():
+        return None
+    scale = float(np.abs(b64[fin]).max())
+    tol = rtol * scale + (0.0 if slack is None else slack)
+    bad = fin & (np.abs(a64 - b64) > tol)
+    if (~fin).any():
+        bad |= ~fin & (a64 != b64)
+    if bad.any():
+        return _describe(a, b, bad)
+    return None
+
+
+class Ledger:
+    def __init__(self, oracle):
+        self.oracle = oracle
+        self.found = []
+
+    def bitwise(self, where, what, got, want):
+        d = bitwise_diff(got, want)
+        if d:
+            self.found.append(Mismatch(self.oracle, where, what, d))
+
+    def close(self, where, what, got, want, rtol, slack=None):
+        d = close_diff(got, want, rtol, slack)
+        if d:
+            self.found.append(Mismatch(self.oracle, where, what, d))
+
+    def error(self, where, exc):
+        tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        self.found.append(Mismatch(self.oracle, where, "error", tb))
+
+
+# ============================================================== optimizers
+def _groups(program, params_by_name):
+    g0 = [params_by_name[lf.name] for lf in program.params() if lf.group == 0]
+    g1 = [params_by_name[lf.name] for lf in program.params() if lf.group == 1]
+    if not g0:
+        g0, g1 = g1, []
+    groups = [{"params": g0}]
+    if g1:
+        groups.append({"params": g1, **program.train.group1})
+    return groups
+
+
+def make_optimizer(program, model, lib="lucid", name=None, kwargs=None):
+    t = program.train
+    name = name or t.optimizer
+    kwargs = dict(t.opt_kwargs if kwargs is None else kwargs)
+    params = dict(model.named_parameters())
+    groups = _groups(program, params)
+    cls = getattr(torch.optim if lib == "torch" else loptim, name)
+    if name == "LBFGS" and len(groups) > 1:
+        groups = [{"params": groups[0]["params"] + groups[1]["params"]}]  # LBFGS takes one group
+    return cls(groups, **kwargs)
+
+
+def make_scheduler(program, opt, lib="lucid"):
+    if program.train.scheduler is None:
+        return None
+    name, kw = program.train.scheduler
+    kw = dict(kw)
+    mod = loptim.lr_scheduler if lib == "lucid" else torch.optim.lr_scheduler
+    from .repro import _cycle_momentum
+
+    cycle = _cycle_momentum(name, opt.defaults)
+    if cycle is not None:
+        kw["cycle_momentum"] = cycle
+    return getattr(mod, name)(opt, **kw)
+
+
+def apply_edits(program, step, opt, model, lib="lucid"):
+    """The program's edits before `step`, on one run (Lucid or PyTorch)."""
+    for e in program.train.edits.get(step, []):
+        if e.kind == "hyper":
+            groups = opt.param_groups
+            g = groups[min(e.group, len(groups) - 1)]
+            if e.key in g:
+                g[e.key] = e.value
+        elif e.kind == "scale_lr":
+            for g in opt.param_groups:
+                g["lr"] = g["lr"] * e.value
+        elif e.kind == "param_data":
+            p = dict(model.named_parameters())[e.key]
+            p.data.mul_(e.value)
+        elif e.kind == "param_rebind":
+            p = dict(model.named_parameters())[e.key]
+            p.data = p.data * e.value
+
+
+def make_scaler(program, lib="lucid"):
+    kw = program.train.scaler
+    if kw is None:
+        return None
+    if lib == "torch":
+        return torch.amp.GradScaler("cpu", **kw)
+    return GradScaler(**kw)
+
+
+def state_items(opt):
+    """The optimizer's state as {label: array or number} (PyTorch's layout)."""
+    sd = opt.state_dict()
+    out = {}
+    for idx, st in sorted(sd["state"].items(), key=lambda kv: int(kv[0])):
+        for k, v in sorted(st.items()):
+            out[f"state[{idx}].{k}"] = _arr(v) if isinstance(v, (lucid.Tensor, torch.Tensor, np.ndarray)) else \
+                np.array(float(v))
+    for gi, g in enumerate(sd["param_groups"]):
+        for k in ("lr",):
+            out[f"group[{gi}].{k}"] = np.array(float(g[k]))
+    return out
+
+
+def params_of(model):
+    return {n: _arr(p) for n, p in model.named_parameters()}
+
+
+def grads_of(model):
+    return {n: _arr(p.grad) for n, p in model.named_parameters()}
+
+
+# ============================================================== the runs
+@contextlib.contextmanager
+def _quiet():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _uses_dropout(inst):
+    return bool(inst.drops)
+
+
+def _eager_update_name(program):
+    # make_step/accumulate drive an eager optimizer; LBFGS needs a closure
+    return "SGD" if program.train.optimizer == "LBFGS" else program.train.optimizer
+
+
+def _eager_update_kwargs(program):
+    return {"lr": 0.01} if program.train.optimizer == "LBFGS" else program.train.opt_kwargs
+
+
+def run_make_step(inst: Instance, accumulate_compiled_opt=False):
+    """make_step (or make_step + compile_optimizer) vs eager backward."""
+    p = inst.program
+    oracle = "accumulate" if accumulate_compiled_opt else "make_step"
+    led = Ledger(oracle)
+    if accumulate_compiled_opt and p.train.micro < 2:
+        raise Skip("one micro-batch")
+    name, kw = _eager_update_name(p), _eager_update_kwargs(p)
+    me, mc = inst.lucid_model(), inst.lucid_model()
+    loss_e, loss_c = inst.lucid_loss(), inst.lucid_loss()
+    oe = make_optimizer(p, me, name=name, kwargs=kw)
+    oc = make_optimizer(p, mc, name=name, kwargs=kw)
+    if accumulate_compiled_opt:
+        oc = compile_optimizer(oc)
+    step = make_step(mc, loss_c)
+    call = 0
+    for s in range(p.train.steps):
+        if s:
+            apply_edits(p, s, oe, me)
+            apply_edits(p, s, oc, mc)
+        mode = p.train.zero_mode(s)
+        me.zero_grad(mode)
+        mc.zero_grad(mode)
+        for k in range(p.train.micro):
+            where = f"step {s} call {k}"
+            x, ys = inst.lucid_batch(call)
+            lucid.manual_seed(call_seed(p, call))
+            try:
+                le = loss_e(me(x), *ys)
+                le.backward()
+            except Exception as e:  # noqa: BLE001
+                raise Skip(f"eager fails: {e}") from None  # reported by the torch oracle
+            lucid.manual_seed(call_seed(p, call))
+            try:
+                lc = step(x, *ys)
+            except Exception as e:  # noqa: BLE001
+                led.error(where, e)
+                return led.found
+            led.bitwise(where, "loss", lc, le)
+            ge, gc = grads_of(me), grads_of(mc)
+            for n in ge:
+                led.bitwise(where, f"grad {n}", gc[n], ge[n])
+            call += 1
+            if led.found:
+                return led.found
+        try:
+            oe.step()
+        except Exception as e:  # noqa: BLE001
+            raise Skip(f"eager optimizer fails: {e}") from None
+        try:
+            oc.step()
+        except Exception as e:  # noqa: BLE001
+            led.error(f"step {s} optimizer", e)
+            return led.found
+        pe, pc = params_of(me), params_of(mc)
+        for n in pe:
+            led.bitwise(f"step {s}", f"param {n}", pc[n], pe[n])
+        if accumulate_compiled_opt:
+            se, sc = state_items(oe), state_items(oc)
+            for k in se:
+                led.bitwise(f"step {s}", k, sc.get(k), se[k])
+        if led.found:
+            return led.found
+    return led.found
+
+
+def _eager_loop_step(inst, model, loss_fn, opt, scaler, call, set_to_none):
+    p = inst.program
+    x, ys = inst.lucid_batch(call)
+    opt.zero_grad(set_to_none)
+    lucid.manual_seed(call_seed(p, call))
+    loss = loss_fn(model(x), *ys)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        opt.step()
+    return loss
+
+
+def run_fused_step(inst: Instance):
+    p = inst.program
+    led = Ledger("fused_step")
+    me, mc = inst.lucid_model(), inst.lucid_model()
+    loss_e, loss_c = inst.lucid_loss(), inst.lucid_loss()
+    if p.train.optimizer == "LBFGS":
+        # LBFGS has no closure-less update to fuse: fused_step must refuse it.
+        try:
+            fused_step(mc, loss_c, make_optimizer(p, mc))
+        except TypeError:
+            raise Skip("LBFGS is refused by fused_step (as documented)") from None
+        led.found.append(Mismatch("fused_step", "construction", "error", "fused_step accepted LBFGS"))
+        return led.found
+    oe, oc = make_optimizer(p, me), make_optimizer(p, mc)
+    se, sc = make_scheduler(p, oe), make_scheduler(p, oc)
+    scale_e, scale_c = make_scaler(p), make_scaler(p)
+    step = fused_step(mc, loss_c, oc, grad_scaler=scale_c)
+    for s in range(p.train.steps):
+        where = f"step {s}"
+        call = s * p.train.micro
+        if s:
+            apply_edits(p, s, oe, me)
+            apply_edits(p, s, oc, mc)
+        try:
+            le = _eager_loop_step(inst, me, loss_e, oe, scale_e, call, p.train.zero_mode(s))
+        except Exception as e:  # noqa: BLE001
+            raise Skip(f"eager fails: {e}") from None
+        lucid.manual_seed(call_seed(p, call))
+        try:
+            lc = step(*_flat(inst.lucid_batch(call)))
+        except Exception as e:  # noqa: BLE001
+            led.error(where, e)
+            return led.found
+        led.bitwise(where, "loss", lc, le)
+        pe, pc = params_of(me), params_of(mc)
+        for n in pe:
+            led.bitwise(where, f"param {n}", pc[n], pe[n])
+        ste, stc = state_items(oe), state_items(oc)
+        for k in sorted(set(ste) | set(stc)):
+            led.bitwise(where, k, stc.get(k), ste.get(k))
+        if scale_e is not None:
+            led.bitwise(where, "scale", np.array(scale_c.get_scale()), np.array(scale_e.get_scale()))
+        if se is not None:
+            se.step()
+            sc.step()
+        if led.found:
+            return led.found
+    return led.found
+
+
+def _flat(batch):
+    x, ys = batch
+    return (x,) + tuple(ys)
+
+
+def run_compile_optimizer(inst: Instance):
+    p = inst.program
+    led = Ledger("compile_optimizer")
+    if p.train.optimizer == "LBFGS":
+        return run_lbfgs_rule(inst)
+    me, mc = inst.lucid_model(), inst.lucid_model()
+    loss_fn = inst.lucid_loss()
+    oe = make_optimizer(p, me)
+    oc = compile_optimizer(make_optimizer(p, mc))
+    scale_e, scale_c = make_scaler(p), make_scaler(p)
+    se, sc = make_scheduler(p, oe), make_scheduler(p, oc.optimizer)
+    for s in range(p.train.steps):
+        where = f"step {s}"
+        if s:
+            apply_edits(p, s, oe, me)
+            apply_edits(p, s, oc, mc)
+        mode = p.train.zero_mode(s)
+        oe.zero_grad(mode)
+        oc.zero_grad(mode)
+        for k in range(p.train.micro):
+            call = s * p.train.micro + k
+            for m in (me, mc):
+                x, ys = inst.lucid_batch(call)
+                lucid.manual_seed(call_seed(p, call))
+                try:
+                    loss = loss_fn(m(x), *ys)
+                    (loss if scale_e is None else (scale_e if m is me else scale_c).scale(loss)).backward()
+                except Exception as e:  # noqa: BLE001
+                    raise Skip(f"eager fails: {e}") from None
+        try:
+            if scale_e is not None:
+                scale_e.step(oe)
+                scale_e.update()
+            else:
+                oe.step()
+        except Exception as e:  # noqa: BLE001
+            raise Skip(f"eager optimizer fails: {e}") from None
+        try:
+            if scale_c is not None:
+                scale_c.step(oc)
+                scale_c.update()
+            else:
+                oc.step()
+        except Exception as e:  # noqa: BLE001
+            led.error(where, e)
+            return led.found
+        pe, pc = params_of(me), params_of(mc)
+        for n in pe:
+            led.bitwise(where, f"param {n}", pc[n], pe[n])
+        ste, stc = state_items(oe), state_items(oc)
+        for k in sorted(set(ste) | set(stc)):
+            led.bitwise(where, k, stc.get(k), ste.get(k))
+        if se is not None:
+            se.step()
+            sc.step()
+        if led.found:
+            return led.found
+    return led.found
+
+
+def lbfgs_reference(param, grad, prev, prev_grad, lr, first, tolerance_grad):
+    """compile_optimizer(LBFGS)'s documented step in NumPy (see
+    lucid.compile._optimizer.lbfgs_bb_rule's docstring): per-element
+    Barzilai-Borwein, h = s*s/(s*y) where s*y > 0 (never on the first step),
+    else 1; x <- x - lr*h*g unless max|g| <= tolerance_grad."""
+    dt = param.dtype
+    s = param - prev
+    y = grad - prev_grad
+    sy = s * y
+    ok = (sy * dt.type(1 - first)) > 0
+    h = np.where(ok, (s * s) / np.where(ok, sy, dt.type(1.0)), dt.type(1.0))
+    new = param - (grad * h) * dt.type(lr)
+    converged = np.abs(grad).max() <= tolerance_grad if grad.size else True
+    return (param if converged else new), param.copy(), grad.copy()
+
+
+def run_lbfgs_rule(inst: Instance):
+    p = inst.program
+    led = Ledger("compile_optimizer")
+    mc = inst.lucid_model()
+    loss_fn = inst.lucid_loss()
+    oc = compile_optimizer(make_optimizer(p, mc))
+    lr, tol = float(p.train.opt_kwargs["lr"]), float(p.train.opt_kwargs["tolerance_grad"])
+    ref = {n: (_arr(q), np.zeros_like(_arr(q)), np.zeros_like(_arr(q)), 0) for n, q in mc.named_parameters()}
+    for s in range(p.train.steps):
+        where = f"step {s}"
+        if s:
+            apply_edits(p, s, oc, mc)
+            for e in p.train.edits.get(s, []):  # the reference follows the same edits
+                if e.kind in ("param_data", "param_rebind"):
+                    prm, pv, pg, k = ref[e.key]
+                    ref[e.key] = (prm * prm.dtype.type(e.value), pv, pg, k)
+                elif e.kind == "scale_lr":
+                    lr *= e.value
+        oc.zero_grad(p.train.zero_mode(s))
+        x, ys = inst.lucid_batch(s * p.train.micro)
+        lucid.manual_seed(call_seed(p, s * p.train.micro))
+        try:
+            loss_fn(mc(x), *ys).backward()
+        except Exception as e:  # noqa: BLE001
+            raise Skip(f"eager fails: {e}") from None
+        grads = grads_of(mc)
+        lr_now = float(oc.param_groups[0]["lr"])
+        try:
+            oc.step()
+        except Exception as e:  # noqa: BLE001
+            led.error(where, e)
+            return led.found
+        for n, q in mc.named_parameters():
+            prm, pv, pg, k = ref[n]
+            if grads[n] is None:
+                continue
+            new, pv, pg = lbfgs_reference(prm, grads[n], pv, pg, lr_now, 1.0 if k == 0 else 0.0, tol)
+            ref[n] = (new, pv, pg, k + 1)
+            led.close(where, f"param {n}", _arr(q), new, 4 * np.finfo(new.dtype).eps)
+        if led.found:
+            return led.found
+    return led.found
+
+
+# ================================================================== torch
+class Tolerance:
+    """Lucid vs PyTorch.
+
+    float64: 1e-12 relative to the largest element of the tensor (a
+    norm-wise relative error: an element that cancels to ~0 is judged against
+    the tensor's scale, not its own).
+    float32: rtol = 2**-20 * (8 + number of nodes); each node adds a few
+    ulps of float32 (2**-23) in the forward and again in the backward, and
+    sums over up to 2**10 terms add log2 of their length; plus, elementwise,
+    4x PyTorch's own float32 error on this program (|torch float32 - torch
+    float64|), which absorbs ill-conditioned elements (a kink of relu/max
+    crossed by rounding) without loosening the well-conditioned ones.
+    """
+
+    @staticmethod
+    def rtol(program):
+        if program.dtype == "float64":
+            return 1e-12
+        return 2.0 ** -20 * (8 + len(program.nodes))
+
+
+def _torch_step_values(inst, tm, tloss, call, torch_dtype=None):
+    """Loss and grads of PyTorch at one call (grads accumulate in tm)."""
+    p = inst.program
+    x, ys = inst.torch_batch(call)
+    tm.dropout.masks = inst.dropout_masks(call_seed(p, call))
+    if torch_dtype is not None:
+        x = x.to(torch_dtype)
+        ys = tuple(y.to(torch_dtype) if y.is_floating_point() else y for y in ys)
+        tm.dropout.masks = [m.to(torch_dtype) if m.dtype == getattr(torch, p.dtype) else m
+                            for m in tm.dropout.masks]
+    loss = tloss(tm(x), *ys)
+    loss.backward()
+    return loss
+
+
+def _torch_model_like(inst, lucid_model, dtype=None):
+    tm = inst.torch_model()
+    with torch.no_grad():
+        for (n, tp), (_, lp) in zip(tm.named_parameters(), lucid_model.named_parameters()):
+            tp.copy_(torch.from_numpy(_arr(lp)))
+    if dtype is not None:
+        tm = _retype(tm, inst, dtype)
+    return tm
+
+
+def _retype(tm, inst, dtype):
+    """A float64 twin of a float32 torch model (for the reference's own error)."""
+    src = getattr(torch, inst.program.dtype)
+    for name, prm in list(tm.named_parameters()):
+        setattr(tm, name, torch.nn.Parameter(prm.detach().to(dtype), requires_grad=prm.requires_grad))
+    for name, buf in list(tm.named_buffers()):
+        if buf.dtype == src:
+            tm.register_buffer(name, buf.to(dtype), persistent=False)
+    return tm
+
+
+def run_torch(inst: Instance):
+    p = inst.program
+    led = Ledger("torch")
+    ml = inst.lucid_model()
+    loss_l = inst.lucid_loss()
+    tloss = inst.torch_loss()
+    ol = make_optimizer(p, ml, name=_eager_update_name(p), kwargs=_eager_update_kwargs(p))
+    rtol = Tolerance.rtol(p)
+    f32 = p.dtype == "float32"
+    call = 0
+    for s in range(p.train.steps):
+        if s:
+            apply_edits(p, s, ol, ml)
+        mode = p.train.zero_mode(s)
+        ml.zero_grad(mode)
+        tm = _torch_model_like(inst, ml)
+        tm64 = _torch_model_like(inst, ml, torch.float64) if f32 else None
+        for k in range(p.train.micro):
+            where = f"step {s} call {k}"
+            x, ys = inst.lucid_batch(call)
+            lucid.manual_seed(call_seed(p, call))
+            t_err = l_err = None
+            try:
+                tl = _torch_step_values(inst, tm, tloss, call)
+            except Exception as e:  # noqa: BLE001
+                t_err = e
+            try:
+                with _quiet():
+                    ll = loss_l(ml(x), *ys)
+                    ll.backward()
+            except Exception as e:  # noqa: BLE001
+                l_err = e
+            if t_err is not None and l_err is not None:
+                raise Invalid(f"both fail: torch {t_err!r}; lucid {l_err!r}")
+            if t_err is not None:
+                raise Invalid(f"torch fails: {t_err!r}")  # Lucid accepts more than torch
+            if l_err is not None:
+                led.error(where, l_err)
+                return led.found
+            slack = {}
+            if f32:
+                tl64 = _torch_step_values(inst, tm64, tloss, call, torch.float64)
+                slack["loss"] = 4 * np.abs(_arr(tl) - _arr(tl64))
+                for (n, a), (_, b64) in zip(tm.named_parameters(), tm64.named_parameters()):
+                    if a.grad is not None and b64.grad is not None:
+                        slack[n] = 4 * np.abs(_arr(a.grad).astype(np.float64) - _arr(b64.grad))
+            led.close(where, "loss", ll, tl, rtol, slack.get("loss"))
+            tg = {n: tp.grad for n, tp in tm.named_parameters()}
+            for n, lp in ml.named_parameters():
+                led.close(where, f"grad {n}", lp.grad, tg[n], rtol, slack.get(n))
+            call += 1
+            if led.found:
+                return led.found
+        try:
+            ol.step()
+        except Exception as e:  # noqa: BLE001
+            led.error(f"step {s} optimizer", e)
+            return led.found
+    return led.found
+
+
+def _to_torch_state(sd):
+    def conv(v):
+        if isinstance(v, lucid.Tensor):
+            return torch.from_numpy(_arr(v))
+        if isinstance(v, np.ndarray):
+            return torch.from_numpy(v.copy())
+        return v
+    return {"state": {k: {kk: conv(vv) for kk, vv in st.items()} for k, st in sd["state"].items()},
+            "param_groups": [dict(g) for g in sd["param_groups"]]}
+
+
+def run_torch_optim(inst: Instance):
+    """One eager step of the Lucid optimizer (with its GradScaler) vs
+    torch.optim from the same parameters, gradients and state, every step."""
+    p = inst.program
+    led = Ledger("torch_optim")
+    if p.train.optimizer == "LBFGS":
+        raise Skip("LBFGS needs a closure (test_optim covers it)")
+    ml = inst.lucid_model()
+    loss_l = inst.lucid_loss()
+    ol = make_optimizer(p, ml)
+    sl = make_scheduler(p, ol)
+    scaler = make_scaler(p)
+    rtol = 1e-12 if p.dtype == "float64" else 2.0 ** -20
+    for s in range(p.train.steps):
+        where = f"step {s}"
+        if s:
+            apply_edits(p, s, ol, ml)
+        ol.zero_grad(p.train.zero_mode(s))
+        call = s * p.train.micro
+        x, ys = inst.lucid_batch(call)
+        lucid.manual_seed(call_seed(p, call))
+        try:
+            loss = loss_l(ml(x), *ys)
+            (loss if scaler is None else scaler.scale(loss)).backward()
+        except Exception as e:  # noqa: BLE001
+            raise Skip(f"eager fails: {e}") from None
+        # PyTorch from the same point
+        tm = _torch_model_like(inst, ml)
+        for (n, tp), (_, lp) in zip(tm.named_parameters(), ml.named_parameters()):
+            if lp.grad is not None:
+                g = torch.from_numpy(_arr(lp.grad))
+                tp.grad = g.to_sparse() if p.train.optimizer == "SparseAdam" else g
+        try:
+            with _quiet():
+                to = make_optimizer(p, tm, lib="torch")
+                to.load_state_dict(_to_torch_state(ol.state_dict()))
+        except Exception as e:  # noqa: BLE001
+            led.error(where + " (loading Lucid's state_dict into torch.optim)", e)
+            return led.found
+        tscaler = None
+        if scaler is not None:
+            tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
+            tscaler.load_state_dict(scaler.state_dict())
+            tscaler._lazy_init_scale_growth_tracker(torch.device("cpu"))
+            tscaler._scale.fill_(scaler.get_scale())
+        try:
+            if scaler is not None:
+                scaler.step(ol)
+                scaler.update()
+            else:
+                ol.step()
+        except Exception as e:  # noqa: BLE001
+            led.error(where, e)
+            return led.found
+        with _quiet():
+            if tscaler is not None:
+                tscaler.step(to)
+                tscaler.update()
+            else:
+                to.step()
+        tp_ = dict(tm.named_parameters())
+        for n, lp in ml.named_parameters():
+            led.close(where, f"param {n}", lp, tp_[n], rtol)
+        ts = state_items(to)
+        ls = state_items(ol)
+        for k in sorted(set(ts) | set(ls)):
+            if k.startswith("group"):
+                continue
+            led.close(where, k, ls.get(k), ts.get(k), rtol)
+        if scaler is not None:
+            led.close(where, "scale", np.array(scaler.get_scale()), np.array(tscaler.get_scale()), 0.0)
+        if sl is not None:
+            sl.step()
+        if led.found:
+            return led.found
+    return led.found
+
+
+RUNNERS = {
+    "torch": run_torch,
+    "torch_optim": run_torch_optim,
+    "make_step": run_make_step,
+    "fused_step": run_fused_step,
+    "compile_optimizer": run_compile_optimizer,
+    "accumulate": lambda inst: run_make_step(inst, accumulate_compiled_opt=True),
+}
+
+
+def check(program, oracles=None):
+    """Runs the oracles on `program`: {oracle: list of Mismatch | "skip: why"}.
+    Raises Invalid when the program itself is ill-formed."""
+    inst = Instance(program)
+    out = {}
+    for name in oracles or ORACLES:
+        try:
+            with _quiet():
+                out[name] = RUNNERS[name](inst)
+        except Skip as e:
+            out[name] = f"skip: {e}"
+        except Invalid:
+            raise
+        except Exception as e:  # noqa: BLE001
+            # a failure of the harness on one oracle is itself reported
+            out[name] = [Mismatch(name, "harness", "error", "".join(
+                traceback.format_exception(type(e), e, e.__traceback__)[-3:]).strip())]
+    return out
