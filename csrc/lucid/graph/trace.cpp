@@ -80,7 +80,11 @@ void GraphTracer::assign(const Tensor& target, const Tensor& value) {
     return;
   }
   const int cap = capture(target);
-  const Capture& c = graph_.captures[cap];
+  Capture& c = graph_.captures[cap];
+  // The tensor written back owns the buffer: the buffer may first have been
+  // seen through a temporary alias (a detached handle), whose expiry would
+  // hide a later `target.data = ...` from bindings_valid().
+  if (!c.bound_per_call) c.owner = target.impl_ptr();
   const TensorMeta& base = graph_.values[c.value].meta;
   if (base.shape != target.shape())
     v = graph_.add_node(std::make_shared<const Reshape>(base.shape), {v}, {base})[0];
