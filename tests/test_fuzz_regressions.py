@@ -90,3 +90,57 @@ def test_rebound_param_compile_optimizer():
             assert se[i].keys() == sc[i].keys()
             for k in se[i]:
                 same(sc[i][k], se[i][k], f'state[{i}][{k}] after step {s}')
+
+
+def make_model_all_targets_ignored_cross_entropy(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p7_ = nn.Parameter(L.tensor(np.array([[[[2.]]]], dtype=np.float64)))
+
+        def forward(self, x):
+            p7_, = self.p7_,
+            return p7_
+    return Model()
+
+
+def loss_fn_all_targets_ignored_cross_entropy(L, F):
+    def loss_fn(out, y):
+        return F.cross_entropy(out, y, ignore_index=0)
+    return loss_fn
+
+
+def test_all_targets_ignored_cross_entropy():
+    """cross_entropy/nll_loss with every target ignored: PyTorch returns a NaN
+    loss with zero gradients; Lucid divided by the zero total weight inside
+    the graph, so the gradient was 0 * inf = NaN.
+    (python -m tests.fuzz --seed 10 --count 1)"""
+    make_model, make_loss = make_model_all_targets_ignored_cross_entropy, loss_fn_all_targets_ignored_cross_entropy
+    batches = [
+        (np.array(-2, dtype=np.float64), np.array([[[0]]], dtype=np.int64),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)
+    opt = loptim.SGD([{'params': [model.p7_]}], lr=0.01)
+    masks = []
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        model.zero_grad(set_to_none)
+        twin = make_model(torch, TF, tnn, lambda a, p: a * masks.pop(0))
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            tx, *tys = [torch.from_numpy(a) for a in batches[call]]
+            got = loss_fn(model(x), *ys)
+            got.backward()
+            want = tloss_fn(twin(tx), *tys)
+            want.backward()
+            close(got, want, 1e-12, f'loss, call {call}')
+            for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+                close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
+            call += 1
+        opt.step()

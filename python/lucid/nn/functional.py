@@ -886,7 +886,14 @@ def _nll(logp, target, weight, ignore_index, reduction):
         return loss, valid, w
     if reduction == "sum":
         return _C.sum(loss, None, False), valid, w
-    return _C.div(_C.sum(loss, None, False), _C.sum(w, None, False)), valid, w
+    return _weighted_mean(_C.sum(loss, None, False), _C.sum(w, None, False)), valid, w
+
+
+def _weighted_mean(total, weight):
+    """total / weight, with PyTorch's answer when every target is ignored
+    (weight 0): a NaN loss whose gradient is zero, not 0 * inf = NaN."""
+    empty = _C.eq(weight, 0)
+    return _C.where(empty, float("nan"), _C.div(total, _C.where(empty, 1.0, weight)))
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -935,7 +942,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = _C.neg(_C.sum(logp if wb is None else _C.mul(logp, wb), [cdim], False))
     smooth = _C.where(valid, smooth, 0.0)
     if reduction == "mean":
-        smooth = _C.div(_C.sum(smooth, None, False), _C.sum(w, None, False))
+        smooth = _weighted_mean(_C.sum(smooth, None, False), _C.sum(w, None, False))
     elif reduction == "sum":
         smooth = _C.sum(smooth, None, False)
     return _C.add(_C.mul(nll, 1.0 - label_smoothing), _C.mul(smooth, label_smoothing / c))
