@@ -16,7 +16,8 @@ from . import soak
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--minutes", type=float, default=1.0, help="wall-clock budget (default 1)")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="wall-clock budget (default 1, or none when --count is given)")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default: from the clock)")
     ap.add_argument("--count", type=int, default=None, help="stop after this many programs")
     ap.add_argument("--family", default="graph", choices=sorted(soak.FAMILIES), help="program family")
@@ -31,7 +32,8 @@ def main(argv=None):
     oracles = a.oracles.split(",") if a.oracles else None
     if a.out:
         os.makedirs(a.out, exist_ok=True)
-    stats = soak.run(minutes=a.minutes, seed=seed, count=a.count, family=a.family, oracles=oracles,
+    minutes = a.minutes if a.minutes is not None else (1e9 if a.count else 1.0)
+    stats = soak.run(minutes=minutes, seed=seed, count=a.count, family=a.family, oracles=oracles,
                      shrink=not a.no_shrink, shrink_seconds=a.shrink_seconds, max_shrinks=a.max_shrinks,
                      out_dir=a.out, verbose=a.verbose, stream=sys.stdout)
     return 1 if stats.total_mismatches else 0

@@ -681,8 +681,7 @@ def run_torch_optim(inst: Instance):
         if scaler is not None:
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
             tscaler.load_state_dict(scaler.state_dict())
-            tscaler._lazy_init_scale_growth_tracker(torch.device("cpu"))
-            tscaler._scale.fill_(scaler.get_scale())
+            tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
         try:
             if scaler is not None:
                 scaler.step(ol)

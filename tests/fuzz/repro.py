@@ -468,6 +468,7 @@ def _body_torch_optim(inst, oracle):
         kw = ", ".join(f"{k}={v!r}" for k, v in sc.items())
         lines += [f"        tscaler = torch.amp.GradScaler('cpu', {kw})",
                   "        tscaler.load_state_dict(scaler.state_dict())",
+                  "        tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one",
                   "        scaler.step(opt)", "        scaler.update()", "        tscaler.step(topt)", "        tscaler.update()",
                   "        assert scaler.get_scale() == tscaler.get_scale()"]
     else:

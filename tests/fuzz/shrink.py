@@ -34,10 +34,17 @@ class Shrinker:
         self.deadline = time.monotonic() + budget_s
         self.checks = 0
         self.log = log or (lambda *a: None)
+        self.seen = {}
 
     def fails(self, prog):
         if time.monotonic() > self.deadline:
             return False
+        key = _key(prog)
+        if key not in self.seen:
+            self.seen[key] = self._fails(prog)
+        return self.seen[key]
+
+    def _fails(self, prog):
         self.checks += 1
         try:
             shapes(prog)
@@ -237,6 +244,12 @@ class Shrinker:
             if self.fails(q):
                 return q
         return p
+
+
+def _key(p):
+    vals = tuple(sorted((str(k), np.asarray(v).tobytes()) for k, v in p.values.items()))
+    return (p.forward_source(), p.loss, repr(p.loss_attrs), repr(p.train), p.x_shape, p.dtype,
+            repr(p.leaves), vals)
 
 
 def _rename_uses(p, old, new):

@@ -45,7 +45,8 @@ def run(minutes=1.0, seed=0, count=None, family="graph", oracles=None, shrink=Tr
     deadline = time.monotonic() + 60.0 * minutes
     start = time.monotonic()
     s = seed
-    say(f"fuzz: family {family}, seeds from {seed}, {minutes:g} min, oracles {', '.join(oracles)}")
+    budget = f"{minutes:g} min" if minutes < 1e8 else f"{count} programs"
+    say(f"fuzz: family {family}, seeds from {seed}, {budget}, oracles {', '.join(oracles)}")
     while time.monotonic() < deadline and (count is None or stats.programs < count):
         try:
             prog = generate(s, family)
