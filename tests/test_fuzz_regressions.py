@@ -144,3 +144,65 @@ def test_all_targets_ignored_cross_entropy():
                 close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
             call += 1
         opt.step()
+
+
+def make_model_float64_gradscaler_unscale(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer('p2', L.tensor(np.array([ 0.5,  0.2, -0.2, -1.9, -0.1, -0.1], dtype=np.float64)), persistent=False)
+            self.register_buffer('p5', L.tensor(np.array([[ 0.7, -0.7, -2.2, -0.6, -0.1, -0.2]], dtype=np.float64)), persistent=False)
+            self.p6 = nn.Parameter(L.tensor(np.array([-0.5], dtype=np.float64)))
+
+        def forward(self, x):
+            p2, p5, p6 = self.p2, self.p5, self.p6
+            v7 = F.linear(p2, p5, p6)
+            return v7
+    return Model()
+
+
+def loss_fn_float64_gradscaler_unscale(L, F):
+    def loss_fn(out, y):
+        return F.binary_cross_entropy(L.sigmoid(out), y)
+    return loss_fn
+
+
+def test_float64_gradscaler_unscale():
+    """GradScaler with float64 gradients: unscale_ cast them to float32
+    before multiplying by 1/scale (and the fused step did the same), so every
+    float64 gradient lost half its digits; PyTorch unscales in the gradient's
+    opmath type (float64 here). (python -m tests.fuzz --seed 7 --count 1)"""
+    make_model, make_loss = make_model_float64_gradscaler_unscale, loss_fn_float64_gradscaler_unscale
+    batches = [
+        (np.array(0, dtype=np.float64), np.array([0.8], dtype=np.float64),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    opt = loptim.Adadelta([{'params': [model.p6]}], lr=1.0)
+    scaler = GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+    for s, set_to_none in enumerate([True]):
+        opt.zero_grad(set_to_none)
+        x, *ys = [lucid.tensor(a) for a in batches[s * 1]]
+        loss = loss_fn(model(x), *ys)
+        scaler.scale(loss).backward()
+        # PyTorch takes the same parameters, gradients and state
+        twin = make_model(torch, TF, tnn, None)
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy())
+        topt = torch.optim.Adadelta([{'params': [twin.p6]}], lr=1.0)
+        sd = opt.state_dict()
+        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(v.numpy()) if isinstance(v, lucid.Tensor) else v for k, v in st.items()} for i, st in sd['state'].items()}})
+        tscaler = torch.amp.GradScaler('cpu', init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+        tscaler.load_state_dict(scaler.state_dict())
+        tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
+        scaler.step(opt)
+        scaler.update()
+        tscaler.step(topt)
+        tscaler.update()
+        assert scaler.get_scale() == tscaler.get_scale()
+        for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+            close(a, b, 1e-12, f'{n} after step {s}')
