@@ -458,7 +458,7 @@ def _body_torch_optim(inst, oracle):
         "        with torch.no_grad():",
         "            for a, b in zip(twin.parameters(), model.parameters()):",
         "                a.copy_(torch.from_numpy(b.detach().numpy()))",
-        f"                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy()){sparse}",
+        f"                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy()){sparse}",
         f"        topt = {_opt_ctor(p, 'twin', 'torch.optim')}",
         "        sd = opt.state_dict()",
         "        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(v.numpy()) "
