@@ -206,3 +206,59 @@ def test_float64_gradscaler_unscale():
         assert scaler.get_scale() == tscaler.get_scale()
         for (n, a), b in zip(model.named_parameters(), twin.parameters()):
             close(a, b, 1e-12, f'{n} after step {s}')
+
+
+def make_model_masked_fill_broadcasts_the_input(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer('m3', L.tensor(np.array([True, False, False], dtype=np.bool_)), persistent=False)
+            self.p5 = nn.Parameter(L.tensor(np.array([[-0.8798166310665677]], dtype=np.float64)))
+            self.register_buffer('c2_', L.tensor(np.array([-1.3996048977318307], dtype=np.float64)), persistent=False)
+
+        def forward(self, x):
+            m3, p5, c2_ = self.m3, self.p5, self.c2_
+            v4 = c2_.masked_fill(m3, -1.25)
+            v6 = v4 + p5
+            return v6
+    return Model()
+
+
+def loss_fn_masked_fill_broadcasts_the_input(L, F):
+    def loss_fn(out):
+        return out.mean()
+    return loss_fn
+
+
+def test_masked_fill_broadcasts_the_input():
+    """masked_fill with a mask wider than the input: PyTorch broadcasts the
+    two (out of place); Lucid rejected the mask. (python -m tests.fuzz --seed 23 --count 1)"""
+    make_model, make_loss = make_model_masked_fill_broadcasts_the_input, loss_fn_masked_fill_broadcasts_the_input
+    batches = [
+        (np.array(0.383654989357483, dtype=np.float64),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)
+    opt = loptim.SGD([{'params': [model.p5]}], lr=0.01)
+    masks = []
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        model.zero_grad(set_to_none)
+        twin = make_model(torch, TF, tnn, lambda a, p: a * masks.pop(0))
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            tx, *tys = [torch.from_numpy(a) for a in batches[call]]
+            got = loss_fn(model(x), *ys)
+            got.backward()
+            want = tloss_fn(twin(tx), *tys)
+            want.backward()
+            close(got, want, 1e-12, f'loss, call {call}')
+            for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+                close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
+            call += 1
+        opt.step()

@@ -144,8 +144,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
                 "dtype ", dtype_name(mask.dtype()));
   LUCID_CHECK(value.ndim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
               value.ndim(), " dimension(s).");
-  LUCID_CHECK(broadcast_shapes(x.shape(), mask.shape()) == x.shape(), "masked_fill: mask of shape ",
-              shape_str(mask.shape()), " is not broadcastable to ", shape_str(x.shape()));
+  // Out of place, x and mask broadcast against each other (PyTorch); the
+  // in-place form's write-back rejects a result wider than x.
   return where(mask, cast(value, x.dtype()), x);
 }
 
