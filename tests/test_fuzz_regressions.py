@@ -262,3 +262,59 @@ def test_masked_fill_broadcasts_the_input():
                 close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
             call += 1
         opt.step()
+
+
+def make_model_sub_alpha_with_a_number(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p8_ = nn.Parameter(L.tensor(np.array(-0.10426813727594057, dtype=np.float64)))
+
+        def forward(self, x):
+            p8_, = self.p8_,
+            v1 = L.sub(x, 0.25, alpha=2)
+            v2 = v1.repeat(2)
+            v7 = v2.view(6, 1)
+            v10 = v7 + p8_
+            return v10
+    return Model()
+
+
+def loss_fn_sub_alpha_with_a_number(L, F):
+    def loss_fn(out):
+        return out.mean()
+    return loss_fn
+
+
+def test_sub_alpha_with_a_number():
+    """add/sub with alpha and a Python number as `other` raised a TypeError
+    (alpha was applied with the tensor op). (python -m tests.fuzz --seed 39 --count 1)"""
+    make_model, make_loss = make_model_sub_alpha_with_a_number, loss_fn_sub_alpha_with_a_number
+    batches = [
+        (np.array([ 0.46427524134836956, -0.10408021697409559,  0.7163095198772815 ], dtype=np.float64),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)
+    opt = loptim.SGD([{'params': [model.p8_]}], lr=0.01)
+    masks = []
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        model.zero_grad(set_to_none)
+        twin = make_model(torch, TF, tnn, lambda a, p: a * masks.pop(0))
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            tx, *tys = [torch.from_numpy(a) for a in batches[call]]
+            got = loss_fn(model(x), *ys)
+            got.backward()
+            want = tloss_fn(twin(tx), *tys)
+            want.backward()
+            close(got, want, 1e-12, f'loss, call {call}')
+            for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+                close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
+            call += 1
+        opt.step()
