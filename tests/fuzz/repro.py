@@ -61,7 +61,8 @@ def fmt_array(a):
         body = np.array2string(a, separator=", ", floatmode="unique", threshold=sys.maxsize, max_line_width=100,
                                formatter={"bool": lambda v: "True" if v else "False"})
         body = body.replace("\n", "\n" + " " * 12)
-    return f"np.array({body}, dtype=np.{a.dtype.name})"
+    dt = "bool_" if a.dtype == np.bool_ else a.dtype.name
+    return f"np.array({body}, dtype=np.{dt})"
 
 
 def _model_factory(inst: Instance, name):

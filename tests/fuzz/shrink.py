@@ -227,6 +227,7 @@ class Shrinker:
     # -------------------------------------------------------------- values
     def _values_pass(self, p):
         """Short decimals instead of random draws, where the failure stays."""
+        self.deadline = max(self.deadline, time.monotonic() + 30.0)  # a few checks even after the budget
         try:
             inst = Instance(p)
         except Invalid:
