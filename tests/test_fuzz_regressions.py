@@ -318,3 +318,126 @@ def test_sub_alpha_with_a_number():
                 close(a.grad, b.grad, 1e-12, f'grad {n}, call {call}')
             call += 1
         opt.step()
+
+
+def make_model_transposed_gemm_operand_make_step(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer('c11_', L.tensor(np.array([[ 0.39,  1.96, -0.55,  0.26,  0.98,  0.86, -1.87,  0.12],
+             [-1.03,  0.3 , -0.06,  0.19,  0.21,  0.73,  0.06,  0.12]], dtype=np.float64)), persistent=False)
+            self.p10_ = nn.Parameter(L.tensor(np.array([[-0.65,  0.48,  0.47,  0.55, -1.22, -0.06, -1.51, -0.15],
+             [ 0.14, -0.13,  0.26,  0.42,  0.  , -0.36, -0.71, -1.28]], dtype=np.float64)))
+
+        def forward(self, x):
+            c11_, p10_ = self.c11_, self.p10_
+            v13 = (p10_ @ c11_.transpose(-1, -2)) * 0.35355339059327373
+            return v13
+    return Model()
+
+
+def loss_fn_transposed_gemm_operand_make_step(L, F):
+    def loss_fn(out):
+        return out.mean()
+    return loss_fn
+
+
+@pytest.mark.xfail(strict=True, reason='eager copies a transposed GEMM operand, the compiled step passes it as a flag: MKL rounds NN and NT differently (until views land)')
+def test_transposed_gemm_operand_make_step():
+    """Not bit-identical yet: the compiled step folds the transpose into the
+    GEMM's transpose flag (graph pass fold_transposes_into_matmul) while eager
+    mode copies the transpose and runs the non-transposed GEMM; MKL's NN and NT
+    kernels round differently in the last bit (float64: 2.1303000000000005 vs
+    2.1303). Eager matmul takes the transposed view as a flag once strided
+    views land, which makes both the same kernel.
+    (python -m tests.fuzz --seed 9 --count 1)"""
+    make_model, make_loss = make_model_transposed_gemm_operand_make_step, loss_fn_transposed_gemm_operand_make_step
+    batches = [
+        (np.array(0.44, dtype=np.float64),),
+    ]
+    eager = make_model(lucid, LF, lnn, LF.dropout)
+    compiled = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    step = make_step(compiled, make_loss(lucid, LF))
+    opt_e = loptim.SGD([{'params': [eager.p10_]}], lr=0.01)
+    opt_c = loptim.SGD([{'params': [compiled.p10_]}], lr=0.01)
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        eager.zero_grad(set_to_none)
+        compiled.zero_grad(set_to_none)
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            want = loss_fn(eager(x), *ys)
+            want.backward()
+            got = step(x, *ys)
+            same(got, want, f'loss, call {call}')
+            for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+                same(b.grad, a.grad, f'grad {n}, call {call}')
+            call += 1
+        opt_e.step()
+        opt_c.step()
+        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+            same(b, a, f'{n} after step {s}')
+
+
+def make_model_state_after_a_skipped_first_fused_step(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p12_ = nn.Parameter(L.tensor(np.array(-1.2999999523162842, dtype=np.float32)))
+
+        def forward(self, x):
+            p12_, = self.p12_,
+            v1 = x.exp()
+            v5 = v1.reshape(1, -1, 2, 2)
+            v6 = L.flatten(v5, 2)
+            v11 = v6.exp()
+            v14 = v11 + p12_
+            return v14
+    return Model()
+
+
+def loss_fn_state_after_a_skipped_first_fused_step(L, F):
+    def loss_fn(out, y):
+        return F.binary_cross_entropy(L.sigmoid(out), y)
+    return loss_fn
+
+
+@pytest.mark.xfail(strict=True, reason='fused_step creates optimizer state when tracing; a skipped first step leaves it in state_dict')
+def test_state_after_a_skipped_first_fused_step():
+    """Known difference: fused_step creates the optimizer state when it traces,
+    so after a first step skipped by the GradScaler (overflow) state_dict lists
+    untouched step-0 state where the eager loop and PyTorch list none (the next
+    successful step gives the same numbers either way). The state's creation
+    belongs to the compiled-step object that is moving into C++.
+    (python -m tests.fuzz --seed 12 --count 1)"""
+    make_model, make_loss = make_model_state_after_a_skipped_first_fused_step, loss_fn_state_after_a_skipped_first_fused_step
+    batches = [
+        (np.array([[-0.9, -1.1],
+             [ 1.1, -0.2]], dtype=np.float32), np.array([[[0.9, 0.2, 0.4, 1. ]]], dtype=np.float32),),
+    ]
+    eager = make_model(lucid, LF, lnn, LF.dropout)
+    compiled = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    opt_e = loptim.NAdam([{'params': [eager.p12_]}], lr=0.01)
+    opt_c = loptim.NAdam([{'params': [compiled.p12_]}], lr=0.01)
+    scaler_e, scaler_c = GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000), GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+    step = fused_step(compiled, make_loss(lucid, LF), opt_c, grad_scaler=scaler_c)
+    for s, set_to_none in enumerate([True]):
+        x, *ys = [lucid.tensor(a) for a in batches[s * 1]]
+        opt_e.zero_grad(set_to_none)
+        want = loss_fn(eager(x), *ys)
+        scaler_e.scale(want).backward()
+        scaler_e.step(opt_e)
+        scaler_e.update()
+        got = step(x, *ys)
+        same(got, want, f'loss, step {s}')
+        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+            same(b, a, f'{n} after step {s}')
+        se, sc = opt_e.state_dict()['state'], opt_c.state_dict()['state']
+        assert se.keys() == sc.keys()
+        for i in se:
+            assert se[i].keys() == sc[i].keys()
+            for k in se[i]:
+                same(sc[i][k], se[i][k], f'state[{i}][{k}] after step {s}')
+        assert scaler_c.get_scale() == scaler_e.get_scale()

@@ -121,15 +121,46 @@ def close_diff(a, b, rtol, slack=None):
     return None
 
 
+# Deviations understood and waiting on work in progress elsewhere: counted and
+# reported as "known", each pinned by a strict xfail in
+# tests/test_fuzz_regressions.py, never silently passed.
+KNOWN = {
+    "transposed_gemm": (
+        "a compiled step folds a transpose feeding a matmul into the GEMM's transpose flag "
+        "(graph pass fold_transposes_into_matmul); eager mode copies the transpose and runs the "
+        "non-transposed GEMM, and MKL's NN and NT kernels round differently in the last bit. Eager "
+        "passes the flag too once views land; until then such programs are compared to a tolerance."),
+    "state_on_skipped_step": (
+        "fused_step with a GradScaler creates the optimizer state when it traces; when the first "
+        "steps overflow (skipped), state_dict lists untouched step-0 state where the eager loop "
+        "(and PyTorch) list none. Belongs to the compiled-step object moving into C++."),
+}
+
+
 class Ledger:
-    def __init__(self, oracle):
+    """What one oracle found on one program: mismatches, and occurrences of
+    KNOWN deviations. `tolerant` (an rtol) turns bit-for-bit comparisons into
+    tolerance ones, the difference counted as the known deviation it names."""
+
+    def __init__(self, oracle, tolerant=None):
         self.oracle = oracle
         self.found = []
+        self.known = []
+        self.tolerant = tolerant  # (known kind, rtol) or None
+
+    def __bool__(self):
+        return bool(self.found)
 
     def bitwise(self, where, what, got, want):
         d = bitwise_diff(got, want)
-        if d:
-            self.found.append(Mismatch(self.oracle, where, what, d))
+        if not d:
+            return
+        if self.tolerant is not None:
+            kind, rtol = self.tolerant
+            if not close_diff(got, want, rtol):
+                self.known.append((kind, where, what))
+                return
+        self.found.append(Mismatch(self.oracle, where, what, d))
 
     def close(self, where, what, got, want, rtol, slack=None):
         d = close_diff(got, want, rtol, slack)
@@ -139,6 +170,30 @@ class Ledger:
     def error(self, where, exc):
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         self.found.append(Mismatch(self.oracle, where, "error", tb))
+
+
+_TRANSPOSES = (".t()", ".T", ".mT", "transpose(", "permute(", "movedim(", "L.t(")
+_MATMULS = ("@", "matmul(", "L.mm(", "bmm(")
+
+
+def folds_transpose(program):
+    """Whether a transpose feeds a matmul (in one node or from the node
+    before): the programs KNOWN["transposed_gemm"] applies to."""
+    transposed = set()
+    for nd in program.nodes:
+        t = nd.tmpl
+        is_mm = any(k in t for k in _MATMULS)
+        if is_mm and (any(k in t for k in _TRANSPOSES) or any(a in transposed for a in nd.ins)):
+            return True
+        if any(k in t for k in _TRANSPOSES) and not is_mm:
+            transposed.update(nd.outs)
+    return False
+
+
+def compiled_ledger(oracle, program):
+    if folds_transpose(program):
+        return Ledger(oracle, ("transposed_gemm", Tolerance.rtol(program)))
+    return Ledger(oracle)
 
 
 # ============================================================== optimizers
@@ -255,7 +310,7 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
     """make_step (or make_step + compile_optimizer) vs eager backward."""
     p = inst.program
     oracle = "accumulate" if accumulate_compiled_opt else "make_step"
-    led = Ledger(oracle)
+    led = compiled_ledger(oracle, p)
     if accumulate_compiled_opt and p.train.micro < 2:
         raise Skip("one micro-batch")
     name, kw = _eager_update_name(p), _eager_update_kwargs(p)
@@ -288,14 +343,14 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
                 lc = step(x, *ys)
             except Exception as e:  # noqa: BLE001
                 led.error(where, e)
-                return led.found
+                return led
             led.bitwise(where, "loss", lc, le)
             ge, gc = grads_of(me), grads_of(mc)
             for n in ge:
                 led.bitwise(where, f"grad {n}", gc[n], ge[n])
             call += 1
             if led.found:
-                return led.found
+                return led
         try:
             oe.step()
         except Exception as e:  # noqa: BLE001
@@ -304,7 +359,7 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
             oc.step()
         except Exception as e:  # noqa: BLE001
             led.error(f"step {s} optimizer", e)
-            return led.found
+            return led
         pe, pc = params_of(me), params_of(mc)
         for n in pe:
             led.bitwise(f"step {s}", f"param {n}", pc[n], pe[n])
@@ -313,8 +368,8 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
             for k in se:
                 led.bitwise(f"step {s}", k, sc.get(k), se[k])
         if led.found:
-            return led.found
-    return led.found
+            return led
+    return led
 
 
 def _eager_loop_step(inst, model, loss_fn, opt, scaler, call, set_to_none):
@@ -335,7 +390,7 @@ def _eager_loop_step(inst, model, loss_fn, opt, scaler, call, set_to_none):
 
 def run_fused_step(inst: Instance):
     p = inst.program
-    led = Ledger("fused_step")
+    led = compiled_ledger("fused_step", p)
     me, mc = inst.lucid_model(), inst.lucid_model()
     loss_e, loss_c = inst.lucid_loss(), inst.lucid_loss()
     if p.train.optimizer == "LBFGS":
@@ -345,7 +400,7 @@ def run_fused_step(inst: Instance):
         except TypeError:
             raise Skip("LBFGS is refused by fused_step (as documented)") from None
         led.found.append(Mismatch("fused_step", "construction", "error", "fused_step accepted LBFGS"))
-        return led.found
+        return led
     oe, oc = make_optimizer(p, me), make_optimizer(p, mc)
     se, sc = make_scheduler(p, oe), make_scheduler(p, oc)
     scale_e, scale_c = make_scaler(p), make_scaler(p)
@@ -365,13 +420,17 @@ def run_fused_step(inst: Instance):
             lc = step(*_flat(inst.lucid_batch(call)))
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
-            return led.found
+            return led
         led.bitwise(where, "loss", lc, le)
         pe, pc = params_of(me), params_of(mc)
         for n in pe:
             led.bitwise(where, f"param {n}", pc[n], pe[n])
         ste, stc = state_items(oe), state_items(oc)
+        untouched = _untouched_state(ste, stc) if scale_e is not None else set()
         for k in sorted(set(ste) | set(stc)):
+            if k in untouched:
+                led.known.append(("state_on_skipped_step", where, k))
+                continue
             led.bitwise(where, k, stc.get(k), ste.get(k))
         if scale_e is not None:
             led.bitwise(where, "scale", np.array(scale_c.get_scale()), np.array(scale_e.get_scale()))
@@ -379,8 +438,25 @@ def run_fused_step(inst: Instance):
             se.step()
             sc.step()
         if led.found:
-            return led.found
-    return led.found
+            return led
+    return led
+
+
+def _untouched_state(eager, compiled):
+    """Labels of compiled state entries of parameters the eager optimizer
+    has no state for, where that state was never stepped (step 0)."""
+    out = set()
+    by_param = {}
+    for k in compiled:
+        if k.startswith("state["):
+            by_param.setdefault(k.split("]")[0], []).append(k)
+    for prefix, keys in by_param.items():
+        if any(k.startswith(prefix + "]") for k in eager):
+            continue
+        step = compiled.get(prefix + "].step")
+        if step is not None and float(step) == 0.0:
+            out.update(keys)
+    return out
 
 
 def _flat(batch):
@@ -390,7 +466,7 @@ def _flat(batch):
 
 def run_compile_optimizer(inst: Instance):
     p = inst.program
-    led = Ledger("compile_optimizer")
+    led = compiled_ledger("compile_optimizer", p)
     if p.train.optimizer == "LBFGS":
         return run_lbfgs_rule(inst)
     me, mc = inst.lucid_model(), inst.lucid_model()
@@ -433,7 +509,7 @@ def run_compile_optimizer(inst: Instance):
                 oc.step()
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
-            return led.found
+            return led
         pe, pc = params_of(me), params_of(mc)
         for n in pe:
             led.bitwise(where, f"param {n}", pc[n], pe[n])
@@ -444,8 +520,8 @@ def run_compile_optimizer(inst: Instance):
             se.step()
             sc.step()
         if led.found:
-            return led.found
-    return led.found
+            return led
+    return led
 
 
 def lbfgs_reference(param, grad, prev, prev_grad, lr, first, tolerance_grad):
@@ -495,7 +571,7 @@ def run_lbfgs_rule(inst: Instance):
             oc.step()
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
-            return led.found
+            return led
         for n, q in mc.named_parameters():
             prm, pv, pg, k = ref[n]
             if grads[n] is None:
@@ -504,8 +580,8 @@ def run_lbfgs_rule(inst: Instance):
             ref[n] = (new, pv, pg, k + 1)
             led.close(where, f"param {n}", _arr(q), new, 4 * np.finfo(new.dtype).eps)
         if led.found:
-            return led.found
-    return led.found
+            return led
+    return led
 
 
 # ================================================================== torch
@@ -604,7 +680,7 @@ def run_torch(inst: Instance):
                 raise Invalid(f"torch fails: {t_err!r}")  # Lucid accepts more than torch
             if l_err is not None:
                 led.error(where, l_err)
-                return led.found
+                return led
             slack = {}
             if f32:
                 tl64 = _torch_step_values(inst, tm64, tloss, call, torch.float64)
@@ -618,13 +694,13 @@ def run_torch(inst: Instance):
                 led.close(where, f"grad {n}", lp.grad, tg[n], rtol, slack.get(n))
             call += 1
             if led.found:
-                return led.found
+                return led
         try:
             ol.step()
         except Exception as e:  # noqa: BLE001
             led.error(f"step {s} optimizer", e)
-            return led.found
-    return led.found
+            return led
+    return led
 
 
 def _to_torch_state(sd):
@@ -676,7 +752,7 @@ def run_torch_optim(inst: Instance):
                 to.load_state_dict(_to_torch_state(ol.state_dict()))
         except Exception as e:  # noqa: BLE001
             led.error(where + " (loading Lucid's state_dict into torch.optim)", e)
-            return led.found
+            return led
         tscaler = None
         if scaler is not None:
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
@@ -690,7 +766,7 @@ def run_torch_optim(inst: Instance):
                 ol.step()
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
-            return led.found
+            return led
         with _quiet():
             if tscaler is not None:
                 tscaler.step(to)
@@ -711,8 +787,8 @@ def run_torch_optim(inst: Instance):
         if sl is not None:
             sl.step()
         if led.found:
-            return led.found
-    return led.found
+            return led
+    return led
 
 
 RUNNERS = {
@@ -726,7 +802,7 @@ RUNNERS = {
 
 
 def check(program, oracles=None):
-    """Runs the oracles on `program`: {oracle: list of Mismatch | "skip: why"}.
+    """Runs the oracles on `program`: {oracle: Ledger | "skip: why"}.
     Raises Invalid when the program itself is ill-formed."""
     inst = Instance(program)
     out = {}
@@ -740,6 +816,8 @@ def check(program, oracles=None):
             raise
         except Exception as e:  # noqa: BLE001
             # a failure of the harness on one oracle is itself reported
-            out[name] = [Mismatch(name, "harness", "error", "".join(
-                traceback.format_exception(type(e), e, e.__traceback__)[-3:]).strip())]
+            led = Ledger(name)
+            led.found.append(Mismatch(name, "harness", "error", "".join(
+                traceback.format_exception(type(e), e, e.__traceback__)[-3:]).strip()))
+            out[name] = led
     return out

@@ -53,9 +53,9 @@ class Shrinker:
             return False
         except Exception:  # noqa: BLE001
             return False
-        if isinstance(res, str) or not res:
+        if isinstance(res, str) or not res.found:
             return False
-        return signature(res) == self.sig
+        return signature(res.found) == self.sig
 
     def run(self, prog):
         best = prog
