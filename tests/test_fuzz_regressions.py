@@ -441,3 +441,63 @@ def test_state_after_a_skipped_first_fused_step():
             for k in se[i]:
                 same(sc[i][k], se[i][k], f'state[{i}][{k}] after step {s}')
         assert scaler_c.get_scale() == scaler_e.get_scale()
+
+
+def make_model_bce_of_a_saturated_sigmoid(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p12_ = nn.Parameter(L.tensor(np.array(-1.2999999523162842, dtype=np.float32)))
+
+        def forward(self, x):
+            p12_, = self.p12_,
+            v1 = x.exp()
+            v5 = v1.reshape(1, -1, 2, 2)
+            v6 = L.flatten(v5, 2)
+            v11 = v6.exp()
+            v14 = v11 + p12_
+            return v14
+    return Model()
+
+
+def loss_fn_bce_of_a_saturated_sigmoid(L, F):
+    def loss_fn(out, y):
+        return F.binary_cross_entropy(L.sigmoid(out), y)
+    return loss_fn
+
+
+def test_bce_of_a_saturated_sigmoid():
+    """binary_cross_entropy on an input saturated at 1.0 (float32 sigmoid of
+    a large logit): the gradient went through the clamped log, 0 * inf = NaN;
+    PyTorch's derivative is (x - t) / max((1 - x) x, 1e-12).
+    (python -m tests.fuzz --seed 12 --count 1)"""
+    make_model, make_loss = make_model_bce_of_a_saturated_sigmoid, loss_fn_bce_of_a_saturated_sigmoid
+    batches = [
+        (np.array([[-0.9, -1.1],
+             [ 1.1, -0.2]], dtype=np.float32), np.array([[[0.9, 0.2, 0.4, 1. ]]], dtype=np.float32),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)
+    opt = loptim.SGD([{'params': [model.p12_]}], lr=0.01)
+    masks = []
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        model.zero_grad(set_to_none)
+        twin = make_model(torch, TF, tnn, lambda a, p: a * masks.pop(0))
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            tx, *tys = [torch.from_numpy(a) for a in batches[call]]
+            got = loss_fn(model(x), *ys)
+            got.backward()
+            want = tloss_fn(twin(tx), *tys)
+            want.backward()
+            close(got, want, 1.239776611328125e-05, f'loss, call {call}')
+            for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+                close(a.grad, b.grad, 1.239776611328125e-05, f'grad {n}, call {call}')
+            call += 1
+        opt.step()

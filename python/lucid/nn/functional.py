@@ -1004,6 +1004,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
     return _reduce(loss, reduction)
 
 
+_BCE_EPS = float(np.float32(1e-12))
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     """-(t log x + (1-t) log(1-x)), each log clamped at -100 like PyTorch."""
@@ -1013,9 +1016,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise _C.InvalidArgument(f"Using a target size ({list(target.shape)}) that is different to the input size "
                                  f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
-    log_x = _C.clamp(_C.log(input), -100.0, None)
-    log_1mx = _C.clamp(_C.log1p(_C.neg(input)), -100.0, None)
+    x = input.detach()
+    log_x = _C.clamp(_C.log(x), -100.0, None)
+    log_1mx = _C.clamp(_C.log1p(_C.neg(x)), -100.0, None)
     loss = _C.neg(_C.add(_C.mul(target, log_x), _C.mul(_C.sub(1.0, target), log_1mx)))
+    if input.requires_grad:
+        # PyTorch's own derivative, (x - t) / max((1 - x) x, 1e-12 as a
+        # float), instead of the chain rule through the clamped logs, which
+        # gives 0 * inf = NaN where the input saturates at 0 or 1. (The
+        # target's derivative stays that of the clamped logs: finite where
+        # PyTorch's -logit(x) is infinite.)
+        t = target.detach()
+        dx = _C.div(_C.sub(x, t), _C.clamp(_C.mul(_C.sub(1.0, x), x), _BCE_EPS, None))
+        loss = _C.add(loss, _C.mul(_C.sub(input, x), dx))
     if weight is not None:
         loss = _C.mul(loss, weight)
     return _reduce(loss, reduction)
