@@ -421,7 +421,7 @@ def test_state_after_a_skipped_first_fused_step():
     loss_fn = make_loss(lucid, LF)
     opt_e = loptim.NAdam([{'params': [eager.p12_]}], lr=0.01)
     opt_c = loptim.NAdam([{'params': [compiled.p12_]}], lr=0.01)
-    scaler_e, scaler_c = GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000), GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+    scaler_e, scaler_c = GradScaler(init_scale=2.0 ** 127, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000), GradScaler(init_scale=2.0 ** 127, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
     step = fused_step(compiled, make_loss(lucid, LF), opt_c, grad_scaler=scaler_c)
     for s, set_to_none in enumerate([True]):
         x, *ys = [lucid.tensor(a) for a in batches[s * 1]]
