@@ -190,9 +190,9 @@ def folds_transpose(program):
     return False
 
 
-def compiled_ledger(oracle, program):
-    if folds_transpose(program):
-        return Ledger(oracle, ("transposed_gemm", Tolerance.rtol(program)))
+def compiled_ledger(oracle, inst):
+    if folds_transpose(inst.program):
+        return Ledger(oracle, ("transposed_gemm", Tolerance.rtol(inst)))
     return Ledger(oracle)
 
 
@@ -310,7 +310,7 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
     """make_step (or make_step + compile_optimizer) vs eager backward."""
     p = inst.program
     oracle = "accumulate" if accumulate_compiled_opt else "make_step"
-    led = compiled_ledger(oracle, p)
+    led = compiled_ledger(oracle, inst)
     if accumulate_compiled_opt and p.train.micro < 2:
         raise Skip("one micro-batch")
     name, kw = _eager_update_name(p), _eager_update_kwargs(p)
@@ -390,7 +390,7 @@ def _eager_loop_step(inst, model, loss_fn, opt, scaler, call, set_to_none):
 
 def run_fused_step(inst: Instance):
     p = inst.program
-    led = compiled_ledger("fused_step", p)
+    led = compiled_ledger("fused_step", inst)
     me, mc = inst.lucid_model(), inst.lucid_model()
     loss_e, loss_c = inst.lucid_loss(), inst.lucid_loss()
     if p.train.optimizer == "LBFGS":
@@ -466,7 +466,7 @@ def _flat(batch):
 
 def run_compile_optimizer(inst: Instance):
     p = inst.program
-    led = compiled_ledger("compile_optimizer", p)
+    led = compiled_ledger("compile_optimizer", inst)
     if p.train.optimizer == "LBFGS":
         return run_lbfgs_rule(inst)
     me, mc = inst.lucid_model(), inst.lucid_model()
@@ -591,19 +591,20 @@ class Tolerance:
     float64: 1e-12 relative to the largest element of the tensor (a
     norm-wise relative error: an element that cancels to ~0 is judged against
     the tensor's scale, not its own).
-    float32: rtol = 2**-20 * (8 + number of nodes); each node adds a few
-    ulps of float32 (2**-23) in the forward and again in the backward, and
-    sums over up to 2**10 terms add log2 of their length; plus, elementwise,
-    4x PyTorch's own float32 error on this program (|torch float32 - torch
-    float64|), which absorbs ill-conditioned elements (a kink of relu/max
-    crossed by rounding) without loosening the well-conditioned ones.
+    float32 (or any float32 value in a float64 program): rtol = 2**-20 *
+    (8 + number of nodes); each node adds a few ulps of float32 (2**-23) in
+    the forward and again in the backward, and sums over up to 2**10 terms add
+    log2 of their length; plus, elementwise, 4x PyTorch's own float32 error on
+    this program (|torch float32 - torch float64|), which absorbs
+    ill-conditioned elements (a kink of relu/max crossed by rounding) without
+    loosening the well-conditioned ones.
     """
 
     @staticmethod
-    def rtol(program):
-        if program.dtype == "float64":
+    def rtol(inst):
+        if inst.program.dtype == "float64" and "float32" not in inst.dtypes.values():
             return 1e-12
-        return 2.0 ** -20 * (8 + len(program.nodes))
+        return 2.0 ** -20 * (8 + len(inst.program.nodes))
 
 
 def _torch_step_values(inst, tm, tloss, call, torch_dtype=None):
@@ -649,7 +650,7 @@ def run_torch(inst: Instance):
     loss_l = inst.lucid_loss()
     tloss = inst.torch_loss()
     ol = make_optimizer(p, ml, name=_eager_update_name(p), kwargs=_eager_update_kwargs(p))
-    rtol = Tolerance.rtol(p)
+    rtol = Tolerance.rtol(inst)
     f32 = p.dtype == "float32"
     call = 0
     for s in range(p.train.steps):
@@ -662,12 +663,12 @@ def run_torch(inst: Instance):
         for k in range(p.train.micro):
             where = f"step {s} call {k}"
             x, ys = inst.lucid_batch(call)
-            lucid.manual_seed(call_seed(p, call))
             t_err = l_err = None
             try:
                 tl = _torch_step_values(inst, tm, tloss, call)
             except Exception as e:  # noqa: BLE001
                 t_err = e
+            lucid.manual_seed(call_seed(p, call))  # after the twin's masks were drawn
             try:
                 with _quiet():
                     ll = loss_l(ml(x), *ys)
@@ -714,6 +715,33 @@ def _to_torch_state(sd):
             "param_groups": [dict(g) for g in sd["param_groups"]]}
 
 
+def _single_tensor(topt):
+    """PyTorch's reference implementation for every group. Lucid has one
+    update rule whatever `foreach`/`fused` say (flags that choose among
+    PyTorch's implementations, which round differently: ASGD's foreach path
+    computes eta in float32, the fused Adam kernel orders its arithmetic
+    differently). The single-tensor path is PyTorch's default on the CPU."""
+    for g in topt.param_groups:
+        if "foreach" in g:
+            g["foreach"] = False
+        if "fused" in g:
+            g["fused"] = None
+
+
+def _keep_scalar_dtypes(topt, sd):
+    """torch.optim's load_state_dict casts every state tensor but `step` to
+    the parameter's dtype; a fresh torch run keeps its 0-d scalar state
+    (NAdam's mu_product, ASGD's eta and mu) in the scalar dtype, as Lucid's
+    state_dict reports it. Restore those dtypes."""
+    params = [p for g in topt.param_groups for p in g["params"]]
+    for k, st in sd["state"].items():
+        tst = topt.state[params[int(k)]]
+        for name, v in st.items():
+            v = _arr(v) if isinstance(v, lucid.Tensor) else v
+            if isinstance(v, np.ndarray) and v.ndim == 0 and name in tst and torch.is_tensor(tst[name]):
+                tst[name] = tst[name].to(getattr(torch, v.dtype.name))
+
+
 def run_torch_optim(inst: Instance):
     """One eager step of the Lucid optimizer (with its GradScaler) vs
     torch.optim from the same parameters, gradients and state, every step."""
@@ -749,7 +777,10 @@ def run_torch_optim(inst: Instance):
         try:
             with _quiet():
                 to = make_optimizer(p, tm, lib="torch")
-                to.load_state_dict(_to_torch_state(ol.state_dict()))
+                sd = ol.state_dict()
+                to.load_state_dict(_to_torch_state(sd))
+                _keep_scalar_dtypes(to, sd)
+                _single_tensor(to)
         except Exception as e:  # noqa: BLE001
             led.error(where + " (loading Lucid's state_dict into torch.optim)", e)
             return led

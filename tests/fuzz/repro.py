@@ -368,9 +368,9 @@ def _body_lbfgs(inst):
     raise NotImplementedError("LBFGS reproductions are written by hand")
 
 
-def _torch_tol(p):
+def _torch_tol(inst):
     from .oracles import Tolerance
-    return Tolerance.rtol(p)
+    return Tolerance.rtol(inst)
 
 
 def _body_torch(inst, oracle):
@@ -415,9 +415,9 @@ def _body_torch(inst, oracle):
         "            got.backward()",
         "            want = tloss_fn(twin(tx), *tys)",
         "            want.backward()",
-        f"            close(got, want, {_torch_tol(p)!r}, f'loss, call {{call}}')",
+        f"            close(got, want, {_torch_tol(inst)!r}, f'loss, call {{call}}')",
         "            for (n, a), b in zip(model.named_parameters(), twin.parameters()):",
-        f"                close(a.grad, b.grad, {_torch_tol(p)!r}, f'grad {{n}}, call {{call}}')",
+        f"                close(a.grad, b.grad, {_torch_tol(inst)!r}, f'grad {{n}}, call {{call}}')",
         "            call += 1",
         "        opt.step()",
     ]
@@ -462,8 +462,17 @@ def _body_torch_optim(inst, oracle):
         f"                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy()){sparse}",
         f"        topt = {_opt_ctor(p, 'twin', 'torch.optim')}",
         "        sd = opt.state_dict()",
-        "        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(v.numpy()) "
-        "if isinstance(v, lucid.Tensor) else v for k, v in st.items()} for i, st in sd['state'].items()}})",
+        "        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(np.array(v)) "
+        "for k, v in st.items()} for i, st in sd['state'].items()}})",
+        "        tparams = [q for g in topt.param_groups for q in g['params']]",
+        "        for i, st in sd['state'].items():  # 0-d state keeps its dtype, as in a fresh PyTorch run",
+        "            for k, v in st.items():",
+        "                if np.ndim(v) == 0:",
+        "                    topt.state[tparams[int(i)]][k] = torch.tensor(np.array(v))",
+        "        for g in topt.param_groups:  # PyTorch's single-tensor implementation (its CPU default)",
+        "            g['foreach'] = False",
+        "            if 'fused' in g:",
+        "                g['fused'] = None",
     ]
     if sc:
         kw = ", ".join(f"{k}={v!r}" for k, v in sc.items())
@@ -477,6 +486,9 @@ def _body_torch_optim(inst, oracle):
     lines += [
         "        for (n, a), b in zip(model.named_parameters(), twin.parameters()):",
         f"            close(a, b, {rtol!r}, f'{{n}} after step {{s}}')",
+        "        for i, st in opt.state_dict()['state'].items():",
+        "            for k, v in st.items():",
+        f"                close(lucid.tensor(np.array(v)), topt.state[tparams[int(i)]][k], {rtol!r}, f'state[{{i}}][{{k}}]')",
     ]
     if sched:
         lines.append("        sched.step()")
