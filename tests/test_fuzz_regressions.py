@@ -501,3 +501,74 @@ def test_bce_of_a_saturated_sigmoid():
                 close(a.grad, b.grad, 1.239776611328125e-05, f'grad {n}, call {call}')
             call += 1
         opt.step()
+
+
+def make_model_gradscaler_growth_stops_below_overflow(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p9_ = nn.Parameter(L.tensor(np.array([[[-0.6]]], dtype=np.float32)))
+
+        def forward(self, x):
+            p9_, = self.p9_,
+            return p9_
+    return Model()
+
+
+def loss_fn_gradscaler_growth_stops_below_overflow(L, F):
+    def loss_fn(out):
+        return (out * out).sum()
+    return loss_fn
+
+
+def test_gradscaler_growth_stops_below_overflow():
+    """GradScaler growing a scale of 2**127: PyTorch keeps the scale when the
+    grown one would overflow float32; Lucid's became inf (and every later step
+    overflowed). (python -m tests.fuzz --seed 112 --count 1)"""
+    make_model, make_loss = make_model_gradscaler_growth_stops_below_overflow, loss_fn_gradscaler_growth_stops_below_overflow
+    batches = [
+        (np.array(-0.20000000298023224, dtype=np.float32),),
+        (np.array(-1.5, dtype=np.float32),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    opt = loptim.NAdam([{'params': [model.p9_]}], lr=0.01)
+    scaler = GradScaler(init_scale=1.7014118346046923e+38, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+    for s, set_to_none in enumerate([True, True]):
+        opt.zero_grad(set_to_none)
+        x, *ys = [lucid.tensor(a) for a in batches[s * 1]]
+        loss = loss_fn(model(x), *ys)
+        scaler.scale(loss).backward()
+        # PyTorch takes the same parameters, gradients and state
+        twin = make_model(torch, TF, tnn, None)
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy())
+        topt = torch.optim.NAdam([{'params': [twin.p9_]}], lr=0.01)
+        sd = opt.state_dict()
+        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(np.array(v)) for k, v in st.items()} for i, st in sd['state'].items()}})
+        tparams = [q for g in topt.param_groups for q in g['params']]
+        for i, st in sd['state'].items():  # 0-d state keeps its dtype, as in a fresh PyTorch run
+            for k, v in st.items():
+                if np.ndim(v) == 0:
+                    topt.state[tparams[int(i)]][k] = torch.tensor(np.array(v))
+        for g in topt.param_groups:  # PyTorch's single-tensor implementation (its CPU default)
+            g['foreach'] = False
+            if 'fused' in g:
+                g['fused'] = None
+        tscaler = torch.amp.GradScaler('cpu', init_scale=1.7014118346046923e+38, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+        tscaler.load_state_dict(scaler.state_dict())
+        tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
+        scaler.step(opt)
+        scaler.update()
+        tscaler.step(topt)
+        tscaler.update()
+        assert scaler.get_scale() == tscaler.get_scale()
+        for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+            close(a, b, 9.5367431640625e-07, f'{n} after step {s}')
+        for i, st in opt.state_dict()['state'].items():
+            for k, v in st.items():
+                close(lucid.tensor(np.array(v)), topt.state[tparams[int(i)]][k], 9.5367431640625e-07, f'state[{i}][{k}]')

@@ -176,7 +176,10 @@ class GradScaler:
         else:
             self._growth_tracker += 1
             if self._growth_tracker == self._growth_interval:
-                self._scale = _f32(np.float32(self._scale) * np.float32(self._growth_factor))
+                with np.errstate(over="ignore"):
+                    grown = np.float32(self._scale) * np.float32(self._growth_factor)
+                if np.isfinite(grown):  # torch keeps the scale when growing would overflow
+                    self._scale = _f32(grown)
                 self._growth_tracker = 0
 
     # ------------------------------------------------------------ checkpoint
