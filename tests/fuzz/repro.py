@@ -424,6 +424,10 @@ def _body_torch(inst, oracle):
     return "\n".join(lines)
 
 
+def _single_tensor_kwargs(p):
+    return {k: v for k, v in p.train.opt_kwargs.items() if k not in ("foreach", "fused")}
+
+
 def _body_torch_optim(inst, oracle):
     p = inst.program
     sc = p.train.scaler
@@ -460,7 +464,7 @@ def _body_torch_optim(inst, oracle):
         "            for a, b in zip(twin.parameters(), model.parameters()):",
         "                a.copy_(torch.from_numpy(b.detach().numpy()))",
         f"                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy()){sparse}",
-        f"        topt = {_opt_ctor(p, 'twin', 'torch.optim')}",
+        f"        topt = {_opt_ctor(p, 'twin', 'torch.optim', kwargs=_single_tensor_kwargs(p))}",
         "        sd = opt.state_dict()",
         "        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(np.array(v)) "
         "for k, v in st.items()} for i, st in sd['state'].items()}})",
