@@ -572,3 +572,63 @@ def test_gradscaler_growth_stops_below_overflow():
         for i, st in opt.state_dict()['state'].items():
             for k, v in st.items():
                 close(lucid.tensor(np.array(v)), topt.state[tparams[int(i)]][k], 9.5367431640625e-07, f'state[{i}][{k}]')
+
+
+def make_model_one_hot_of_a_constant_in_a_compiled_step(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer('i10', L.tensor(np.array([4], dtype=np.int64)), persistent=False)
+            self.register_buffer('c12', L.tensor(np.array([[-1.],
+             [-1.],
+             [ 0.],
+             [-0.],
+             [-2.]], dtype=np.float64)), persistent=False)
+            self.p19 = nn.Parameter(L.tensor(np.array([[-1.]], dtype=np.float64)))
+
+        def forward(self, x):
+            i10, c12, p19 = self.i10, self.c12, self.p19
+            v11 = F.one_hot(i10, 5)
+            v13 = v11.to(c12.dtype) @ c12
+            v22 = F.linear(v13, p19)
+            return v22
+    return Model()
+
+
+def loss_fn_one_hot_of_a_constant_in_a_compiled_step(L, F):
+    def loss_fn(out):
+        return (out * out).sum()
+    return loss_fn
+
+
+def test_one_hot_of_a_constant_in_a_compiled_step():
+    """one_hot of a constant index inside a compiled step: its range check
+    ran amin/amax, which the active trace recorded instead of running, and
+    reading their value raised. (python -m tests.fuzz --seed 106 --count 1)"""
+    make_model, make_loss = make_model_one_hot_of_a_constant_in_a_compiled_step, loss_fn_one_hot_of_a_constant_in_a_compiled_step
+    batches = [
+        (np.array(-1, dtype=np.float64),),
+    ]
+    eager = make_model(lucid, LF, lnn, LF.dropout)
+    compiled = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    step = make_step(compiled, make_loss(lucid, LF))
+    opt_e = loptim.SGD([{'params': [eager.p19]}], lr=0.01)
+    opt_c = loptim.SGD([{'params': [compiled.p19]}], lr=0.01)
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        eager.zero_grad(set_to_none)
+        compiled.zero_grad(set_to_none)
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            want = loss_fn(eager(x), *ys)
+            want.backward()
+            got = step(x, *ys)
+            same(got, want, f'loss, call {call}')
+            for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+                same(b.grad, a.grad, f'grad {n}, call {call}')
+            call += 1
+        opt_e.step()
+        opt_c.step()
+        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+            same(b, a, f'{n} after step {s}')
