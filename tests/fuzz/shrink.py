@@ -24,7 +24,9 @@ def signature(mismatches):
     m = mismatches[0]
     if m.what == "error":
         return (m.oracle, "error", m.detail.split(":")[0])
-    return (m.oracle, "numeric", m.what.split()[0].split("[")[0])
+    # a finite mismatch must not drift into one with NaN/inf (a guard removed)
+    nonfinite = any(k in m.detail for k in ("nan", "inf"))
+    return (m.oracle, "numeric", m.what.split()[0].split("[")[0], nonfinite)
 
 
 class Shrinker:
