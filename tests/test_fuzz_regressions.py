@@ -691,3 +691,54 @@ def test_rprop_state_made_at_trace_time():
         assert scaler_c.get_scale() == scaler_e.get_scale()
         sched_e.step()
         sched_c.step()
+
+
+def make_model_sparse_adam_on_a_0d_parameter(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p7 = nn.Parameter(L.tensor(np.array(0.800000011920929, dtype=np.float32)))
+
+        def forward(self, x):
+            p7, = self.p7,
+            return p7
+    return Model()
+
+
+def loss_fn_sparse_adam_on_a_0d_parameter(L, F):
+    def loss_fn(out, y):
+        return F.mse_loss(out, y)
+    return loss_fn
+
+
+def test_sparse_adam_on_a_0d_parameter():
+    """fused_step with SparseAdam on a 0-d float32 parameter: the rule's
+    scalars were float64 feeds, and a 0-d float64 tensor promotes a 0-d float32
+    one, so the moments were computed in float64 (one ulp off the eager step,
+    whose numbers round to float32). (python -m tests.fuzz --seed 167 --count 1)"""
+    make_model, make_loss = make_model_sparse_adam_on_a_0d_parameter, loss_fn_sparse_adam_on_a_0d_parameter
+    batches = [
+        (np.array(0.30000001192092896, dtype=np.float32), np.array(-0.800000011920929, dtype=np.float32),),
+    ]
+    eager = make_model(lucid, LF, lnn, LF.dropout)
+    compiled = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    opt_e = loptim.SparseAdam([{'params': [eager.p7]}], lr=0.01)
+    opt_c = loptim.SparseAdam([{'params': [compiled.p7]}], lr=0.01)
+    step = fused_step(compiled, make_loss(lucid, LF), opt_c)
+    for s, set_to_none in enumerate([True]):
+        x, *ys = [lucid.tensor(a) for a in batches[s * 1]]
+        opt_e.zero_grad(set_to_none)
+        want = loss_fn(eager(x), *ys)
+        want.backward()
+        opt_e.step()
+        got = step(x, *ys)
+        same(got, want, f'loss, step {s}')
+        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+            same(b, a, f'{n} after step {s}')
+        se, sc = opt_e.state_dict()['state'], opt_c.state_dict()['state']
+        assert se.keys() == sc.keys()
+        for i in se:
+            assert se[i].keys() == sc[i].keys()
+            for k in se[i]:
+                same(sc[i][k], se[i][k], f'state[{i}][{k}] after step {s}')
