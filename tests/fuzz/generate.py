@@ -184,6 +184,23 @@ class Builder:
         self.nodes.append(Node(op, onames, names, tmpl, multi))
         return vals if multi else vals[0]
 
+    def emit_stmt(self, op, ins, tmpl):
+        """Adds the in-place statement ``tmpl.format(*ins)`` (checked on meta
+        tensors); returns ins[0], the tensor it writes."""
+        names = [v.name for v in ins]
+        code = tmpl.format(*names)
+        env = dict(self.meta)
+        try:
+            exec(code, self.ns, env)  # noqa: S102
+        except Exception as e:  # noqa: BLE001
+            raise Reject(f"{code}: {e}") from None
+        for v in ins:
+            v.uses += 1
+        ins[0].grad = ins[0].grad or any(v.grad for v in ins[1:])
+        ins[0].lo, ins[0].hi = min(v.lo for v in ins), max(v.hi for v in ins)
+        self.nodes.append(Node(op, [], names, tmpl, stmt=True))
+        return ins[0]
+
     # ---------------------------------------------------------- guarding
     def positive(self, v, lo=0.1):
         """A value > lo derived from v (v itself when it already is)."""
@@ -1138,7 +1155,140 @@ def gen_train(r, prog: Program) -> Train:
     return t
 
 
-FAMILIES = {"graph": gen_graph}
+# ==================================================================== views
+def _basic_key(b, shape):
+    """A basic-indexing key (ints, slices with steps) as source text."""
+    parts = []
+    for d in shape:
+        k = b.choice(["all", "int", "slice", "slice_step", "all"])
+        if k == "int" and d > 0:
+            parts.append(str(b.randint(-d, d - 1)))
+        elif k == "slice" and d > 1:
+            lo = b.randint(0, d - 1)
+            parts.append(f"{lo}:{b.randint(lo + 1, d)}")
+        elif k == "slice_step" and d > 2:
+            parts.append(f"{b.randint(0, 1)}::{b.choice([2, 3])}")
+        else:
+            parts.append(":")
+    while parts and parts[-1] == ":" and b.rand() < 0.7:
+        parts.pop()
+    return ", ".join(parts) if parts else "..."
+
+
+def _view_expr(b, v):
+    """Source text of a view of value v (``{0}`` stands for v)."""
+    nd = v.ndim
+    forms = ["key"]
+    if nd >= 2:
+        forms += ["transpose", "t_key"]
+    if nd >= 1:
+        forms += ["narrow", "select", "view"]
+    form = b.choice(forms)
+    if form == "key":
+        return "{0}[" + _basic_key(b, v.shape) + "]"
+    if form == "transpose":
+        d0, d1 = b.r.choice(nd, 2, replace=False).tolist()
+        return f"{{0}}.transpose({d0}, {d1})"
+    if form == "t_key":
+        return "{0}.transpose(0, 1)[" + _basic_key(b, (v.shape[1], v.shape[0]) + v.shape[2:]) + "]"
+    d = b.randint(0, nd - 1)
+    size = v.shape[d]
+    if size == 0:
+        raise Reject("empty dim")
+    if form == "narrow":
+        st = b.randint(0, size - 1)
+        return f"{{0}}.narrow({d}, {st}, {b.randint(1, size - st)})"
+    if form == "select":
+        return f"{{0}}.select({d}, {b.randint(-size, size - 1)})"
+    return "{0}.view(-1)"
+
+
+def op_view_write(b: Builder):
+    """An in-place write into a fresh tensor (or through a view of it)."""
+    src = b.pick()
+    t = b.emit("clone", [src], b.choice(["{0}.clone()", "{0} * 1.0", "{0} + 0.0"]), (src.lo, src.hi))
+    form = b.choice(["setitem", "inplace_view", "setitem_index", "setitem_mask", "data_write", "base_then_view",
+                     "augmented"])
+    if form == "setitem":
+        key = _basic_key(b, t.shape)
+        sub = tuple(b.meta[t.name][eval(f"np.s_[{key}]", {"np": np})].shape)  # noqa: S307
+        c = b.partner(t) if b.rand() < 0.3 else b.operand(b.broadcast_partner_shape(sub) if sub else ())
+        return b.emit_stmt("setitem", [t, c], "{0}[" + key + "] = {1}")
+    if form == "augmented":
+        key = _basic_key(b, t.shape)
+        sub = tuple(b.meta[t.name][eval(f"np.s_[{key}]", {"np": np})].shape)  # noqa: S307
+        c = b.operand(b.broadcast_partner_shape(sub) if sub else ())
+        opx = b.choice(["+=", "*=", "-="])
+        return b.emit_stmt("augmented", [t, c], "{0}[" + key + f"] {opx} {{1}}")
+    if form == "inplace_view":
+        view = _view_expr(b, t)
+        op = b.choice(["mul_(2.0)", "add_(0.5)", "zero_()", "fill_(0.25)", "clamp_(-0.5, 0.5)", "neg_()",
+                       "add_({1})", "mul_({1})", "copy_({1})"])
+        ins = [t]
+        if "{1}" in op:
+            sub = tuple(eval(view.format("b.meta[t.name]"), {"b": b, "t": t}).shape)  # noqa: S307
+            ins.append(b.operand(b.broadcast_partner_shape(sub) if sub else ()))
+        return b.emit_stmt("inplace_view", ins, view + "." + op)
+    if form == "setitem_index":
+        if t.ndim == 0:
+            raise Reject("0-d")
+        idx = b.index((b.randint(1, 4),), bound_ref=(t.name, 0))
+        sub = (idx.shape[0],) + t.shape[1:]
+        c = b.operand(b.broadcast_partner_shape(sub))
+        return b.emit_stmt("setitem_index", [t, idx, c], b.choice(["{0}[{1}] = {2}", "{0}[{1}] += {2}"]))
+    if form == "setitem_mask":
+        m = b.mask(t.shape)
+        return b.emit_stmt("setitem_mask", [t, m], b.choice(["{0}[{1}] = 0.0", "{0}[{1}] = -1.5"]))
+    if form == "data_write":
+        key = _basic_key(b, t.shape)
+        return b.emit_stmt("data_write", [t], "{0}.data[" + key + "] = 0.75")
+    # read a view, then write the base: the view sees the write
+    view = _view_expr(b, t)
+    v = b.emit("view", [t], view, (min(t.lo, -0.5, 0.0), max(t.hi, 0.5)))
+    b.emit_stmt("inplace_base", [t], b.choice(["{0}.mul_(2.0)", "{0}.add_(1.0)", "{0}.zero_()"]))
+    t.lo, t.hi = 2 * min(t.lo, 0.0) - 1, 2 * max(t.hi, 0.0) + 1
+    v.lo, v.hi = t.lo, t.hi
+    return v
+
+
+def gen_views(seed: int, dtype=None) -> Program:
+    """A graph program with in-place writes into views interleaved."""
+    r = np.random.default_rng(seed)
+    dtype = dtype or ("float32" if r.random() < 0.5 else "float64")
+    for _attempt in range(50):
+        b = Builder(r, dtype, _x_shape(r, False) or (3,), False)
+        n_views, n_ops = int(r.integers(1, 5)), int(r.integers(2, 10))
+        tries = 0
+        while len(b.nodes) < n_ops + n_views and tries < 200:
+            tries += 1
+            n_nodes, n_leaves, n_vals = len(b.nodes), len(b.leaves), len(b.values)
+            fn = op_view_write if r.random() < n_views / (n_ops + n_views) else \
+                OPS[str(r.choice(["unary", "binary", "matmul", "shape", "reduce", "scalar"]))][0]
+            try:
+                fn(b)
+            except Reject:
+                del b.nodes[n_nodes:]
+                del b.leaves[n_leaves:]
+                del b.values[n_vals:]
+        if not any(nd.stmt for nd in b.nodes):
+            continue
+        try:
+            out = _head(b, None)
+        except Reject:
+            continue
+        losses = [n for n in _losses_for(out.shape, r) if n in ("mse", "mean", "sum_sq", "l1")]
+        if not losses:
+            continue
+        prog = Program(seed=seed, dtype=dtype, x_shape=b.x.shape, leaves=b.leaves, nodes=b.nodes, out=out.name,
+                       loss=str(r.choice(losses)), family="views")
+        prog = prog.dead_code_eliminated()
+        prog.train = Train(steps=2, micro=1, optimizer="SGD", opt_kwargs={"lr": 0.05},
+                           zero_modes=[bool(r.random() < 0.5), bool(r.random() < 0.5)])
+        return prog
+    raise RuntimeError(f"seed {seed}: no program generated")
+
+
+FAMILIES = {"graph": gen_graph, "views": gen_views}
 
 
 def generate(seed, family="graph", **kw):

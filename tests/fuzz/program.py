@@ -32,15 +32,20 @@ class Leaf:
 
 @dataclass
 class Node:
-    """``outs = tmpl.format(*ins)``; a tuple-valued op names all its outputs."""
+    """``outs = tmpl.format(*ins)``; a tuple-valued op names all its outputs.
+    A statement (``stmt``, the views family) is ``tmpl.format(*ins)`` alone:
+    an in-place write into ``ins[0]`` (or a view of it)."""
     op: str
     outs: list
     ins: list
     tmpl: str
     multi: bool = False
+    stmt: bool = False
 
     def line(self):
         rhs = self.tmpl.format(*self.ins)
+        if self.stmt:
+            return rhs
         if self.multi:
             lhs = ", ".join(self.outs) + ("," if len(self.outs) == 1 else "")
         else:
@@ -138,7 +143,8 @@ class Program:
         live = {p.out}
         keep = []
         for nd in reversed(p.nodes):
-            if any(o in live for o in nd.outs):
+            # an in-place statement may change views read later: it stays
+            if nd.stmt or any(o in live for o in nd.outs):
                 keep.append(nd)
                 live.update(nd.ins)
         p.nodes = list(reversed(keep))

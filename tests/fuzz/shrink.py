@@ -165,9 +165,11 @@ class Shrinker:
                     break
         for i in reversed(range(n)):
             nd = p.nodes[i]
-            if len(nd.outs) != 1:
-                for o in nd.outs:  # a tuple op: each used output cut to a leaf
-                    pass
+            if nd.stmt:  # an in-place statement: dropped
+                q = p.clone()
+                del q.nodes[i]
+                yield q.dead_code_eliminated()
+                continue
             for o in nd.outs:
                 # bypass: uses of o read one of the node's inputs instead
                 for a in nd.ins:
