@@ -742,3 +742,58 @@ def test_sparse_adam_on_a_0d_parameter():
             assert se[i].keys() == sc[i].keys()
             for k in se[i]:
                 same(sc[i][k], se[i][k], f'state[{i}][{k}] after step {s}')
+
+
+def make_model_std_and_norm_at_zero(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p4_ = nn.Parameter(L.tensor(np.array([-1.], dtype=np.float32)))
+
+        def forward(self, x):
+            p4_, = self.p4_,
+            v8 = L.std(p4_, 0, correction=0, keepdim=False)
+            return v8
+    return Model()
+
+
+def loss_fn_std_and_norm_at_zero(L, F):
+    def loss_fn(out):
+        return (out * out).sum()
+    return loss_fn
+
+
+def test_std_and_norm_at_zero():
+    """std of a constant (here one element, correction 0) and norm of a zero
+    vector: PyTorch's derivative is 0 there; Lucid's went through sqrt/pow at
+    0 and gave 0 * inf = NaN (also in F.normalize of a zero row).
+    (python -m tests.fuzz --seed 650 --count 1)"""
+    make_model, make_loss = make_model_std_and_norm_at_zero, loss_fn_std_and_norm_at_zero
+    batches = [
+        (np.array(-1, dtype=np.float32),),
+    ]
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+    model = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)
+    opt = loptim.SGD([{'params': [model.p4_]}], lr=0.1)
+    masks = []
+    call = 0
+    for s, set_to_none in enumerate([True]):
+        model.zero_grad(set_to_none)
+        twin = make_model(torch, TF, tnn, lambda a, p: a * masks.pop(0))
+        with torch.no_grad():
+            for a, b in zip(twin.parameters(), model.parameters()):
+                a.copy_(torch.from_numpy(b.detach().numpy()))
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            tx, *tys = [torch.from_numpy(a) for a in batches[call]]
+            got = loss_fn(model(x), *ys)
+            got.backward()
+            want = tloss_fn(twin(tx), *tys)
+            want.backward()
+            close(got, want, 8.58306884765625e-06, f'loss, call {call}')
+            for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+                close(a.grad, b.grad, 8.58306884765625e-06, f'grad {n}, call {call}')
+            call += 1
+        opt.step()
