@@ -797,3 +797,22 @@ def test_std_and_norm_at_zero():
                 close(a.grad, b.grad, 8.58306884765625e-06, f'grad {n}, call {call}')
             call += 1
         opt.step()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", ["hardtanh", "relu6", "hardsigmoid", "hardswish", "softplus", "logsigmoid"])
+def test_activation_derivatives_at_their_corners(fn, dtype):
+    """PyTorch's derivative at the corners: hardtanh/relu6/hardsigmoid are
+    flat at their clamp points (clamp's derivative is 1 there), hardswish is
+    0 at -3 and 1 at 3, softplus at beta*x == threshold takes the smooth
+    branch (minimum split it in half between tied operands). Found while
+    shrinking python -m tests.fuzz --seed 664 --count 1."""
+    points = [-20.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0, 20.0, -2.5, 0.5, 2.5]
+    got, want = [], []
+    for lib, out in ((lucid, got), (torch, want)):
+        x = lib.tensor(points, dtype=getattr(lib, dtype), requires_grad=True)
+        getattr(lib.nn.functional, fn)(x).sum().backward()
+        out.append(x.grad.numpy().astype(np.float64))
+    # hardsigmoid: PyTorch's float64 derivative is float32(1/6); Lucid's is 1/6
+    rtol = 1e-6 if (fn, dtype) == ("hardsigmoid", "float64") else 1e-6 if dtype == "float32" else 1e-15
+    np.testing.assert_allclose(got[0], want[0], rtol=rtol, atol=1e-7 if dtype == "float32" else 1e-15)

@@ -523,8 +523,16 @@ def relu6(input, inplace=False):  # noqa: A002
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def _inside(x, lo, hi):
+    """x where lo < x < hi, else nothing: the mask of PyTorch's hardtanh /
+    hardsigmoid derivatives, which are 0 at the corners (clamp's is 1)."""
+    return _C.logical_and(_C.gt(x, lo), _C.lt(x, hi))
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.clamp(x, min_val, max_val), inplace)
+    def fn(x):
+        return _C.where(_inside(x, min_val, max_val), x, _C.clamp(x.detach(), min_val, max_val))
+    return _inplace(input, fn, inplace)
 
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
@@ -579,11 +587,20 @@ def logsigmoid(input):  # noqa: A002
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0), inplace)
+    # relu6(x + 3) / 6; the derivative, 1/6, is 0 outside (-3, 3) and at the corners (PyTorch's)
+    def fn(x):
+        return _C.div(_C.where(_inside(x, -3.0, 3.0), _C.add(x, 3.0), _C.clamp(_C.add(x.detach(), 3.0), 0.0, 6.0)),
+                      6.0)
+    return _inplace(input, fn, inplace)
 
 
 def hardswish(input, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.mul(x, _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0)), inplace)
+    # x * relu6(x + 3) / 6 rounded in PyTorch's order; the derivative is 0 for
+    # x <= -3, x/3 + 1/2 inside, 1 from x = 3 on (PyTorch's corners)
+    def fn(x):
+        middle = _C.div(_C.mul(x, _C.add(x, 3.0)), 6.0)
+        return _C.where(_C.le(x, -3.0), _C.mul(x.detach(), 0.0), _C.where(_C.lt(x, 3.0), middle, x))
+    return _inplace(input, fn, inplace)
 
 
 def tanh(input):  # noqa: A002
