@@ -1145,6 +1145,10 @@ def gen_train(r, prog: Program) -> Train:
     if r.random() < 0.3 and name not in ("LBFGS",):
         sname, skw = SCHEDULERS[int(r.integers(len(SCHEDULERS)))]
         t.scheduler = (sname, dict(skw))
+        if name == "SparseAdam" and sname == "CosineAnnealingLR":
+            # SparseAdam's lr must stay > 0: Lucid validates every step with the
+            # constructor's rules (PyTorch checks only at construction)
+            t.scheduler[1]["eta_min"] = 1e-4
     if r.random() < 0.3 and name != "LBFGS":
         c = lambda *xs: xs[int(r.integers(len(xs)))]  # noqa: E731
         t.scaler = dict(init_scale=c(2.0 ** 16, 2.0 ** 127, 1000.0, 3.0), growth_factor=c(2.0, 1.5),

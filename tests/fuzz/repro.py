@@ -30,6 +30,19 @@ torch = pytest.importorskip("torch")
 inf, nan = np.inf, np.nan
 
 
+class ExactTorchF:
+    """torch.nn.functional, hardsigmoid computed exactly (PyTorch's float64
+    backward multiplies by float32(1/6); Lucid's by 1/6)."""
+
+    def __getattr__(self, name):
+        import torch.nn.functional as TF
+        return getattr(TF, name)
+
+    @staticmethod
+    def hardsigmoid(x, inplace=False):
+        return torch.where((x > -3) & (x < 3), (x + 3) / 6, torch.clamp(x.detach() + 3, 0, 6) / 6)
+
+
 def same(got, want, what):
     """Compiled and eager Lucid on the CPU: the same bits."""
     g = None if got is None else np.asarray(got.detach().numpy() if hasattr(got, "detach") else got)
@@ -381,7 +394,7 @@ def _body_torch(inst, oracle):
     drop = "masks.pop(0)"
     lines = [
         "    import torch.nn as tnn",
-        "    import torch.nn.functional as TF",
+        "    TF = ExactTorchF()",
         "    model = make_model(lucid, LF, lnn, LF.dropout)",
         "    loss_fn, tloss_fn = make_loss(lucid, LF), make_loss(torch, TF)",
         f"    opt = {_opt_ctor(p, 'model', 'loptim', name, kw)}",

@@ -33,11 +33,28 @@ class _TorchDropout:
         return a * self.masks.pop(0)
 
 
+class ExactTorchF:
+    """torch.nn.functional with PyTorch's float64 quirks replaced by the
+    exact computation (Lucid computes the mathematically right value):
+    hardsigmoid's float64 backward multiplies by float32(1/6)."""
+
+    def __getattr__(self, name):
+        return getattr(TF, name)
+
+    @staticmethod
+    def hardsigmoid(x, inplace=False):
+        inside = (x > -3) & (x < 3)
+        return torch.where(inside, (x + 3) / 6, torch.clamp(x.detach() + 3, 0, 6) / 6)
+
+
+TORCH_F = ExactTorchF()
+
+
 def namespace(lib, dropout=None):
     if lib == "lucid":
         return {"L": lucid, "F": LF, "drop": _lucid_drop}
     if lib == "torch":
-        return {"L": torch, "F": TF, "drop": dropout}
+        return {"L": torch, "F": TORCH_F, "drop": dropout}
     if lib == "meta":
         return {"L": torch, "F": TF, "drop": lambda a, p: TF.dropout(a, p)}
     raise ValueError(lib)

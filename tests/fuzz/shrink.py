@@ -67,7 +67,7 @@ class Shrinker:
             for pass_ in (self._train_passes, self._graph_passes, self._leaf_passes, self._shape_passes,
                           self._loss_passes):
                 for cand in pass_(best):
-                    if self.fails(cand):
+                    if cost(cand) < cost(best) and self.fails(cand):
                         best = cand
                         progress = True
                         self.log(f"  shrunk: {len(best.nodes)} nodes, {best.train.steps} steps")
@@ -249,6 +249,22 @@ class Shrinker:
             if self.fails(q):
                 return q
         return p
+
+
+_LOSS_RANK = {"mean": 0, "sum_sq": 1, "mse": 2}
+
+
+def cost(p):
+    """What shrinking decreases, strictly (so no pass can cycle): nodes
+    first, then tensor sizes, then the training recipe."""
+    t = p.train
+    numel = int(np.prod(p.x_shape)) + sum(int(np.prod(lf.shape)) for lf in p.leaves)
+    recipe = (100 * t.steps * t.micro + 50 * sum(len(e) for e in t.edits.values()) + 50 * (t.scheduler is not None)
+              + 50 * (t.scaler is not None) + 20 * len(t.poison) + 10 * len(t.opt_kwargs) + 10 * len(t.group1)
+              + 5 * sum(lf.group for lf in p.leaves) + (0 if t.optimizer in ("SGD", "LBFGS") else 10)
+              + sum(1 for z in t.zero_modes if not z) + (t.scaler or {}).get("growth_interval", 0) % 7)
+    leaves = 20 * len(p.leaves) + sum(3 for lf in p.leaves if lf.kind == "param")
+    return 1000 * len(p.nodes) + numel + recipe + leaves + 5 * _LOSS_RANK.get(p.loss, 3)
 
 
 def _key(p):
