@@ -14,19 +14,22 @@ import numpy as np
 import pytest
 
 import lucid
-import lucid.nn.functional as LF
 from tests.fuzz import oracles
 from tests.fuzz.generate import OPTIMIZERS, generate
 from tests.fuzz.oracles import ORACLES, check
-from tests.fuzz.program import LOSSES, Leaf, Node, Program, Train
+from tests.fuzz.program import Leaf, Node, Program, Train
 from tests.fuzz.repro import HEADER, render, standalone
 from tests.fuzz.runtime import Instance, Invalid
-from tests.fuzz.shrink import Shrinker, shrink
+from tests.fuzz.shrink import shrink
 
 pytest.importorskip("torch")
 
-# 6 chunks x 5 programs; seeds chosen once, kept fixed (a new seed is a new test).
-CHUNKS = [list(range(1000 + 5 * i, 1005 + 5 * i)) for i in range(6)]
+# Two programs per optimizer, the first seeds from 10000 whose program has at
+# most 12 nodes and no tensor above 4096 elements (chosen once and kept: a new
+# seed is a new test). test_the_budget_covers_every_optimizer keeps it honest.
+SEEDS = [10000, 10003, 10004, 10005, 10006, 10007, 10008, 10009, 10010, 10012, 10014, 10015, 10016, 10017, 10019,
+         10020, 10026, 10028, 10030, 10039, 10048, 10053, 10058, 10068, 10072, 10090]
+CHUNKS = [SEEDS[i::6] for i in range(6)]
 
 
 def _report(seed, prog, res):
@@ -38,36 +41,21 @@ def _report(seed, prog, res):
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("seeds", CHUNKS, ids=[f"seeds{c[0]}-{c[-1]}" for c in CHUNKS])
+@pytest.mark.parametrize("seeds", CHUNKS, ids=[f"chunk{i}" for i in range(len(CHUNKS))])
 def test_random_programs_agree_with_every_oracle(seeds):
-    checked = 0
     for seed in seeds:
         prog = generate(seed)
-        try:
-            res = check(prog)
-        except Invalid:
-            continue
-        checked += 1
+        res = check(prog)
         assert not any(not isinstance(r, str) and r.found for r in res.values()), _report(seed, prog, res)
-    assert checked >= len(seeds) - 1  # the generator rarely makes an ill-formed program
 
 
-@pytest.mark.parametrize("optimizer", OPTIMIZERS)
-def test_every_optimizer_is_exercised(optimizer):
-    """A small program per optimizer (the random draw may miss one)."""
-    for seed in range(2000, 2200):
-        prog = generate(seed)
-        if prog.train.optimizer == optimizer and len(prog.nodes) <= 8:
-            break
-    else:
-        pytest.fail(f"no small program with {optimizer} among the seeds")
-    res = check(prog)
-    assert not any(not isinstance(r, str) and r.found for r in res.values()), _report(seed, prog, res)
+def test_the_budget_covers_every_optimizer():
+    assert sorted({generate(seed).train.optimizer for seed in SEEDS}) == sorted(OPTIMIZERS)
 
 
 def test_views_family_generates_well_formed_programs():
     # Generation only: the oracles run once views land.
-    for seed in range(20):
+    for seed in range(8):
         prog = generate(seed, "views")
         assert prog.family == "views" and any(nd.stmt for nd in prog.nodes)
         try:
@@ -143,16 +131,9 @@ def test_printed_reproductions_run(tmp_path):
     assert "def same(" in HEADER
 
 
-def test_losses_cover_the_loss_kinds():
-    # every loss kind is reachable by the generator (it picks among those accepting the output shape)
-    seen = {generate(seed).loss for seed in range(300)}
-    assert set(LOSSES) - seen <= {"cross_entropy_ignore"}, set(LOSSES) - seen
-
-
 def test_generator_is_deterministic():
     a, b = generate(123), generate(123)
     assert a.forward_source() == b.forward_source() and repr(a.train) == repr(b.train)
     ia, ib = Instance(a), Instance(b)
     for k in ia.leaf_values:
         np.testing.assert_array_equal(ia.leaf_values[k], ib.leaf_values[k])
-    assert LF is not None
