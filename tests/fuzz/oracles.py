@@ -20,7 +20,6 @@ compared with a tolerance (see ``Tolerance``).
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 import traceback
 from dataclasses import dataclass
@@ -325,10 +324,6 @@ def _quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
-
-
-def _uses_dropout(inst):
-    return bool(inst.drops)
 
 
 def _eager_update_name(program):

@@ -10,7 +10,6 @@ exactly what was checked.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import zlib
 from dataclasses import dataclass, field
 
@@ -248,6 +247,3 @@ LOSSES = {
     "kl_div": LossKind("F.kl_div(F.log_softmax(out, -1), y, reduction='batchmean')", _probs_target(lambda s: len(s) - 1),
                        lambda s: len(s) >= 1),
 }
-
-def replace(obj, **kw):
-    return dataclasses.replace(obj, **kw)

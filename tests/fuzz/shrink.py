@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from .oracles import check
-from .program import LOSSES, Leaf, Node, Train
+from .program import LOSSES, Leaf
 from .runtime import Instance, Invalid, shapes
 
 

@@ -1,6 +1,4 @@
 """The soak loop shared by ``python -m tests.fuzz`` and the CI budget."""
-from __future__ import annotations
-
 import collections
 import os
 import time
