@@ -697,6 +697,13 @@ def _torch_step_values(inst, tm, tloss, call, torch_dtype=None, nudge=False):
         out.retain_grad()
     loss = tloss(out, *ys)
     loss.backward()
+    # PyTorch quirk: a leaf handed a view of a shared gradient (the leaves of
+    # stack(...).sum(0)) keeps that view as its .grad, so the next backward
+    # accumulates into one buffer twice. Each leaf's .grad is made its own, as
+    # Lucid keeps it: accumulation over micro-batches then sums as it should.
+    for q in tm.parameters():
+        if q.grad is not None:
+            q.grad = q.grad.clone()
     tm.out_grad, tm.out = out.grad, out.detach()
     return loss
 

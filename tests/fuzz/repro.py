@@ -428,6 +428,8 @@ def _body_torch(inst, oracle):
         "            got.backward()",
         "            want = tloss_fn(twin(tx), *tys)",
         "            want.backward()",
+        "            for q in twin.parameters():  # each its own .grad (PyTorch may share one between leaves)",
+        "                q.grad = None if q.grad is None else q.grad.clone()",
         f"            close(got, want, {_torch_tol(inst)!r}, f'loss, call {{call}}')",
         "            for (n, a), b in zip(model.named_parameters(), twin.parameters()):",
         f"                close(a.grad, b.grad, {_torch_tol(inst)!r}, f'grad {{n}}, call {{call}}')",
