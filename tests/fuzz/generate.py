@@ -744,8 +744,12 @@ def op_norm(b: Builder):
             raise Reject("batch_norm needs more than one value per channel")
         v = b.emit("add", [v, b.operand(v.shape, 0.2)], "{0} + {1}", (v.lo - 3, v.hi + 3))
         w, bb = b.operand((c,), 0.9), b.operand((c,), 0.9)
-        return b.emit("batch_norm", [v, w, bb], "F.batch_norm({0}, None, None, {1}, {2}, training=True)",
-                      (-_clip(3 * math.sqrt(v.numel) * 3 + 3), _clip(3 * math.sqrt(v.numel) * 3 + 3)))
+        mag = _clip(3 * math.sqrt(v.numel) * 3 + 3)
+        if b.rand() < 0.5:  # running statistics, updated in place (written back by a compiled step)
+            rm, rv = b.const((c,)), b.const((c,))
+            return b.emit("batch_norm", [v, w, bb, rm, rv],
+                          "F.batch_norm({0}, {3}, {4}, {1}, {2}, training=True, momentum=0.3)", (-mag, mag))
+        return b.emit("batch_norm", [v, w, bb], "F.batch_norm({0}, None, None, {1}, {2}, training=True)", (-mag, mag))
     groups = b.choice([g for g in range(1, c + 1) if c % g == 0])
     if v.numel // (v.shape[0] * groups) < 2:
         raise Reject("group of one element")
