@@ -63,6 +63,7 @@ struct Where final : Primitive {
   LUCID_PRIMITIVE_COMMON
   bool differentiable_input(int i) const override { return i != 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 0; }  // the condition
 };
 
 struct Cast final : Primitive {
@@ -232,6 +233,7 @@ struct Gather final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base with src scattered along `axis` at index,
@@ -244,6 +246,7 @@ struct ScatterAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // x.index_select(axis, index) with a 1-D int64 index.
@@ -254,6 +257,7 @@ struct IndexSelect final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base.index_add(axis, index, src).
@@ -264,6 +268,7 @@ struct IndexAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // ------------------------------------------------------------------------ nn
