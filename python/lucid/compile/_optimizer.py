@@ -3,6 +3,7 @@ every parameter of every group."""
 import time
 
 from .. import _C
+from ..optim.optimizer import Optimizer
 from . import _bridge
 from ._trace import outside_trace, tensor_meta
 
@@ -10,12 +11,14 @@ SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
              "Rprop", "SparseAdam")
 
 
-class _CompiledStepBase:
+class _CompiledStepBase(Optimizer):
     """A drop-in for the optimizer it wraps: ``step``, ``zero_grad``,
     ``param_groups``, ``state``, ``state_dict`` and ``load_state_dict``. The
     state is the wrapped optimizer's engine state, updated in place, so
     checkpoints keep PyTorch's layout and move freely between eager and
-    compiled runs."""
+    compiled runs. It is an ``Optimizer`` (schedulers, GradScaler and user
+    code check for one); what it does not define itself is the wrapped
+    optimizer's."""
 
     def __init__(self, optimizer, cache_size=8):
         self.optimizer = optimizer
@@ -23,6 +26,13 @@ class _CompiledStepBase:
         self._cache = _C.ExecutableCache(cache_size)
         self._entries = {}
         self._last_miss = None
+
+    def __getattr__(self, name):
+        # Only reached for names the wrapper lacks; "optimizer" itself is
+        # absent while an instance is being unpickled.
+        if name == "optimizer":
+            raise AttributeError(name)
+        return getattr(self.optimizer, name)
 
     @staticmethod
     def _make_rules(optimizer):
