@@ -291,3 +291,14 @@ def test_non_contiguous_numpy_input_is_copied():
     assert_close(lucid.tensor(a.T), torch.tensor(a.T))
     b = np.arange(4, dtype=">f4")
     assert_close(lucid.tensor(b), torch.tensor(b.astype("<f4")))
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_size_keyword_as_torch(name):
+    import torch
+
+    for kwargs in (dict(size=(2, 3)), dict(size=[4]), dict(size=())):
+        assert tuple(getattr(lucid, name)(**kwargs).shape) == tuple(getattr(torch, name)(**kwargs).shape)
+    assert getattr(lucid, name)(size=(2, 3), dtype=lucid.float64).dtype == lucid.float64
+    with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+        getattr(lucid, name)(2, size=(3,))

@@ -93,16 +93,26 @@ def _factory(size, value, dtype, device, requires_grad):
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _factory(size, 0.0, dtype, device, requires_grad)
+def _size_arg(name, args, size):
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or
+    as PyTorch's keyword (``zeros(size=(2, 3))``), not both."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    return (size,)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _factory(size, 1.0, dtype, device, requires_grad)
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _factory(_size_arg("zeros", args, size), 0.0, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _factory(size, 0.0, dtype, device, requires_grad)
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _factory(_size_arg("ones", args, size), 1.0, dtype, device, requires_grad)
+
+
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _factory(_size_arg("empty", args, size), 0.0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -184,15 +194,15 @@ def _draw(kind, size, dtype, device, generator):
     return (_C.rand if kind == "uniform" else _C.randn)(as_shape(size), dtype, device)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    t = _draw("uniform", size, dtype, device, generator)
+def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("uniform", _size_arg("rand", args, size), dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    t = _draw("normal", size, dtype, device, generator)
+def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("normal", _size_arg("randn", args, size), dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
