@@ -76,6 +76,30 @@ def seed():
     return s
 
 
+def get_rng_state():
+    """The global generator's state: an int64 tensor ``[seed, offset]``
+    (Lucid's generator is a counter-based stream; PyTorch's state is a
+    different, larger byte tensor). Pass it to :func:`set_rng_state`."""
+    key = _C.random_key(0, None)  # the current key; a count of 0 advances nothing
+    return _C.from_numpy(key.numpy().copy())  # reads the value: raises inside a compiled step, like .item()
+
+
+def set_rng_state(new_state):
+    """Restores a state from :func:`get_rng_state`: the draws that follow
+    repeat those that followed it."""
+    from ._C import Tensor
+
+    if not isinstance(new_state, Tensor):
+        raise TypeError(f"set_rng_state: expected a Tensor, got {type(new_state).__name__}")
+    if new_state.dtype != _C.dtype.int64 or tuple(new_state.shape) != (2,):
+        raise ValueError("set_rng_state: expected the int64 tensor [seed, offset] that lucid.get_rng_state() "
+                         f"returns, got {new_state.dtype} of shape {tuple(new_state.shape)} (a PyTorch generator "
+                         "state cannot be restored in Lucid)")
+    seed, offset = (int(v) % 2 ** 64 for v in new_state.tolist())
+    _C.manual_seed(seed)  # offset 0 ...
+    _C.random_key(offset, None)  # ... advanced by `offset` draws
+
+
 class Size(tuple):
     """torch.Size: a tuple of dimension sizes."""
 
@@ -111,4 +135,4 @@ def as_tensor(data, dtype=None, device=None):
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "set_num_interop_threads", "get_num_interop_threads", "set_printoptions",
-           "seed", "Size", "as_tensor"]
+           "seed", "get_rng_state", "set_rng_state", "Size", "as_tensor"]
