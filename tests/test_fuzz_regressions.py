@@ -407,8 +407,12 @@ def _cumsum_gemm_variant_grads():
     return compiled.p.grad, eager.p.grad
 
 
-@pytest.mark.xfail(strict=True, reason='the compiled step folds the transpose of a transposed view into the GEMM '
-                                       'flag; eager runs the TT kernel, compiled NT (KNOWN["gemm_variant"])')
+# Not strict: whether the two variants round differently depends on the BLAS.
+# They differed where this was found; with scipy-openblas32 (the build's
+# BLAS since the packaging work) they agree bit for bit on this input.
+@pytest.mark.xfail(strict=False, reason='the compiled step folds the transpose of a transposed view into the GEMM '
+                                        'flag; eager runs the TT kernel, compiled NT (KNOWN["gemm_variant"]); '
+                                        'bitwise equal or not depending on the BLAS')
 def test_cumsum_gemm_variant_bitwise():
     """cumsum is a triangular matmul of x.transpose(d, -1): for d != -1 eager
     passes the reshaped transposed view of x as a transposed operand (row-major
