@@ -57,6 +57,14 @@ def test_cuda_seeding_does_nothing_without_a_device():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="answers of a build without CUDA")
+def test_cuda_rng_state_of_every_device_is_empty_without_one():
+    assert lucid.cuda.get_rng_state_all() == torch.cuda.get_rng_state_all() == []
+    assert lucid.cuda.set_rng_state_all([]) is None and torch.cuda.set_rng_state_all([]) is None
+    with pytest.raises(lucid.cuda.CudaUnavailableError):  # a state for a device that is not there
+        lucid.cuda.set_rng_state_all([lucid.get_rng_state()])
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="answers of a build without CUDA")
 @pytest.mark.parametrize("call", ["synchronize()", "current_device()", "get_device_name()", "get_device_name(0)",
                                   "get_device_capability()", "get_device_properties(0)", "set_device(0)", "init()",
                                   "get_rng_state()", "initial_seed()", "Stream()", "Event()"])

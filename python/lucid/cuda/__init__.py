@@ -174,9 +174,10 @@ def get_rng_state(device="cuda"):
     _backend_query("get_rng_state")
 
 
-@_needs_device
 def get_rng_state_all():
-    _backend_query("get_rng_state_all")
+    """One state per CUDA device: none without one (PyTorch's CPU build
+    answers [] too, so checkpoints that store it unconditionally work)."""
+    return [get_rng_state(i) for i in range(device_count())]
 
 
 @_needs_device
@@ -184,9 +185,9 @@ def set_rng_state(new_state, device="cuda"):
     _backend_query("set_rng_state")
 
 
-@_needs_device
 def set_rng_state_all(new_states):
-    _backend_query("set_rng_state_all")
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
 
 
 # ------------------------------------------------------------------- memory
