@@ -331,3 +331,23 @@ def test_set_rng_state_rejects_other_states_and_changes_nothing():
     with pytest.raises(TypeError, match="expected a Tensor"):
         lucid.set_rng_state([1, 2])
     assert lucid.get_rng_state().tolist() == before
+
+
+def test_random_module_and_fork_rng_as_torch():
+    for lib in (torch, lucid):
+        lib.random.manual_seed(5)
+        assert lib.random.initial_seed() == 5
+        a = lib.rand(3)
+        with lib.random.fork_rng():
+            lib.random.manual_seed(123)
+            lib.rand(10)
+        b = lib.rand(3)
+        lib.random.manual_seed(5)
+        assert np.array_equal(a.numpy(), lib.rand(3).numpy()) and np.array_equal(b.numpy(), lib.rand(3).numpy())
+        with lib.random.fork_rng(enabled=False):
+            lib.rand(2)  # not restored
+        c = lib.rand(1)
+        lib.random.manual_seed(5)
+        lib.rand(3), lib.rand(3), lib.rand(2)
+        assert np.array_equal(c.numpy(), lib.rand(1).numpy())
+    assert lucid.random.get_rng_state is lucid.get_rng_state and isinstance(lucid.random.Generator(), lucid.Generator)
