@@ -9,6 +9,7 @@
 // Everything else — the fused eager loop, the ops path, state creation — is
 // written here once for all kinds.
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "lucid/autograd/grad_mode.h"
@@ -83,6 +84,11 @@ constexpr std::array<FusedKernel<Tr, T>, sizeof...(Bits)> fused_table(std::integ
   return {&fused_kernel<Tr, T, Bits>...};
 }
 
+template <class Tr, class = void>
+struct IntegerStep : std::false_type {};
+template <class Tr>
+struct IntegerStep<Tr, std::void_t<decltype(Tr::kIntegerStep)>> : std::bool_constant<Tr::kIntegerStep> {};
+
 template <class Tr>
 class AlgorithmImpl final : public Algorithm {
  public:
@@ -99,6 +105,7 @@ class AlgorithmImpl final : public Algorithm {
   const std::vector<std::string>& buffer_names() const override { return buffers_; }
   const std::vector<std::string>& scalar_state_names() const override { return scalar_state_; }
   bool has_step() const override { return Tr::kHasStep; }
+  bool integer_step() const override { return IntegerStep<Tr>::value; }
   uint32_t needed_buffers(const Hyper& h) const override { return Tr::needed(Tr::flags(h)); }
   uint32_t required_buffers() const override { return Tr::needed(Flags{}); }
   uint32_t flag_bits(const Hyper& h) const override { return Tr::flags(h).bits(); }

@@ -21,7 +21,8 @@ const std::map<std::string, const Algorithm& (*)()>& registry() {
       {"sgd", &sgd_algorithm},           {"adam", &adam_algorithm},       {"adamw", &adam_algorithm},
       {"rmsprop", &rmsprop_algorithm},   {"adagrad", &adagrad_algorithm}, {"adadelta", &adadelta_algorithm},
       {"adamax", &adamax_algorithm},     {"nadam", &nadam_algorithm},     {"radam", &radam_algorithm},
-      {"asgd", &asgd_algorithm},         {"rprop", &rprop_algorithm},
+      {"asgd", &asgd_algorithm},         {"rprop", &rprop_algorithm},     {"sparse_adam", &sparse_adam_algorithm},
+      {"lbfgs_bb", &lbfgs_bb_algorithm},
   };
   return r;
 }
@@ -50,11 +51,7 @@ const Algorithm& algorithm(const std::string& kind) {
 }
 
 void validate(const std::string& kind, const Hyper& h) {
-  if (kind == "sparse_adam") {
-    if (!(0.0 < h.num("lr"))) fail("Invalid learning rate: ", h.repr("lr"));
-    if (!(0.0 < h.num("eps"))) fail("Invalid epsilon value: ", h.repr("eps"));
-    check_betas(h);
-  } else if (kind == "lbfgs") {
+  if (kind == "lbfgs") {
     check_lr(h);
   } else {
     algorithm(kind).validate(h);
@@ -151,7 +148,8 @@ StateEntries EngineOptimizer::state_entries(size_t i) const {
   StateEntries out;
   if (!st.exists) return out;
   graph::TraceScope no_trace(nullptr);
-  if (algo_->has_step()) out.emplace_back("step", scalar_tensor(st.step, state_dtype()));
+  if (algo_->has_step())
+    out.emplace_back("step", scalar_tensor(st.step, algo_->integer_step() ? DType::Int64 : state_dtype()));
   const auto& snames = algo_->scalar_state_names();
   for (size_t k = 0; k < snames.size() && k < st.scalars.size(); ++k)
     out.emplace_back(snames[k], scalar_tensor(st.scalars[k], state_dtype()));
@@ -265,7 +263,7 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
   LUCID_CHECK(param.shape() == params_[i].shape() && grad.shape() == param.shape(), kind_,
               ": update_with_ops: parameter/gradient shapes ", shape_str(param.shape()), " and ",
               shape_str(grad.shape()), " do not match parameter ", i, "'s ", shape_str(params_[i].shape()));
-  if (graph::Tracer::current() && param.device().type == DeviceType::CPU) {
+  if (graph::Tracer::current() && param.device().type == DeviceType::CPU && algo_->elementwise()) {
     // Compiled on the CPU: one node whose kernel is the eager fused loop.
     const uint32_t need = algo_->needed_buffers(h);
     std::vector<Tensor> inputs{param.detach(), grad.detach()};

@@ -40,6 +40,11 @@ class Algorithm {
   virtual const std::vector<std::string>& buffer_names() const = 0;
   virtual const std::vector<std::string>& scalar_state_names() const = 0;
   virtual bool has_step() const = 0;  // "step" is part of the state (all but SGD)
+  // "step" is saved as an integer (torch's SparseAdam keeps a Python int).
+  virtual bool integer_step() const { return false; }
+  // The rule is element-wise (rules.h): a compiled step records it as one
+  // EngineUpdate node. Other rules (the compiled LBFGS) record their ops.
+  virtual bool elementwise() const { return true; }
   // Buffers the group's flags need (bit k = buffer k), and those every state
   // of this kind has whatever the flags.
   virtual uint32_t needed_buffers(const Hyper& h) const = 0;
@@ -64,12 +69,13 @@ class Algorithm {
 };
 
 // The engine for `kind` ("sgd", "adam", "adamw", "rmsprop", "adagrad",
-// "adadelta", "adamax", "nadam", "radam", "asgd", "rprop"); InvalidArgument
+// "adadelta", "adamax", "nadam", "radam", "asgd", "rprop", "sparse_adam",
+// and "lbfgs_bb", the closure-less step of a compiled LBFGS); InvalidArgument
 // for any other name.
 const Algorithm& algorithm(const std::string& kind);
 bool has_engine(const std::string& kind);
 // Hyper-parameter validation for every optimizer kind, the engine kinds and
-// the Python-level ones ("sparse_adam", "lbfgs"). The one place these rules
+// the Python-level one ("lbfgs"). The one place these rules
 // live: constructors, add_param_group and every step use it.
 void validate(const std::string& kind, const Hyper& h);
 

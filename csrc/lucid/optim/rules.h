@@ -269,17 +269,17 @@ void asgd_rule(V& param, const V& grad, V& ax, const AsgdScalars<V>& s, const De
 }
 
 // ----------------------------------------------------------------- Rprop
-struct RpropFlags {
+struct MaximizeFlags {  // optimizers whose only switch is maximize
   bool maximize = false;
   static constexpr int kCount = 1;
   constexpr unsigned bits() const { return unsigned(maximize); }
-  static constexpr RpropFlags from_bits(unsigned b) { return {bool(b & 1)}; }
+  static constexpr MaximizeFlags from_bits(unsigned b) { return {bool(b & 1)}; }
 };
 #define LUCID_RPROP_SCALARS(X) X(etaminus) X(etaplus) X(step_size_min) X(step_size_max) X(zero) X(one)
 LUCID_OPTIM_SCALARS(RpropScalars, LUCID_RPROP_SCALARS)
 
 template <class V>
-void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScalars<V>& s, const RpropFlags& f) {
+void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScalars<V>& s, const MaximizeFlags& f) {
   V g = signed_grad(grad, f.maximize);
   const V prod = g * prev;
   const V factor = where(gt(prod, s.zero), s.etaplus, where(lt(prod, s.zero), s.etaminus, s.one));
@@ -290,6 +290,28 @@ void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScala
   g = where(lt(prod, s.zero), s.zero, g);  // a sign change: no step this time
   param = param - sign(g) * step_size;
   prev = g;
+}
+
+// ------------------------------------------------------------ SparseAdam
+// torch's SparseAdam on a dense gradient whose non-zero entries are the
+// sparse ones: moments and parameter change only where the gradient is
+// non-zero (an all-zero gradient changes nothing; the step still counts).
+// neg_step_size = -lr sqrt(1 - beta2^t) / (1 - beta1^t).
+#define LUCID_SPARSE_ADAM_SCALARS(X) X(one_minus_beta1) X(one_minus_beta2) X(eps) X(neg_step_size) X(zero)
+LUCID_OPTIM_SCALARS(SparseAdamScalars, LUCID_SPARSE_ADAM_SCALARS)
+
+template <class V>
+void sparse_adam_rule(V& param, const V& grad, V& exp_avg, V& exp_avg_sq, const SparseAdamScalars<V>& s,
+                      const MaximizeFlags& f) {
+  const V g = signed_grad(grad, f.maximize);
+  const V avg_update = (g - exp_avg) * s.one_minus_beta1;
+  const V sq_update = (g * g - exp_avg_sq) * s.one_minus_beta2;
+  const V numer = avg_update + exp_avg;
+  const V denom = sqrt(sq_update + exp_avg_sq) + s.eps;
+  const auto absent = eq(g, s.zero);
+  exp_avg = where(absent, exp_avg, V(exp_avg + avg_update));
+  exp_avg_sq = where(absent, exp_avg_sq, V(exp_avg_sq + sq_update));
+  param = where(absent, param, V(param + (numer / denom) * s.neg_step_size));
 }
 
 }  // namespace lucid::optim

@@ -1,13 +1,8 @@
 """How a compiled step reaches an optimizer's update rule: the few calls the
 traced update and the per-call feeds need. The compiled steps and
-compile_optimizer both go through here, so each fact has one definition.
-
-Two kinds of rules exist: engine optimizers (C++, one per param group; the
-element-wise optimizers) and Python-level rules written with ops
-(SparseAdam), which expose the ``_compiled_*`` hooks."""
+compile_optimizer both go through here, so each fact has one definition:
+the rules are the engine optimizers' (C++, one per param group)."""
 from .. import _C
-from ..autograd import no_grad
-from ._trace import outside_trace
 
 
 class _EngineRules:
@@ -51,44 +46,11 @@ class _EngineRules:
             self.opt._engines[gi].advance(i, self.hypers[gi])
 
 
-class _PythonRules:
-    """Optimizers whose rule is written with ops in Python (SparseAdam)."""
-
-    def __init__(self, opt):
-        self.opt = opt
-
-    def prepare(self):
-        opt = self.opt
-        for group in opt.param_groups:
-            opt._validate(group)
-        return (tuple(opt._compiled_structure(g) for g in opt.param_groups), opt._compiled_state_key())
-
-    def emit(self, tracer, gi, i, param, grad):
-        opt = self.opt
-        with outside_trace(tracer):  # state buffers are real tensors
-            opt._compiled_init_state(gi, i, param)
-        feeds = [tracer.feed([], _C.dtype.float64) for _ in opt._compiled_host_scalars(gi, i)]
-        with no_grad():
-            opt._compiled_update(gi, i, param, grad, feeds)
-
-    def host_scalars(self, slots):
-        out = []
-        for gi, i in slots:
-            out.extend(self.opt._compiled_host_scalars(gi, i))
-        return out
-
-    def advance(self, slots):
-        for gi, i in slots:
-            self.opt._compiled_advance(gi, i)
-
-
 def rules(opt):
     """The compiled-update adapter of `opt`; TypeError when its update cannot
     be compiled."""
     if getattr(opt, "_uses_engine", False) and getattr(opt, "_engines", None):
         return _EngineRules(opt)
-    if hasattr(opt, "_compiled_update"):
-        return _PythonRules(opt)
     raise TypeError(f"{type(opt).__name__} has no update rule that can be compiled")
 
 

@@ -4,7 +4,7 @@ import time
 
 from .. import _C
 from . import _bridge
-from ._trace import outside_trace, tensor_meta
+from ._trace import tensor_meta
 
 SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
              "Rprop", "SparseAdam")
@@ -125,101 +125,60 @@ def _no_grad():
     return no_grad()
 
 
-def lbfgs_bb_rule(param, grad, prev_param, prev_grad, lr, first, tolerance_grad):
-    """The closure-less step of a compiled LBFGS, in place, through ops.
+class _LBFGSEngines:
+    """The compiled LBFGS's own engines (kind "lbfgs_bb", one per group: the
+    per-element Barzilai-Borwein step of csrc/lucid/optim/kinds_misc.cpp)
+    over the eager optimizer's param groups, whose state stays apart."""
 
-    A per-element Barzilai-Borwein (BB1) quasi-Newton step: with
-    ``s = x - x_prev`` and ``y = g - g_prev``, the inverse curvature of each
-    element is estimated as ``h = s*s / (s*y)`` where ``s*y > 0`` (and 1
-    elsewhere, or on the first step), and ``x <- x - lr * h * g``. A
-    parameter whose gradient is already below ``tolerance_grad`` (max-norm)
-    is left unchanged, like LBFGS's convergence test. ``lr``, ``first`` (1.0
-    on the first step) and ``tolerance_grad`` are numbers or 0-d feeds.
-    """
-    s = param - prev_param
-    y = grad - prev_grad
-    sy = s * y
-    curvature_ok = (sy * (1 - first)) > 0  # never on the first step
-    h = _C.where(curvature_ok, (s * s) / _C.where(curvature_ok, sy, 1.0), 1.0)
-    new = param - (grad * h) * lr
-    converged = _C.amax(_C.abs(grad), None, False) <= tolerance_grad
-    _C.assign_(prev_param, param)
-    _C.assign_(prev_grad, grad)
-    _C.assign_(param, _C.where(converged, param, new))
-
-
-class _LBFGSRules:
-    """The compiled LBFGS: its own state (previous parameter and gradient per
-    parameter, and a step count), separate from the eager optimizer's."""
+    _uses_engine = True
 
     def __init__(self, opt):
-        self.opt = opt
-        self.state = {}  # id(param) -> {"step", "prev", "prev_grad"}
-
-    def prepare(self):
-        for group in self.opt.param_groups:
-            self.opt._validate(group)
-        return tuple(id(s["prev"]) for s in self.state.values())
-
-    def emit(self, tracer, gi, i, param, grad):
-        st = self.state.get(id(param))
-        if st is None:
-            with outside_trace(tracer):  # state buffers are real tensors
-                st = self.state[id(param)] = {
-                    "step": 0,
-                    "prev": _C.full(list(param.shape), 0.0, param.dtype, param.device),
-                    "prev_grad": _C.full(list(param.shape), 0.0, param.dtype, param.device),
-                }
-        lr, first, tol = (tracer.feed([], _C.dtype.float64) for _ in range(3))
-        with _no_grad():
-            lbfgs_bb_rule(param, grad, st["prev"], st["prev_grad"], lr, first, tol)
-
-    def host_scalars(self, slots):
-        out = []
-        for gi, i in slots:
-            group = self.opt.param_groups[gi]
-            st = self.state[id(group["params"][i])]
-            out += [float(group["lr"]), 1.0 if st["step"] == 0 else 0.0, float(group["tolerance_grad"])]
-        return out
-
-    def advance(self, slots):
-        for gi, i in slots:
-            self.state[id(self.opt.param_groups[gi]["params"][i])]["step"] += 1
+        self.param_groups = opt.param_groups
+        self._engines = [_C.optim.EngineOptimizer("lbfgs_bb", g["params"], g, opt.defaults)
+                         for g in opt.param_groups]
 
 
 class _CompiledLBFGSBase(_CompiledStepBase):
-    """LBFGS compiles to a different algorithm (lbfgs_bb_rule): the eager
-    optimizer keeps its own state and methods; this wrapper's state is its
-    own and is not part of the eager optimizer's state_dict."""
+    """LBFGS compiles to a different algorithm (a per-element
+    Barzilai-Borwein step): the eager optimizer keeps its own state and
+    methods; this wrapper's state is its own and is not part of the eager
+    optimizer's state_dict."""
 
-    _make_rules = staticmethod(_LBFGSRules)
+    @staticmethod
+    def _make_rules(optimizer):
+        return _bridge.rules(_LBFGSEngines(optimizer))
 
     @property
     def state(self):
-        return self._rules.state
+        from ..optim.optimizer import _EngineState
+
+        return _EngineState(self._rules.opt)
 
     def state_dict(self):
-        index = {id(p): k for k, (_, _, p) in enumerate(_bridge.param_slots(self.optimizer))}
-        state = {index[pid]: {"step": s["step"], "prev": s["prev"].numpy().copy(),
-                              "prev_grad": s["prev_grad"].numpy().copy()} for pid, s in self._rules.state.items()}
-        return {"state": state, "param_groups": [{k: v for k, v in g.items() if k != "params"}
+        from ..optim.optimizer import _export
+
+        state, k = {}, 0
+        for engine in self._rules.opt._engines:
+            for j in range(engine.num_params()):
+                if engine.has_state(j):
+                    state[k] = {name: _export(v) for name, v in engine.state_entries(j)}
+                k += 1
+        return {"state": state, "param_groups": [{key: v for key, v in g.items() if key != "params"}
                                                  for g in self.optimizer.param_groups]}
 
     def load_state_dict(self, state_dict):
-        params = [p for _, _, p in _bridge.param_slots(self.optimizer)]
-        new = {}
-        for k, s in state_dict["state"].items():
-            p = params[int(k)]
-            entry = {"step": int(s["step"])}
-            for name in ("prev", "prev_grad"):
-                arr = s[name]
-                if tuple(arr.shape) != tuple(p.shape):
-                    raise ValueError(f"compiled LBFGS state '{name}' of parameter {k} has shape "
-                                     f"{tuple(arr.shape)}, expected {tuple(p.shape)}")
-            for name in ("prev", "prev_grad"):
-                entry[name] = _C.cast(_C.from_numpy_copy(s[name]), p.dtype)
-            new[id(p)] = entry
-        self._rules.state = new
+        from ..optim.optimizer import _to_lucid
+
+        engines = self._rules.opt._engines
+        where = [(e, j) for e in engines for j in range(e.num_params())]
+        saved = state_dict["state"]
+        converted = []
+        for k, (engine, j) in enumerate(where):
+            entries = [(str(n), _to_lucid(v, n)) for n, v in saved.get(k, {}).items()]
+            engine.check_state(j, entries)  # everything is checked before anything changes
+            converted.append(entries)
+        for (engine, j), entries in zip(where, converted):
+            engine.set_state(j, entries)
 
 
 _wrapper_classes = {}

@@ -98,8 +98,11 @@ def _to_lucid(value, name, dtype=None):
 
 def _export(t):
     """An engine state tensor as a NumPy array (sharing memory where NumPy can
-    represent the dtype, as torch's state_dict shares its tensors)."""
+    represent the dtype, as torch's state_dict shares its tensors); an
+    integer step count (SparseAdam's) as a Python int, as torch keeps it."""
     t = t.detach()
+    if t.dtype == _C.dtype.int64 and t.ndim == 0:
+        return int(t.item())
     if t.dtype == _C.dtype.bfloat16:
         return _C.cast(t, _C.dtype.float32).numpy()
     return t.numpy()
