@@ -1,7 +1,7 @@
 // lucid._C.optim: engine optimizers (one per param group) and the
 // hyper-parameter validation the Python optimizers use.
 #include "bindings.h"
-#include "lucid/api/compile.h"
+#include "lucid/optim/clip.h"
 #include "lucid/optim/engine.h"
 
 namespace lucid::python {
@@ -37,10 +37,18 @@ bool read_number(py::handle v, std::vector<double>& values, std::vector<bool>& i
   return true;
 }
 
+py::list entries_to_py(const optim::StateEntries& entries) {
+  py::list out;
+  for (const auto& [name, t] : entries) out.append(py::make_tuple(name, t));
+  return out;
+}
+
+}  // namespace
+
 // A param group dict -> Hyper. "params" and "param_names" are not
 // hyper-parameters; None means unset; anything that is not a number (a
 // string such as LBFGS's line_search_fn) is an error only where it is read.
-Hyper to_hyper(const py::dict& d) {
+Hyper group_hyper(const py::dict& d) {
   Hyper h;
   for (auto item : d) {
     if (!py::isinstance<py::str>(item.first)) continue;
@@ -62,19 +70,11 @@ Hyper to_hyper(const py::dict& d) {
   return h;
 }
 
-py::list entries_to_py(const optim::StateEntries& entries) {
-  py::list out;
-  for (const auto& [name, t] : entries) out.append(py::make_tuple(name, t));
-  return out;
-}
-
-}  // namespace
-
 void init_optim(py::module_& parent) {
   py::module_ m = parent.def_submodule("optim", "Engine optimizers");
 
   py::class_<Hyper>(m, "Hyper")
-      .def(py::init(&to_hyper), py::arg("group"))
+      .def(py::init(&group_hyper), py::arg("group"))
       .def("keys", &Hyper::keys)
       .def("num", &Hyper::num, py::arg("key"), py::arg("index") = 0)
       .def("flag", &Hyper::flag);
@@ -83,6 +83,13 @@ void init_optim(py::module_& parent) {
   m.def("validate", &optim::validate, py::arg("kind"), py::arg("hyper"));
   m.def("has_engine", &optim::has_engine);
   m.def("float_repr", &optim::py_float_repr);
+  // Gradient clipping (nn.utils.clip_grad_*), shared with the compiled steps.
+  m.def("total_norm", &optim::total_norm, py::arg("tensors"), py::arg("norm_type") = 2.0,
+        py::call_guard<py::gil_scoped_release>());
+  m.def("clip_with_norm", &optim::clip_with_norm, py::arg("grads"), py::arg("max_norm"), py::arg("total"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("clip_by_value", &optim::clip_by_value, py::arg("grads"), py::arg("clip_value"),
+        py::call_guard<py::gil_scoped_release>());
 
   const auto release = py::call_guard<py::gil_scoped_release>();
   py::class_<EngineOptimizer>(m, "EngineOptimizer")
@@ -107,10 +114,7 @@ void init_optim(py::module_& parent) {
       .def("host_scalars", &EngineOptimizer::host_scalars, py::arg("index"), py::arg("hyper"))
       .def("update_with_ops", &EngineOptimizer::update_with_ops, py::arg("index"), py::arg("param"), py::arg("grad"),
            py::arg("scalars"), py::arg("hyper"), release)
-      .def("advance", &EngineOptimizer::advance, py::arg("index"), py::arg("hyper"))
-      // What a compiled update depends on beyond shapes (one definition,
-      // shared with the C++ FusedStep).
-      .def("structure", &compile::engine_structure, py::arg("hyper"));
+      .def("advance", &EngineOptimizer::advance, py::arg("index"), py::arg("hyper"));
 }
 
 }  // namespace lucid::python

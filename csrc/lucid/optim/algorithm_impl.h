@@ -109,6 +109,7 @@ class AlgorithmImpl final : public Algorithm {
   uint32_t needed_buffers(const Hyper& h) const override { return Tr::needed(Tr::flags(h)); }
   uint32_t required_buffers() const override { return Tr::needed(Flags{}); }
   uint32_t flag_bits(const Hyper& h) const override { return Tr::flags(h).bits(); }
+  std::vector<const char*> flag_names() const override { return Flags::names(); }
   std::vector<const char*> host_scalar_names() const override { return Scalars<double>::names(); }
 
   void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const override {

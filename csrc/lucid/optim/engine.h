@@ -52,6 +52,8 @@ class Algorithm {
   // The structural flags the rule branches on (maximize, amsgrad, momentum
   // != 0, ...) as bits: a compiled update is specific to them.
   virtual uint32_t flag_bits(const Hyper& h) const = 0;
+  // What each flag bit means, in the user's terms ("amsgrad", "momentum != 0").
+  virtual std::vector<const char*> flag_names() const = 0;
   // Creates the state the flags need that is missing (concrete tensors, even
   // under a tracer). `defaults` are the optimizer's constructor values.
   virtual void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const = 0;

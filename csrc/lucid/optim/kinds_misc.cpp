@@ -145,6 +145,7 @@ class LbfgsBBAlgorithm final : public Algorithm {
   uint32_t needed_buffers(const Hyper&) const override { return 3u; }
   uint32_t required_buffers() const override { return 3u; }
   uint32_t flag_bits(const Hyper&) const override { return 0; }
+  std::vector<const char*> flag_names() const override { return {}; }
   void init_state(ParamState& st, const Tensor& param, const Hyper&, const Hyper&) const override {
     graph::TraceScope no_trace(nullptr);
     autograd::NoGradGuard no_grad;

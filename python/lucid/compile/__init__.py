@@ -8,6 +8,6 @@ raises. ``loss_fn`` is part of the signature by identity, so passing a fresh
 lambda on every call recompiles every time.
 """
 from ._optimizer import compile_optimizer
-from ._step import fused_step, make_step
+from ._step import fused_step, make_step, train_step
 
-__all__ = ["compile_optimizer", "fused_step", "make_step"]
+__all__ = ["compile_optimizer", "fused_step", "make_step", "train_step"]

@@ -1,128 +1,65 @@
 """compile_optimizer: an optimizer whose step() runs as one executable over
 every parameter of every group."""
-import time
-
 from .. import _C
-from . import _bridge
-from ._trace import tensor_meta
-
-SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-             "Rprop", "SparseAdam")
+from ..autograd import enable_grad
+from ..optim.optimizer import Optimizer, _EngineState, _export, _to_lucid
+from ._step import CacheInfo
 
 
-class _CompiledStepBase:
-    """A drop-in for the optimizer it wraps: ``step``, ``zero_grad``,
-    ``param_groups``, ``state``, ``state_dict`` and ``load_state_dict``. The
-    state is the wrapped optimizer's engine state, updated in place, so
-    checkpoints keep PyTorch's layout and move freely between eager and
-    compiled runs."""
+class _CompiledOptimizer(Optimizer):
+    """An Optimizer (``isinstance(opt, lucid.optim.Optimizer)``, and of the
+    wrapped class) that shares the wrapped optimizer's ``param_groups``,
+    ``defaults`` and state, so checkpoints keep PyTorch's layout and move
+    freely between eager and compiled runs, and LR schedulers drive either.
+    Its ``step()`` is one ``lucid._C.CompiledStep`` call: the update, the step
+    counts and the signature check in C++."""
 
-    def __init__(self, optimizer, cache_size=8):
-        self.optimizer = optimizer
-        self._rules = self._make_rules(optimizer)
-        self._cache = _C.ExecutableCache(cache_size)
-        self._entries = {}
-        self._last_miss = None
+    param_groups = property(lambda self: self._optimizer.param_groups,
+                            lambda self, v: setattr(self._optimizer, "param_groups", v))
+    defaults = property(lambda self: self._optimizer.defaults,
+                        lambda self, v: setattr(self._optimizer, "defaults", v))
+    state = property(lambda self: self._optimizer.state, lambda self, v: setattr(self._optimizer, "state", v))
+    _engines = property(lambda self: self._optimizer._engines)
+    _uses_engine = property(lambda self: self._optimizer._uses_engine)
+
+    def __init__(self, optimizer, cache_size=8):  # noqa: D107 - not Optimizer.__init__: the state is shared
+        self._optimizer = optimizer
+        self._compiled_step = _C.CompiledStep(_C.StepMode.optimizer_update, None, None, self._rules_owner(optimizer), None,
+                                     cache_size)
 
     @staticmethod
-    def _make_rules(optimizer):
-        return _bridge.rules(optimizer)
+    def _rules_owner(optimizer):
+        return optimizer
 
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def defaults(self):
-        return self.optimizer.defaults
-
-    @property
-    def state(self):
-        return self.optimizer.state
-
-    def zero_grad(self, set_to_none=True):
-        self.optimizer.zero_grad(set_to_none)
-
-    def add_param_group(self, group):
-        self.optimizer.add_param_group(group)
-
-    def state_dict(self):
-        return _uncompiled(self.optimizer, type(self.optimizer).state_dict)
-
-    def load_state_dict(self, state_dict):
-        return _uncompiled(self.optimizer, type(self.optimizer).load_state_dict, state_dict)
+    def __getattr__(self, name):  # anything else the wrapped optimizer has (LBFGS's settings...)
+        if name == "_optimizer":
+            raise AttributeError(name)
+        return getattr(self._optimizer, name)
 
     def step(self, closure=None):
         loss = None
         if closure is not None:
-            with _enable_grad():
+            with enable_grad():
                 loss = closure()
-        rules = self._rules
-        structure = rules.prepare()  # validates everything before anything changes
-        slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(self.optimizer) if p.grad is not None]
-        if not slots:
-            return loss
-        grads_sig = tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots)
-        key = repr((grads_sig, structure))
-        exe = self._cache.get(key)
-        if exe is None or not exe.bindings_valid():
-            self._last_miss = "first call" if not self._entries else "signature changed"
-            exe = self._compile(slots)
-            # tracing may create state: key by the signature later calls see
-            key = repr((grads_sig, rules.prepare()))
-            for evicted in self._cache.put(key, exe, self._compile_seconds):
-                self._entries.pop(evicted, None)
-            self._entries[key] = exe
-        positions = [(gi, i) for gi, i, _ in slots]
-        exe.run([p.grad for _, _, p in slots], rules.host_scalars(positions))
-        rules.advance(positions)
+        self._compiled_step()
         return loss
 
-    def _compile(self, slots):
-        start = time.perf_counter()
-        tracer = _C.GraphTracer()
-        sym = [tracer.input(list(p.grad.shape), p.grad.dtype, str(p.grad.device)) for _, _, p in slots]
-        tracer.enter()
-        try:
-            with _no_grad():
-                for (gi, i, p), g in zip(slots, sym):
-                    self._rules.emit(tracer, gi, i, p, g)
-        finally:
-            tracer.exit()
-        exe = tracer.compile(str(slots[0][2].device))
-        self._compile_seconds = time.perf_counter() - start
-        return exe
-
     def cache_info(self):
-        from ._step import CacheInfo
+        return CacheInfo(*self._compiled_step._cache_counters())
 
-        return CacheInfo(self._cache.hits, self._cache.misses, len(self._cache), self._cache.compile_seconds,
-                         self._last_miss)
+    @property
+    def cache_size(self):
+        return self._compiled_step.cache_size
+
+    @cache_size.setter
+    def cache_size(self, n):
+        self._compiled_step.cache_size = n
+
+    def executables(self):
+        return self._compiled_step.executables()
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.optimizer!r})"
-
-
-def _uncompiled(opt, method, *args):
-    """Runs the optimizer's own (eager) method, bypassing the delegation to
-    this wrapper: the state is shared, only the step differs."""
-    compiled = opt.__dict__.pop("_compiled", None)
-    try:
-        return method(opt, *args)
-    finally:
-        opt._compiled = compiled
-
-
-def _enable_grad():
-    from ..autograd import enable_grad
-
-    return enable_grad()
-
-
-def _no_grad():
-    from ..autograd import no_grad
-
-    return no_grad()
+        return f"{type(self).__name__}({self._optimizer!r})"
 
 
 class _LBFGSEngines:
@@ -133,44 +70,41 @@ class _LBFGSEngines:
     _uses_engine = True
 
     def __init__(self, opt):
-        self.param_groups = opt.param_groups
+        self._opt = opt
         self._engines = [_C.optim.EngineOptimizer("lbfgs_bb", g["params"], g, opt.defaults)
                          for g in opt.param_groups]
 
+    @property
+    def param_groups(self):
+        return self._opt.param_groups
 
-class _CompiledLBFGSBase(_CompiledStepBase):
+
+class _CompiledLBFGS(_CompiledOptimizer):
     """LBFGS compiles to a different algorithm (a per-element
     Barzilai-Borwein step): the eager optimizer keeps its own state and
     methods; this wrapper's state is its own and is not part of the eager
     optimizer's state_dict."""
 
-    @staticmethod
-    def _make_rules(optimizer):
-        return _bridge.rules(_LBFGSEngines(optimizer))
+    state = property(lambda self: _EngineState(self._lbfgs))
+    _engines = property(lambda self: self._lbfgs._engines)
+    _uses_engine = property(lambda self: True)
 
-    @property
-    def state(self):
-        from ..optim.optimizer import _EngineState
-
-        return _EngineState(self._rules.opt)
+    def _rules_owner(self, optimizer):
+        self._lbfgs = _LBFGSEngines(optimizer)
+        return self._lbfgs
 
     def state_dict(self):
-        from ..optim.optimizer import _export
-
         state, k = {}, 0
-        for engine in self._rules.opt._engines:
+        for engine in self._lbfgs._engines:
             for j in range(engine.num_params()):
                 if engine.has_state(j):
                     state[k] = {name: _export(v) for name, v in engine.state_entries(j)}
                 k += 1
         return {"state": state, "param_groups": [{key: v for key, v in g.items() if key != "params"}
-                                                 for g in self.optimizer.param_groups]}
+                                                 for g in self.param_groups]}
 
     def load_state_dict(self, state_dict):
-        from ..optim.optimizer import _to_lucid
-
-        engines = self._rules.opt._engines
-        where = [(e, j) for e in engines for j in range(e.num_params())]
+        where = [(e, j) for e in self._lbfgs._engines for j in range(e.num_params())]
         saved = state_dict["state"]
         converted = []
         for k, (engine, j) in enumerate(where):
@@ -184,12 +118,23 @@ class _CompiledLBFGSBase(_CompiledStepBase):
 _wrapper_classes = {}
 
 
+def _wrapper_class(optimizer):
+    cls = type(optimizer)
+    base = _CompiledLBFGS if cls.__name__ == "LBFGS" else _CompiledOptimizer
+    if cls not in _wrapper_classes:
+        _wrapper_classes[cls] = type(f"_Compiled{cls.__name__}", (base, cls), {"__module__": __name__})
+    return _wrapper_classes[cls]
+
+
 def compile_optimizer(optimizer, *, cache_size=8):
     """Returns a drop-in optimizer whose ``step()`` is one executable.
 
-    Compiling the same optimizer again returns the same wrapper; from then on
-    ``optimizer.step()``, ``state_dict()`` and ``load_state_dict()`` act on
-    the wrapper's (shared) state.
+    The result is an Optimizer of the same class (schedulers and
+    ``isinstance`` checks accept it) that shares ``param_groups`` and state
+    with ``optimizer``. Compiling the same optimizer again returns the same
+    wrapper; from then on ``optimizer.step()``, ``state_dict()`` and
+    ``load_state_dict()`` act through the wrapper too. LBFGS compiles to a
+    closure-less per-element Barzilai-Borwein step with its own state.
 
     >>> import lucid, lucid.optim
     >>> from lucid.compile import compile_optimizer
@@ -200,25 +145,18 @@ def compile_optimizer(optimizer, *, cache_size=8):
     >>> w.tolist()
     [0.5, 0.5, 0.5]
     """
-    name = type(optimizer).__name__
     existing = getattr(optimizer, "_compiled_wrapper", None)
     if existing is not None:
         return existing
-    if name == "LBFGS":
-        if not any(g["params"] for g in optimizer.param_groups):
-            raise ValueError("compile_optimizer: the optimizer has no parameters")
-        cls = _wrapper_classes.setdefault(name, type("_CompiledLBFGS", (_CompiledLBFGSBase,), {}))
-        wrapper = cls(optimizer, cache_size)
-        optimizer._compiled_wrapper = wrapper  # the eager optimizer keeps its own step and state
-        return wrapper
-    if name not in SUPPORTED:
-        raise TypeError(f"compile_optimizer does not support {name}; supported: {', '.join(SUPPORTED + ('LBFGS',))}")
+    if not isinstance(optimizer, Optimizer) or not (getattr(optimizer, "_uses_engine", False)
+                                                     or type(optimizer).__name__ == "LBFGS"):
+        raise TypeError(f"compile_optimizer does not support {type(optimizer).__name__}; supported: the optimizers "
+                        "of lucid.optim (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, "
+                        "Rprop, SparseAdam, LBFGS)")
     if not any(g["params"] for g in optimizer.param_groups):
         raise ValueError("compile_optimizer: the optimizer has no parameters")
-    cls = _wrapper_classes.get(name)
-    if cls is None:
-        cls = _wrapper_classes[name] = type(f"_Compiled{name}", (_CompiledStepBase,), {})
-    wrapper = cls(optimizer, cache_size)
-    optimizer._compiled = wrapper  # opt.step/state_dict/load_state_dict now go to the wrapper
+    wrapper = _wrapper_class(optimizer)(optimizer, cache_size)
+    if not isinstance(wrapper, _CompiledLBFGS):
+        optimizer._compiled = wrapper  # opt.step/state_dict/load_state_dict now go through the wrapper
     optimizer._compiled_wrapper = wrapper
     return wrapper
