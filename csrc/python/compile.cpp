@@ -144,9 +144,7 @@ class PyCompiledStep {
       bool same = params.size() == engine->num_params();
       for (size_t j = 0; same && j < params.size(); ++j)
         same = py::isinstance<Tensor>(params[j]) && params[j].cast<Tensor>().same(engine->param(j));
-      if (!same)
-        fail<Error>("param_groups[", gi, "]['params'] changed after the group was added; "
-                    "use add_param_group to optimize more parameters");
+      if (!same) engine->set_params(params.cast<std::vector<Tensor>>());  // the list was edited, as torch allows
       c.groups.push_back({engine, group_hyper(group)});
     }
   }

@@ -101,6 +101,7 @@ void init_optim(py::module_& parent) {
                              [](const EngineOptimizer& e) { return e.algorithm().scalar_state_names(); })
       .def_property_readonly("has_step", [](const EngineOptimizer& e) { return e.algorithm().has_step(); })
       .def("num_params", &EngineOptimizer::num_params)
+      .def("set_params", &EngineOptimizer::set_params, py::arg("params"))
       .def("param", &EngineOptimizer::param)
       .def("check", &EngineOptimizer::check, py::arg("hyper"), release)
       .def("step", &EngineOptimizer::step, py::arg("hyper"), release)

@@ -64,16 +64,32 @@ void validate(const std::string& kind, const Hyper& h) {
 // ------------------------------------------------------------ EngineOptimizer
 EngineOptimizer::EngineOptimizer(const std::string& kind, std::vector<Tensor> params, const Hyper& group,
                                  const Hyper& defaults)
-    : kind_(kind), algo_(&optim::algorithm(kind)), params_(std::move(params)), defaults_(defaults) {
+    : kind_(kind), algo_(&optim::algorithm(kind)), defaults_(defaults) {
   validate(kind_, group);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
+  set_params(params);
+}
+
+bool EngineOptimizer::set_params(const std::vector<Tensor>& params) {
+  bool same = params.size() == params_.size();
+  for (size_t i = 0; same && i < params.size(); ++i) same = params[i].same(params_[i]);
+  if (same) return false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
     LUCID_CHECK_T(TypeError, p.defined(), "optimizer parameter ", i, " is undefined");
     LUCID_CHECK_T(TypeError, is_floating(p.dtype()), "optimizer can only optimize floating-point tensors, but parameter ",
                   i, " is ", dtype_name(p.dtype()));
     if (p.is_symbolic()) fail<Error>("optimizer parameter ", i, " is a tensor from a compiled step's trace");
   }
-  states_.resize(params_.size());
+  std::vector<ParamState> states(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    for (size_t j = 0; j < params_.size(); ++j)
+      if (params[i].same(params_[j])) {
+        states[i] = states_[j];
+        break;
+      }
+  params_ = params;
+  states_ = std::move(states);
+  return true;
 }
 
 const Tensor& EngineOptimizer::param(size_t i) const {

@@ -90,6 +90,10 @@ class EngineOptimizer {
   const Algorithm& algorithm() const { return *algo_; }
   size_t num_params() const { return params_.size(); }
   const Tensor& param(size_t i) const;
+  // Follows an edit of the group's parameter list, as torch reads the list
+  // on every step: a parameter still listed keeps its state, a new one
+  // starts without. Returns false (changing nothing) when the list is the same.
+  bool set_params(const std::vector<Tensor>& params);
 
   // Validates the hyper-parameters and every gradient; changes nothing.
   void check(const Hyper& h) const;

@@ -29,10 +29,24 @@ def _scalar_loss(loss, who):
 
 
 def _model_and_loss(model, loss_fn):
-    """The forward of make_step/fused_step: ``loss_fn(model(x), *targets)``."""
+    """The forward of make_step/fused_step: ``loss_fn(model(x), *targets)``.
+    A trace with a different number of arguments than the ones that worked
+    says so when it fails (an extra argument otherwise surfaces as whatever
+    loss_fn makes of it)."""
+    traced = set()
 
     def forward(args):
-        return [_scalar_loss(loss_fn(model(args[0]), *args[1:]), "loss_fn")]
+        try:
+            loss = _scalar_loss(loss_fn(model(args[0]), *args[1:]), "loss_fn")
+        except Exception as e:
+            if traced and len(args) not in traced:
+                counts = " or ".join(str(n) for n in sorted(traced))
+                raise type(e)(f"the compiled step was called with {len(args)} arguments (the model input and "
+                              f"{len(args) - 1} targets for loss_fn), but earlier calls had {counts}; tracing the "
+                              f"new call failed: {e}") from e
+            raise
+        traced.add(len(args))
+        return [loss]
 
     return forward
 

@@ -148,19 +148,24 @@ class _EngineState(Mapping):
                     return gi, j
         return None
 
+    def _engines(self):
+        # a group's list edited by hand is followed, as torch reads it each time
+        for engine, group in zip(self._opt._engines, self._opt.param_groups):
+            engine.set_params(group["params"])
+        return self._opt._engines
+
     def __getitem__(self, param):
         loc = self._locate(param)
         if loc is None:
             return {}
-        engine = self._opt._engines[loc[0]]
-        return dict(engine.state_entries(loc[1]))
+        return dict(self._engines()[loc[0]].state_entries(loc[1]))
 
     def __contains__(self, param):
         loc = self._locate(param)
-        return loc is not None and self._opt._engines[loc[0]].has_state(loc[1])
+        return loc is not None and self._engines()[loc[0]].has_state(loc[1])
 
     def __iter__(self):
-        for engine, group in zip(self._opt._engines, self._opt.param_groups):
+        for engine, group in zip(self._engines(), self._opt.param_groups):
             for j, p in enumerate(group["params"]):
                 if engine.has_state(j):
                     yield p
@@ -316,12 +321,8 @@ class Optimizer:
         """Validates every group's hyper-parameters and gradients; returns
         what the engines read."""
         hypers = []
-        for i, (engine, group) in enumerate(zip(self._engines, self.param_groups)):
-            if len(group["params"]) != engine.num_params():
-                raise RuntimeError(
-                    f"param_groups[{i}]['params'] changed after the group was added; "
-                    "use add_param_group to optimize more parameters"
-                )
+        for engine, group in zip(self._engines, self.param_groups):
+            engine.set_params(group["params"])  # an edited list takes effect, as in torch
             h = _C.optim.Hyper(group)
             engine.check(h)
             hypers.append(h)
@@ -347,8 +348,11 @@ class Optimizer:
 
     # --------------------------------------------------------- state_dict
     def _param_entries(self, gi, j, param):
-        """Parameter j of group gi's state as {key: value} (engine kinds)."""
-        return dict(self._engines[gi].state_entries(j))
+        """Parameter j of group gi's state as {key: value} (engine kinds); a
+        parameter appended to the group's list since the last step has none."""
+        engine = self._engines[gi]
+        engine.set_params(self.param_groups[gi]["params"])
+        return dict(engine.state_entries(j))
 
     def state_dict(self):
         """The optimizer state in torch.optim's layout:
@@ -415,6 +419,9 @@ class Optimizer:
             self._group_defaults(s)
             self._validate(s)
             new_groups.append(s)
+        if self._uses_engine:
+            for engine, group in zip(self._engines, groups):
+                engine.set_params(group["params"])  # follow a hand-edited list, as torch does
         saved_state = state_dict["state"]
         for key in saved_state:
             if key not in where:
