@@ -11,6 +11,11 @@ namespace lucid::python {
 
 namespace {
 
+// Bumped by every change to a Module's parameters or children (the
+// _Registry dicts of lucid.nn.Module): a compiled step reuses the
+// model.parameters() it read while this has not moved.
+uint64_t g_module_structure_version = 1;
+
 using compile::CompiledStep;
 using compile::GradScalerState;
 using compile::StepMode;
@@ -63,6 +68,8 @@ class PyCompiledStep {
     config.clip_value = clip_value;
     config.accumulate = accumulate;
     has_training_ = !model_.is_none() && py::hasattr(model_, "training");
+    py::object module_cls = py::module_::import("lucid.nn").attr("Module");
+    is_module_ = !model_.is_none() && py::isinstance(model_, module_cls);
     if (has_training_) config.fact_names.push_back("model.training");
     compile::Forward fwd;
     if (!forward.is_none()) {
@@ -116,7 +123,12 @@ class PyCompiledStep {
     if (!optimizer_.is_none()) read_groups(c);
     if (mode != StepMode::OptimizerUpdate) {
       if (!model_.is_none()) {
-        for (py::handle p : model_.attr("parameters")()) c.params.push_back(p.cast<Tensor>());
+        if (!is_module_ || params_version_ != g_module_structure_version) {
+          params_.clear();
+          for (py::handle p : model_.attr("parameters")()) params_.push_back(p.cast<Tensor>());
+          params_version_ = g_module_structure_version;
+        }
+        c.params = params_;
       } else {
         for (const auto& g : c.groups)
           for (size_t i = 0; i < g.engine->num_params(); ++i) c.params.push_back(g.engine->param(i));
@@ -145,14 +157,62 @@ class PyCompiledStep {
       for (size_t j = 0; same && j < params.size(); ++j)
         same = py::isinstance<Tensor>(params[j]) && params[j].cast<Tensor>().same(engine->param(j));
       if (!same) engine->set_params(params.cast<std::vector<Tensor>>());  // the list was edited, as torch allows
-      c.groups.push_back({engine, group_hyper(group)});
+      c.groups.push_back({engine, hyper_of(gi, group)});
     }
   }
+
+  // The group's hyper-parameters, converted again only when one of its
+  // values is a different object (or a mutable one, whose contents may have
+  // changed in place): an LR schedule assigns a new float, so it is seen.
+  std::shared_ptr<const optim::Hyper> hyper_of(size_t gi, const py::dict& group) {
+    if (hyper_cache_.size() <= gi) hyper_cache_.resize(gi + 1);
+    HyperCache& cache = hyper_cache_[gi];
+    bool same = cache.valid && size_t(PyDict_Size(group.ptr())) == cache.items.size();
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    size_t k = 0;
+    while (same && PyDict_Next(group.ptr(), &pos, &key, &value)) {
+      same = cache.items[k].first.ptr() == key && cache.items[k].second.ptr() == value;
+      ++k;
+    }
+    if (same) return cache.hyper;
+    cache.hyper = std::make_shared<const optim::Hyper>(group_hyper(group));
+    cache.items.clear();
+    cache.valid = true;
+    pos = 0;
+    while (PyDict_Next(group.ptr(), &pos, &key, &value)) {
+      cache.items.emplace_back(py::reinterpret_borrow<py::object>(key), py::reinterpret_borrow<py::object>(value));
+      const std::string name = py::str(key);
+      if (name != "params" && name != "param_names" && !immutable(value)) cache.valid = false;
+    }
+    return cache.hyper;
+  }
+
+  static bool immutable(PyObject* v) {
+    if (v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyUnicode_CheckExact(v))
+      return true;
+    if (PyTuple_CheckExact(v)) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); ++i)
+        if (!immutable(PyTuple_GET_ITEM(v, i))) return false;
+      return true;
+    }
+    return false;
+  }
+
+  struct HyperCache {
+    bool valid = false;
+    std::vector<std::pair<py::object, py::object>> items;
+    std::shared_ptr<const optim::Hyper> hyper;
+  };
 
   std::unique_ptr<CompiledStep> core_;
   py::object model_, optimizer_, scaler_;
   py::object tensor_fn_;
   bool has_training_ = false;
+  bool is_module_ = false;
+  std::vector<Tensor> params_;  // the model's parameters as last read
+  uint64_t params_version_ = 0;
+  std::vector<HyperCache> hyper_cache_;
   bool single_result_;
 };
 
@@ -227,6 +287,7 @@ void init_compile(py::module_& m) {
       .def_property_readonly("num_kernels", [](const graph::Executable& e) { return e.graph().nodes.size(); })
       .def_property_readonly("num_scalar_feeds", &graph::Executable::num_scalar_feeds);
   m.def("executable_run_count", &graph::Executable::run_count);
+  m.def("_bump_module_structure", [] { ++g_module_structure_version; });
 }
 
 }  // namespace lucid::python

@@ -7,7 +7,7 @@ namespace {
 std::function<std::vector<Group>()> optimizer_groups(optim::Optimizer& opt) {
   return [&opt] {
     std::vector<Group> out;
-    for (size_t g = 0; g < opt.num_groups(); ++g) out.push_back({&opt.engine(g), opt.hyper(g)});
+    for (size_t g = 0; g < opt.num_groups(); ++g) out.push_back({&opt.engine(g), std::make_shared<const optim::Hyper>(opt.hyper(g))});
     return out;
   };
 }
@@ -17,7 +17,7 @@ std::function<std::vector<Group>()> engine_groups(std::vector<EngineGroup> group
     LUCID_CHECK(groups[g].engine && groups[g].hyper, "engine group ", g, " has no engine or no hyper-parameters");
   return [groups = std::move(groups)] {
     std::vector<Group> out;
-    for (const auto& g : groups) out.push_back({g.engine, *g.hyper});
+    for (const auto& g : groups) out.push_back({g.engine, std::make_shared<const optim::Hyper>(*g.hyper)});
     return out;
   };
 }

@@ -27,26 +27,12 @@ struct CompiledStep::Signature {
     std::vector<uint8_t> has_grad;      // compile_optimizer: which parameters have a gradient
     std::vector<TensorMeta> grad_metas;  // ... and their metas
     std::vector<const void*> state;     // per parameter: exists, buffer count, buffer storages
-    bool operator==(const GroupPart& o) const {
-      return engine == o.engine && flags == o.flags && has_grad == o.has_grad && grad_metas == o.grad_metas &&
-             state == o.state;
-    }
   };
   std::vector<GroupPart> groups;
   bool scaling = false;
   AutocastState autocast;
   std::vector<int64_t> facts;
 
-  bool operator==(const Signature& o) const {
-    if (args != o.args || param_bits != o.param_bits || param_metas != o.param_metas || grad_metas != o.grad_metas ||
-        groups != o.groups || scaling != o.scaling || autocast.enabled != o.autocast.enabled ||
-        (autocast.enabled && autocast.dtype != o.autocast.dtype) || facts != o.facts ||
-        params.size() != o.params.size())
-      return false;
-    for (size_t i = 0; i < params.size(); ++i)
-      if (!params[i].same(o.params[i])) return false;
-    return true;
-  }
 };
 
 struct CompiledStep::Entry {
@@ -175,7 +161,7 @@ void CompiledStep::signature_of(const Call& call, Signature& s) const {
     const Group& g = call.groups[gi];
     Signature::GroupPart& part = s.groups[gi];
     part.engine = g.engine;
-    part.flags = g.engine->algorithm().flag_bits(g.hyper);
+    part.flags = g.engine->algorithm().flag_bits(*g.hyper);
     part.has_grad.clear();
     part.grad_metas.clear();
     part.state.clear();
@@ -193,9 +179,52 @@ void CompiledStep::signature_of(const Call& call, Signature& s) const {
   s.facts = call.facts;
 }
 
-std::shared_ptr<CompiledStep::Entry> CompiledStep::find(const Signature& sig) {
+// signature_of(call) == s, without building it (the per-call check).
+bool CompiledStep::matches(const Signature& s, const Call& call) const {
+  if (s.args.size() != call.args.size() || s.params.size() != call.params.size() ||
+      s.groups.size() != call.groups.size() || s.scaling != (call.scaler != nullptr) || s.facts != call.facts)
+    return false;
+  for (size_t i = 0; i < call.args.size(); ++i)
+    if (!(s.args[i] == call.args[i].meta())) return false;
+  const bool grads = config_.mode == StepMode::Gradients;
+  size_t k = 0;
+  for (size_t i = 0; i < call.params.size(); ++i) {
+    const Tensor& p = call.params[i];
+    if (!p.same(s.params[i])) return false;
+    const Tensor g = grads ? p.grad() : Tensor();
+    if (s.param_bits[i] != (uint8_t(p.requires_grad()) | uint8_t(g.defined()) << 1)) return false;
+    if (!(s.param_metas[i] == p.meta())) return false;
+    if (g.defined() && !(s.grad_metas[k++] == g.meta())) return false;
+  }
+  for (size_t gi = 0; gi < call.groups.size(); ++gi) {
+    const Group& g = call.groups[gi];
+    const Signature::GroupPart& part = s.groups[gi];
+    if (part.engine != g.engine || part.flags != g.engine->algorithm().flag_bits(*g.hyper)) return false;
+    size_t at = 0, with_grad = 0;
+    for (size_t i = 0; i < g.engine->num_params(); ++i) {
+      if (config_.mode == StepMode::OptimizerUpdate) {
+        const Tensor grad = g.engine->param(i).grad();
+        if (i >= part.has_grad.size() || part.has_grad[i] != grad.defined()) return false;
+        if (grad.defined() && !(part.grad_metas[with_grad++] == grad.meta())) return false;
+      }
+      const optim::ParamState& st = g.engine->state(i);
+      if (at + 2 + st.buffers.size() > part.state.size() ||
+          part.state[at] != reinterpret_cast<const void*>(uintptr_t(st.exists)) ||
+          part.state[at + 1] != reinterpret_cast<const void*>(uintptr_t(st.buffers.size())))
+        return false;
+      at += 2;
+      for (const Tensor& b : st.buffers)
+        if (part.state[at++] != (b.defined() ? b.storage().get() : nullptr)) return false;
+    }
+    if (at != part.state.size()) return false;
+  }
+  const AutocastState a = autocast_state();
+  return a.enabled == s.autocast.enabled && (!a.enabled || a.dtype == s.autocast.dtype);
+}
+
+std::shared_ptr<CompiledStep::Entry> CompiledStep::find(const Call& call) {
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (!((*it)->sig == sig)) continue;
+    if (!matches((*it)->sig, call)) continue;
     if (it != cache_.begin()) cache_.splice(cache_.begin(), cache_, it);
     return cache_.front();
   }
@@ -222,7 +251,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
   }
   // Everything is validated before anything runs: a bad hyper-parameter or
   // gradient raises here and changes nothing.
-  for (const Group& g : call.groups) g.engine->check(g.hyper);
+  for (const Group& g : call.groups) g.engine->check(*g.hyper);
   LUCID_CHECK(call.facts.size() == config_.fact_names.size(), "compiled step: expected ", config_.fact_names.size(),
               " facts, got ", call.facts.size());
   if (call.scaler) call.scaler->lazy_init();
@@ -235,8 +264,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
   }
 
   Prepared p;
-  signature_of(call, *scratch_);
-  std::shared_ptr<Entry> entry = find(*scratch_);
+  std::shared_ptr<Entry> entry = find(call);
   if (entry && entry->exe->bindings_valid()) {
     ++hits_;
   } else {
@@ -245,6 +273,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
       last_miss_ = "a captured tensor's storage was rebound (e.g. a parameter's .data was replaced)";
       cache_.remove(entry);
     } else {
+      signature_of(call, *scratch_);
       last_miss_ = describe_change(last_entry_ ? &last_entry_->sig : nullptr, *scratch_, config_);
     }
     entry = compile(call, p.created);
@@ -264,7 +293,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
   for (size_t k : entry->bound_grad_params) p.bound.push_back(call.params[k].grad());
   if (p.scaler) p.scalars.push_back(p.scaler->get_scale());
   for (auto [gi, i] : entry->slots) {
-    const std::vector<double> s = p.groups[gi].engine->host_scalars(i, p.groups[gi].hyper);
+    const std::vector<double> s = p.groups[gi].engine->host_scalars(i, *p.groups[gi].hyper);
     p.scalars.insert(p.scalars.end(), s.begin(), s.end());
   }
   p.params = std::move(call.params);
@@ -292,7 +321,7 @@ std::vector<Tensor> CompiledStep::run(Prepared& p) {
   bool found_inf = false;
   if (e.found_inf >= 0) found_inf = *static_cast<const bool*>(outs[size_t(e.found_inf)].raw_data());
   if (!found_inf)  // an overflow step does not count, as with scaler.step(opt)
-    for (auto [gi, i] : e.slots) p.groups[gi].engine->advance(i, p.groups[gi].hyper);
+    for (auto [gi, i] : e.slots) p.groups[gi].engine->advance(i, *p.groups[gi].hyper);
   if (p.scaler) p.scaler->update(found_inf);
   outs.resize(e.num_results);
   return outs;
@@ -461,11 +490,11 @@ void CompiledStep::trace_update(const Call& call, Entry& entry) {
       for (size_t s = 0; s < entry.slots.size(); ++s) {
         const auto [gi, i] = entry.slots[s];
         const Group& g = call.groups[gi];
-        g.engine->init_state(i, g.hyper);  // concrete buffers, even under the tracer
+        g.engine->init_state(i, *g.hyper);  // concrete buffers, even under the tracer
         std::vector<Tensor> feeds;
         for (size_t f = 0; f < g.engine->host_scalar_names().size(); ++f)
           feeds.push_back(tracer.add_feed({{}, DType::Float64, Device{}}));
-        g.engine->update_with_ops(i, params[s], grads[s], feeds, g.hyper);
+        g.engine->update_with_ops(i, params[s], grads[s], feeds, *g.hyper);
       }
       if (found_inf.defined()) {
         tracer.guard_writebacks_since(before, found_inf);
@@ -491,12 +520,12 @@ void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
         if (!grad.defined()) continue;
         if (entry.slots.empty()) device = p.device().type;
         entry.slots.emplace_back(gi, i);
-        g.engine->init_state(i, g.hyper);
+        g.engine->init_state(i, *g.hyper);
         const Tensor sym = tracer.add_input(grad.meta());
         std::vector<Tensor> feeds;
         for (size_t f = 0; f < g.engine->host_scalar_names().size(); ++f)
           feeds.push_back(tracer.add_feed({{}, DType::Float64, Device{}}));
-        g.engine->update_with_ops(i, p, sym, feeds, g.hyper);
+        g.engine->update_with_ops(i, p, sym, feeds, *g.hyper);
       }
     }
   }

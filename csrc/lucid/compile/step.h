@@ -63,7 +63,7 @@ struct StepConfig {
 // One optimizer param group as a call sees it.
 struct Group {
   optim::EngineOptimizer* engine = nullptr;
-  optim::Hyper hyper;  // read for this call (validated by prepare())
+  std::shared_ptr<const optim::Hyper> hyper;  // read for this call (validated by prepare()); shared, not copied
 };
 
 // What a front end reads for one call.
@@ -133,7 +133,8 @@ class CompiledStep {
 
  private:
   void signature_of(const Call& call, Signature& out) const;
-  std::shared_ptr<Entry> find(const Signature& sig);
+  bool matches(const Signature& sig, const Call& call) const;
+  std::shared_ptr<Entry> find(const Call& call);
   std::shared_ptr<Entry> compile(const Call& call, StateList& created);
   void trace_update(const Call& call, Entry& entry);
   void trace_optimizer(const Call& call, Entry& entry);

@@ -11,6 +11,8 @@ static std::array<std::array<Kernel, 3>, size_t(OpKind::Count)>& table() {
 
 void register_kernel(OpKind kind, DeviceType device, Kernel k) { table()[size_t(kind)][size_t(device)] = k; }
 
+bool has_kernel(OpKind kind, DeviceType device) { return table()[size_t(kind)][size_t(device)] != nullptr; }
+
 Kernel find_kernel(const Primitive& prim, DeviceType device) {
   Kernel k = table()[size_t(prim.kind())][size_t(device)];
   if (!k)

@@ -23,6 +23,8 @@ using Kernel = void (*)(const Primitive& prim, const std::vector<ConstArg>& inpu
 void register_kernel(OpKind kind, DeviceType device, Kernel k);
 // NotImplementedError naming the primitive and device when absent.
 Kernel find_kernel(const Primitive& prim, DeviceType device);
+// Whether `device` has a kernel for `kind` (else callers lower to other ops).
+bool has_kernel(OpKind kind, DeviceType device);
 
 struct KernelRegistrar {
   KernelRegistrar(OpKind kind, DeviceType device, Kernel k) { register_kernel(kind, device, k); }

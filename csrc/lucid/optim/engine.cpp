@@ -5,9 +5,9 @@
 #include <map>
 
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/backend/cpu/parallel.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/dispatch.h"
+#include "lucid/ops/kernels.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/kinds.h"
 #include "lucid/optim/update_primitive.h"
@@ -137,22 +137,39 @@ void EngineOptimizer::step(const Hyper& h) {
     if (params_[i].grad().defined()) active.push_back(i);
   // Allocate first, so that running out of memory leaves every parameter as it was.
   for (size_t i : active) algo_->init_state(states_[i], params_[i], h, defaults_);
-  auto update = [&](size_t i) {
-    algo_->fused_update(params_[i], params_[i].grad(), states_[i], algo_->host_scalars(states_[i], h), h);
-  };
-  // A large parameter splits its own pass over the pool; small ones (too
-  // small to split) are spread over the pool one parameter per task.
-  std::vector<size_t> small;
-  for (size_t i : active) {
-    if (params_[i].numel() < cpu::kElementwiseGrain && params_[i].device().type == DeviceType::CPU)
-      small.push_back(i);
-    else
-      update(i);
-  }
-  cpu::parallel_for(int64_t(small.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) update(small[size_t(k)]);
-  });
+  for (size_t i : active) apply(i, h);
   for (size_t i : active) algo_->advance(states_[i], h);
+}
+
+void EngineOptimizer::apply(size_t i, const Hyper& h) {
+  const Tensor& param = params_[i];
+  const Tensor grad = param.grad();
+  ParamState& st = states_[i];
+  const std::vector<double> scalars = algo_->host_scalars(st, h);
+  if (!algo_->elementwise() || !has_kernel(OpKind::EngineUpdate, param.device().type)) {
+    // A device without a kernel for the update runs the rule's ops.
+    graph::TraceScope no_trace(nullptr);
+    std::vector<Tensor> feeds;
+    const DType cdt = is_half(param.dtype()) ? DType::Float32 : param.dtype();
+    for (double v : scalars) feeds.push_back(scalar_tensor(v, cdt, param.device()));
+    algo_->ops_update(param, grad, st, feeds, h);
+    return;
+  }
+  const uint32_t need = algo_->needed_buffers(h);
+  const EngineUpdate prim(algo_, algo_->flag_bits(h), need);
+  static const TensorMeta scalar_meta{{}, DType::Float64, Device{}};
+  std::vector<ConstArg> in{{param.raw_data("optimizer step"), &param.meta()}, {grad.raw_data("optimizer step"), &grad.meta()}};
+  std::vector<MutArg> out{{param.raw_data("optimizer step"), &param.meta()}};
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (need >> k & 1) {
+      in.push_back({st.buffers[k].raw_data("optimizer state"), &st.buffers[k].meta()});
+      out.push_back({st.buffers[k].raw_data("optimizer state"), &st.buffers[k].meta()});
+    }
+  for (const double& v : scalars) in.push_back({&v, &scalar_meta});
+  find_kernel(prim, param.device().type)(prim, in, out);  // in place
+  param.storage()->bump_version();
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (need >> k & 1) st.buffers[k].storage()->bump_version();
 }
 
 void EngineOptimizer::init_state(size_t i, const Hyper& h) {
@@ -279,8 +296,8 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
   LUCID_CHECK(param.shape() == params_[i].shape() && grad.shape() == param.shape(), kind_,
               ": update_with_ops: parameter/gradient shapes ", shape_str(param.shape()), " and ",
               shape_str(grad.shape()), " do not match parameter ", i, "'s ", shape_str(params_[i].shape()));
-  if (graph::Tracer::current() && param.device().type == DeviceType::CPU && algo_->elementwise()) {
-    // Compiled on the CPU: one node whose kernel is the eager fused loop.
+  if (graph::Tracer::current() && algo_->elementwise() && has_kernel(OpKind::EngineUpdate, param.device().type)) {
+    // One node whose kernel is the eager step's own (the fused loop on the CPU).
     const uint32_t need = algo_->needed_buffers(h);
     std::vector<Tensor> inputs{param.detach(), grad.detach()};
     std::vector<Tensor*> targets;
@@ -293,7 +310,8 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
       }
     const int nb = int(targets.size());
     for (const auto& s : scalars) inputs.push_back(cast(s, DType::Float64));
-    std::vector<Tensor> outs = lucid::apply(std::make_shared<const EngineUpdate>(algo_, h, nb), inputs);
+    std::vector<Tensor> outs =
+        lucid::apply(std::make_shared<const EngineUpdate>(algo_, algo_->flag_bits(h), need), inputs);
     assign_data(param, outs[0]);
     for (int k = 0; k < nb; ++k) assign_data(*targets[k], outs[1 + k]);
     return;

@@ -158,12 +158,6 @@ class LbfgsBBAlgorithm final : public Algorithm {
   std::vector<double> host_scalars(const ParamState& st, const Hyper& h) const override {
     return {h.num("lr"), st.step == 0 ? 1.0 : 0.0, h.num("tolerance_grad")};
   }
-  void fused_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<double>& scalars,
-                    const Hyper& h) const override {
-    std::vector<Tensor> feeds;
-    for (double v : scalars) feeds.push_back(scalar_tensor(v, param.dtype(), param.device()));
-    ops_update(param, grad, st, feeds, h);
-  }
   void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
                   const Hyper&) const override {
     LUCID_CHECK(scalars.size() == 3, "lbfgs_bb: expected 3 scalars, got ", scalars.size());
