@@ -3,6 +3,7 @@
 #include "bindings.h"
 #include "lucid/optim/clip.h"
 #include "lucid/optim/engine.h"
+#include "lucid/optim/kind_table.h"
 
 namespace lucid::python {
 
@@ -35,6 +36,29 @@ bool read_number(py::handle v, std::vector<double>& values, std::vector<bool>& i
   integral.push_back(false);
   Py_DECREF(f);
   return true;
+}
+
+py::object default_to_py(const optim::Default& d) {
+  auto number = [&](size_t i) -> py::object {
+    if (d.type == optim::Default::Type::Bool) return py::bool_(d.values[i] != 0);
+    if (d.integral[i]) return py::int_(int64_t(d.values[i]));
+    return py::float_(d.values[i]);
+  };
+  switch (d.type) {
+    case optim::Default::Type::None: return py::none();
+    case optim::Default::Type::Tuple: {
+      py::list items;
+      for (size_t i = 0; i < d.values.size(); ++i) items.append(number(i));
+      return py::tuple(items);
+    }
+    default: return number(0);
+  }
+}
+
+py::list defaults_to_py(const std::vector<optim::Default>& ds) {
+  py::list out;
+  for (const auto& d : ds) out.append(py::make_tuple(d.key, default_to_py(d)));
+  return out;
 }
 
 py::list entries_to_py(const optim::StateEntries& entries) {
@@ -81,6 +105,18 @@ void init_optim(py::module_& parent) {
   py::implicitly_convertible<py::dict, Hyper>();
 
   m.def("validate", &optim::validate, py::arg("kind"), py::arg("hyper"));
+  // The kind's table (optim/kind_table.h): what the Python classes declare nowhere else.
+  m.def("kind_info", [](const std::string& kind) {
+    const optim::KindInfo& k = optim::kind_info(kind);
+    py::dict d;
+    d["engine"] = k.engine;
+    d["defaults"] = defaults_to_py(k.defaults);
+    d["loaded"] = defaults_to_py(k.loaded);
+    d["forced"] = defaults_to_py(k.forced);
+    d["state_at_construction"] = k.state_at_construction;
+    return d;
+  }, py::arg("kind"));
+  m.def("kind_names", &optim::kind_names);
   m.def("has_engine", &optim::has_engine);
   m.def("float_repr", &optim::py_float_repr);
   // Gradient clipping (nn.utils.clip_grad_*), shared with the compiled steps.

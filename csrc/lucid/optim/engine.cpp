@@ -9,6 +9,7 @@
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/ops.h"
+#include "lucid/optim/kind_table.h"
 #include "lucid/optim/kinds.h"
 #include "lucid/optim/update_primitive.h"
 
@@ -51,11 +52,9 @@ const Algorithm& algorithm(const std::string& kind) {
 }
 
 void validate(const std::string& kind, const Hyper& h) {
-  if (kind == "lbfgs") {
-    check_lr(h);
-  } else {
-    algorithm(kind).validate(h);
-  }
+  if (has_engine(kind)) algorithm(kind).validate(h);
+  else if (kind_info(kind).engine.empty()) check_lr(h);  // LBFGS checks only its learning rate, as torch does
+  else algorithm(kind_info(kind).engine).validate(h);
   if (h.flag("differentiable"))
     fail<NotImplementedError>("differentiable=True is not supported: optimizer steps do not record autograd history");
   if (h.flag("fused") && h.flag("foreach")) fail<Error>("`fused` and `foreach` cannot be `True` together.");

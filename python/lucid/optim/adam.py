@@ -41,25 +41,7 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
         betas = _check_tensor_hypers(lr, betas, foreach, capturable)
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "amsgrad": amsgrad,
-            "maximize": maximize,
-            "foreach": foreach,
-            "capturable": capturable,
-            "differentiable": differentiable,
-            "fused": fused,
-            "decoupled_weight_decay": decoupled_weight_decay,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None), ("capturable", False),
-                           ("differentiable", False), ("decoupled_weight_decay", False), ("fused", None)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class AdamW(Adam):
@@ -73,10 +55,6 @@ class AdamW(Adam):
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
-    def _group_defaults(self, group):
-        super()._group_defaults(group)
-        group["decoupled_weight_decay"] = True  # as torch: always, even for loaded groups
-
 
 class Adamax(Optimizer):
     """Adamax (torch.optim.Adamax). State: ``step``, ``exp_avg``, ``exp_inf``."""
@@ -85,22 +63,7 @@ class Adamax(Optimizer):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-            "capturable": capturable,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                           ("capturable", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class NAdam(Optimizer):
@@ -112,24 +75,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "momentum_decay": momentum_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-            "capturable": capturable,
-            "differentiable": differentiable,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("maximize", False), ("foreach", None), ("capturable", False),
-                           ("differentiable", False), ("decoupled_weight_decay", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class RAdam(Optimizer):
@@ -140,23 +86,7 @@ class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-            "capturable": capturable,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "differentiable": differentiable,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                           ("capturable", False), ("decoupled_weight_decay", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class SparseAdam(Optimizer):
@@ -174,5 +104,4 @@ class SparseAdam(Optimizer):
     _kind = "sparse_adam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
-        defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}
-        super().__init__(params, defaults)
+        super().__init__(params, self._defaults_from(locals()))

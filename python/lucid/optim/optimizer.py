@@ -177,6 +177,13 @@ class _EngineState(Mapping):
         return repr({f"param {i}": v for i, v in enumerate(self.values())})
 
 
+@functools.lru_cache(maxsize=None)
+def _kind_info(kind):
+    """The kind's table (csrc/lucid/optim/kind_table.h): defaults, the keys a
+    loaded group gets, forced values, state at construction."""
+    return _C.optim.kind_info(kind)
+
+
 class Optimizer:
     """Base class of all optimizers.
 
@@ -186,8 +193,10 @@ class Optimizer:
             override ``defaults``).
         defaults: the default value of every hyper-parameter.
 
-    Subclasses set ``_kind``, the name of their hyper-parameter rules (and of
-    their engine optimizer for the element-wise kinds).
+    Subclasses set ``_kind``, the name of their entry in the C++ kind table
+    (csrc/lucid/optim/kind_table.h: defaults, validation, state layout), and
+    build ``defaults`` with ``_defaults_from(locals())``: their signature
+    states the values once, the table names the keys and their order.
     """
 
     _kind: str | None = None
@@ -217,8 +226,12 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
-        for group in param_groups:
-            self.add_param_group(group)
+        self._constructing = True
+        try:
+            for group in param_groups:
+                self.add_param_group(group)
+        finally:
+            self._constructing = False
 
     # ------------------------------------------------------------- groups
     def _validate(self, group):
@@ -228,8 +241,20 @@ class Optimizer:
         if self._kind is not None:
             _C.optim.validate(self._kind, group)
 
+    def _defaults_from(self, given):
+        """The constructor's hyper-parameters (its ``locals()``) in the kind's order."""
+        return {key: given[key] for key, _ in _kind_info(self._kind)["defaults"]}
+
     def _group_defaults(self, group):
-        """Fills keys added in later versions (torch's __setstate__)."""
+        """Fills keys added in later versions (torch's __setstate__) and the
+        values the kind forces (AdamW's decoupled weight decay)."""
+        if self._kind is None:
+            return
+        info = _kind_info(self._kind)
+        for key, value in info["loaded"]:
+            group.setdefault(key, value)
+        for key, value in info["forced"]:
+            group[key] = value
 
     def add_param_group(self, param_group):
         """Adds a param group. Every check happens before anything changes."""
@@ -298,7 +323,11 @@ class Optimizer:
         self._group_added(param_group)
 
     def _group_added(self, group):
-        """Hook for subclasses (Adagrad creates its state here)."""
+        # torch's Adagrad creates the state of its constructor's parameters at once.
+        if self._uses_engine and self._constructing and _kind_info(self._kind)["state_at_construction"]:
+            engine = self._engines[-1]
+            for j in range(engine.num_params()):
+                engine.init_state(j, group)
 
     # --------------------------------------------------------------- step
     def zero_grad(self, set_to_none: bool = True):
