@@ -43,17 +43,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _materialize(optimizer):
-    # Lazy backends compute on demand; after an update the parameters must
-    # hold their new values. CPU tensors always do.
-    sync = getattr(_C, "materialize", None)
-    if sync is None:
-        return
-    tensors = [p for g in optimizer.param_groups for p in g["params"] if p.device.type != "cpu"]
-    if tensors:
-        sync(tensors)
-
-
 def _wrap_step(step):
     if getattr(step, "_lucid_step", False):
         return step
@@ -63,9 +52,7 @@ def _wrap_step(step):
         compiled = self.__dict__.get("_compiled")
         if compiled is not None:
             return compiled.step(*args, **kwargs)
-        out = step(self, *args, **kwargs)
-        _materialize(self)
-        return out
+        return step(self, *args, **kwargs)
 
     wrapper._lucid_step = True
     return wrapper

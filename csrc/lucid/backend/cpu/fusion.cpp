@@ -193,7 +193,7 @@ namespace {
 
 template <UnaryOp OP>
 void run_unary(float* d, const float* a, int64_t n) {
-  if constexpr (OP >= UnaryOp::LogicalNot) {
+  if constexpr (unary_returns_bool(OP)) {
     for (int64_t i = 0; i < n; ++i) d[i] = unary_predicate<OP>(a[i]) ? 1.f : 0.f;
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = unary_apply<OP>(a[i]);
@@ -202,7 +202,7 @@ void run_unary(float* d, const float* a, int64_t n) {
 
 template <BinaryOp OP>
 void run_binary(float* d, const float* a, const float* b, int64_t n) {
-  if constexpr (OP >= BinaryOp::Eq) {
+  if constexpr (binary_returns_bool(OP)) {
     for (int64_t i = 0; i < n; ++i) d[i] = binary_predicate<OP>(a[i], b[i]) ? 1.f : 0.f;
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = binary_apply<OP>(a[i], b[i]);
