@@ -319,9 +319,9 @@ def test_eval_mode_is_part_of_the_signature():
 def test_docstring_examples_run():
     import doctest
 
-    from lucid.compile import _optimizer, _step
+    from lucid.compile import _function, _optimizer, _step
 
-    for mod in (_step, _optimizer):
+    for mod in (_step, _optimizer, _function):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, mod.__name__
 

@@ -222,7 +222,8 @@ void init_compile(py::module_& m) {
   py::enum_<StepMode>(m, "StepMode")
       .value("gradients", StepMode::Gradients)
       .value("update", StepMode::Update)
-      .value("optimizer_update", StepMode::OptimizerUpdate);
+      .value("optimizer_update", StepMode::OptimizerUpdate)
+      .value("forward", StepMode::Forward);
 
   py::class_<GradScalerState>(m, "GradScalerState")
       .def(py::init<double, double, double, int64_t, bool>(), py::arg("init_scale"), py::arg("growth_factor"),

@@ -348,6 +348,8 @@ std::shared_ptr<CompiledStep::Entry> CompiledStep::compile(const Call& call, Sta
   try {
     if (config_.mode == StepMode::OptimizerUpdate)
       trace_optimizer(call, *entry);
+    else if (config_.mode == StepMode::Forward)
+      trace_forward(call, *entry);
     else
       trace_update(call, *entry);
   } catch (...) {
@@ -368,6 +370,22 @@ static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, Dev
   std::vector<graph::RandomKeyFeed> random_feeds;
   for (auto [feed, draws] : tracer.random_key_feeds()) random_feeds.push_back({feed, draws});
   return graph::compile(tracer.take_graph(), std::move(random_feeds), device);
+}
+
+void CompiledStep::trace_forward(const Call& call, Entry& entry) {
+  graph::GraphTracer tracer;
+  std::vector<Tensor> sym;
+  for (const Tensor& a : call.args) sym.push_back(tracer.add_input(a.meta()));
+  {
+    graph::TraceScope scope(&tracer);
+    const std::vector<Tensor> outs = forward_(sym);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      LUCID_CHECK_T(TypeError, outs[j].defined(), "a compiled function returned an undefined tensor");
+      tracer.add_output(outs[j].detach());
+    }
+    entry.num_results = outs.size();
+  }
+  entry.exe = finish(tracer, call.args[0].device().type);
 }
 
 void CompiledStep::trace_update(const Call& call, Entry& entry) {

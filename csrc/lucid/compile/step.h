@@ -42,6 +42,7 @@ enum class StepMode {
   Gradients,        // make_step: loss + backward; gradients land in .grad as backward() leaves them
   Update,           // fused_step / train_step: + unscaling, clipping and the optimizer update
   OptimizerUpdate,  // compile_optimizer: the update alone, the gradients being the inputs
+  Forward,          // lucid.compile: the forward alone, every output returned (no backward)
 };
 
 struct StepConfig {
@@ -76,7 +77,8 @@ struct Call {
 };
 
 // Runs the user's forward on symbolic arguments (one micro-batch) under the
-// trace and returns the loss (a scalar) followed by any extra outputs.
+// trace and returns the loss (a scalar) followed by any extra outputs (for
+// StepMode::Forward: the outputs, whatever they are).
 using Forward = std::function<std::vector<Tensor>(const std::vector<Tensor>& args)>;
 
 struct CacheInfo {
@@ -138,6 +140,7 @@ class CompiledStep {
   std::shared_ptr<Entry> compile(const Call& call, StateList& created);
   void trace_update(const Call& call, Entry& entry);
   void trace_optimizer(const Call& call, Entry& entry);
+  void trace_forward(const Call& call, Entry& entry);
 
   StepConfig config_;
   Forward forward_;
