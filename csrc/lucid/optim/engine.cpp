@@ -145,8 +145,9 @@ void EngineOptimizer::apply(size_t i, const Hyper& h) {
   const Tensor grad = param.grad();
   ParamState& st = states_[i];
   const std::vector<double> scalars = algo_->host_scalars(st, h);
-  if (!algo_->elementwise() || !has_kernel(OpKind::EngineUpdate, param.device().type)) {
-    // A device without a kernel for the update runs the rule's ops.
+  if (!algo_->elementwise() || !has_kernel(OpKind::EngineUpdate, param.device().type) || !param.is_contiguous() ||
+      !grad.is_contiguous()) {
+    // A device without a kernel for the update (or a strided view) runs the rule's ops.
     graph::TraceScope no_trace(nullptr);
     std::vector<Tensor> feeds;
     const DType cdt = is_half(param.dtype()) ? DType::Float32 : param.dtype();
