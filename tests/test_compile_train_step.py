@@ -375,3 +375,29 @@ def test_every_scheduler_drives_a_compiled_optimizer_as_the_eager_one(name, kwar
     lrs_c, p_c = run(True)
     assert lrs_c == lrs_e
     np.testing.assert_array_equal(p_c, p_e)
+
+
+@pytest.mark.parametrize("copy_by", ["deepcopy", "pickle"])
+def test_a_copied_model_s_parameter_changes_are_seen_by_its_compiled_step(copy_by):
+    # make_step reuses the parameters it read while the module registries are
+    # unchanged: a copy's registries must report changes as the original's do.
+    import copy
+    import pickle
+
+    from lucid.compile import make_step
+
+    original = nn.Sequential(nn.Linear(3, 2), nn.Tanh(), nn.Linear(2, 1))
+    model = copy.deepcopy(original) if copy_by == "deepcopy" else pickle.loads(pickle.dumps(original))
+    loss_fn = lambda out, y: ((out - y) ** 2).mean()  # noqa: E731
+    x, y = lucid.randn(4, 3), lucid.randn(4, 1)
+    step = make_step(model, loss_fn)
+    step(x, y)
+    model[2].weight = nn.Parameter(lucid.randn(1, 2))  # no other module is made in between
+    model.zero_grad()
+    step(x, y)
+    want = nn.Sequential(nn.Linear(3, 2), nn.Tanh(), nn.Linear(2, 1))
+    want.load_state_dict(model.state_dict())
+    loss_fn(want(x), y).backward()
+    for p, q in zip(model.parameters(), want.parameters()):
+        assert p.grad is not None
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)

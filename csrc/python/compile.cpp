@@ -286,6 +286,14 @@ void init_compile(py::module_& m) {
   py::class_<GraphCompiler>(m, "GraphCompiler").def("__repr__", [](const GraphCompiler& c) {
     return "<GraphCompiler " + c.name + ">";
   });
+  // Tests of a backend's lowering: compiled steps use `compiler` (None: the devices' own again).
+  m.def("_compile_steps_with", [](std::optional<GraphCompiler> compiler) {
+    if (!compiler) return CompiledStep::compile_steps_with({});
+    CompiledStep::compile_steps_with([c = *compiler](graph::Graph g, std::vector<graph::RandomKeyFeed> rf) {
+      if (!c.optimize) return c.fn(std::move(g), std::move(rf));
+      return graph::compile(std::move(g), std::move(rf), c.fn);
+    });
+  });
 
   py::class_<graph::Executable, std::shared_ptr<graph::Executable>>(m, "Executable")
       .def("run", &graph::Executable::run, py::arg("inputs"), py::arg("scalars"),

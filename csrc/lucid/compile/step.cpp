@@ -366,9 +366,17 @@ std::shared_ptr<CompiledStep::Entry> CompiledStep::compile(const Call& call, Sta
   return entry;
 }
 
+static graph::CompileFn& step_compiler() {
+  static graph::CompileFn compiler;
+  return compiler;
+}
+
+void CompiledStep::compile_steps_with(graph::CompileFn compiler) { step_compiler() = std::move(compiler); }
+
 static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, DeviceType device) {
   std::vector<graph::RandomKeyFeed> random_feeds;
   for (auto [feed, draws] : tracer.random_key_feeds()) random_feeds.push_back({feed, draws});
+  if (step_compiler()) return step_compiler()(tracer.take_graph(), std::move(random_feeds));
   return graph::compile(tracer.take_graph(), std::move(random_feeds), device);
 }
 

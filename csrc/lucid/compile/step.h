@@ -133,6 +133,11 @@ class CompiledStep {
   // Signature of one call (public for the cache-miss reports' tests).
   struct Signature;
 
+  // While set, every compiled step hands its traced graphs to `compiler`
+  // instead of the device's (how tests run a backend's lowering, e.g. the
+  // Metal plans, on the host); an empty function restores the devices'.
+  static void compile_steps_with(graph::CompileFn compiler);
+
  private:
   void signature_of(const Call& call, Signature& out) const;
   bool matches(const Signature& sig, const Call& call) const;

@@ -99,6 +99,11 @@ class _Registry(OrderedDict):
         _C._bump_module_structure()
         super().update(*args, **kwargs)
 
+    def __reduce__(self):
+        # Pickled as the OrderedDict it is (Module.__setstate__ makes it a
+        # registry again), so a saved module names no private class.
+        return OrderedDict, (), None, None, iter(self.items())
+
     def move_to_end(self, key, last=True):
         _C._bump_module_structure()
         super().move_to_end(key, last)
@@ -282,7 +287,9 @@ class Module:
         memo[id(self)] = new
         for k, v in self.__dict__.items():
             if k == "_parameters":
-                v = OrderedDict((n, None if p is None else copy.deepcopy(p, memo)) for n, p in v.items())
+                v = _Registry((n, None if p is None else copy.deepcopy(p, memo)) for n, p in v.items())
+            elif k == "_modules":
+                v = _Registry((n, copy.deepcopy(m, memo)) for n, m in v.items())
             elif k == "_buffers":
                 v = OrderedDict((n, _clone_tensor(b, memo)) for n, b in v.items())
             else:
