@@ -1,5 +1,7 @@
 #include "lucid/compile/grad_scaler.h"
 
+#include <cmath>
+
 namespace lucid::compile {
 
 GradScalerState::GradScalerState(double init_scale, double growth_factor, double backoff_factor,
@@ -27,7 +29,8 @@ void GradScalerState::update(bool found_inf) {
   }
   growth_tracker = *growth_tracker + 1;
   if (*growth_tracker == growth_interval) {
-    scale = *scale * float(growth_factor);
+    const float grown = *scale * float(growth_factor);
+    if (std::isfinite(grown)) scale = grown;  // torch keeps the scale when growing would overflow
     growth_tracker = 0;
   }
 }

@@ -19,6 +19,7 @@ class _CompiledOptimizer(Optimizer):
     defaults = property(lambda self: self._optimizer.defaults,
                         lambda self, v: setattr(self._optimizer, "defaults", v))
     state = property(lambda self: self._optimizer.state, lambda self, v: setattr(self._optimizer, "state", v))
+    optimizer = property(lambda self: self._optimizer, doc="The wrapped (eager) optimizer.")
     _engines = property(lambda self: self._optimizer._engines)
     _uses_engine = property(lambda self: self._optimizer._uses_engine)
 
