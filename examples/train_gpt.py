@@ -122,6 +122,8 @@ def torch_trainer(args, vocab):
             self.drop = tnn.Dropout(args.dropout)
             self.blocks = tnn.Sequential(*[Block(args.d_model, args.heads) for _ in range(args.layers)])
             self.ln_f = tnn.LayerNorm(args.d_model)
+            tnn.init.normal_(self.tok.weight, std=0.02)  # as char_gpt.GPT: it is also the output head
+            tnn.init.normal_(self.pos.weight, std=0.02)
 
         def forward(self, idx, targets):
             x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1])))
