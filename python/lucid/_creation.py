@@ -112,6 +112,9 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
+    """A new tensor of the given size. Unlike torch's, its elements are zeros,
+    not whatever memory held: the contents are never to be relied on either
+    way, and zeros keep runs reproducible."""
     return _factory(_size_arg("empty", args, size), 0.0, dtype, device, requires_grad)
 
 

@@ -1,41 +1,28 @@
-"""Compiled training steps: the whole step traced once per signature and run
-as one executable per call.
+"""Compiled training steps (the whole step traced once per signature and run
+as one executable per call) and compiled forwards (``lucid.compile(model)``).
 
 A trace records the path Python took on the first call with a given
 signature (like ``torch.jit.trace``): data-dependent Python branches are
 baked in, and reading a value inside the step (``.item()``, ``.numpy()``)
 raises. ``loss_fn`` is part of the signature by identity, so passing a fresh
 lambda on every call recompiles every time.
-
-The module is also callable as PyTorch's ``torch.compile(model)``: see
-:func:`compile`.
 """
-import sys
-import types
+import sys as _sys
+import types as _types
 
+from ._function import CompiledFunction, compile
 from ._optimizer import compile_optimizer
-from ._step import fused_step, make_step
+from ._step import fused_step, make_step, train_step
 
-__all__ = ["compile_optimizer", "fused_step", "make_step"]
-
-
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
-            disable=False):
-    """``torch.compile``'s signature: returns ``model`` (a module or a
-    function) unchanged, so it runs eagerly and computes what it computes
-    uncompiled. Used as a decorator with or without arguments likewise.
-    Lucid compiles whole training steps instead: :func:`fused_step`,
-    :func:`make_step` and :func:`compile_optimizer`."""
-    if model is None:
-        return lambda fn: fn
-    if not callable(model):
-        raise TypeError(f"compile: expected a module or a function, got {type(model).__name__}")
-    return model
+__all__ = ["CompiledFunction", "compile", "compile_optimizer", "fused_step", "make_step", "train_step"]
 
 
-class _CallableModule(types.ModuleType):
-    def __call__(self, model=None, **kwargs):
-        return compile(model, **kwargs)
+class _CallableModule(_types.ModuleType):
+    """``lucid.compile(model)`` compiles a forward, as torch.compile does;
+    ``lucid.compile.fused_step`` etc. stay importable from the same name."""
+
+    def __call__(self, fn, *, cache_size=8):
+        return compile(fn, cache_size=cache_size)
 
 
-sys.modules[__name__].__class__ = _CallableModule
+_sys.modules[__name__].__class__ = _CallableModule
