@@ -436,7 +436,8 @@ def run_fused_step(inst: Instance):
 
 def _untouched_state(eager, compiled):
     """Labels of compiled state entries of parameters the eager optimizer
-    has no state for, where that state was never stepped (step 0)."""
+    has no state for, where that state was never stepped (step 0, or all
+    zeros for a rule without a step count: SGD's momentum_buffer)."""
     out = set()
     by_param = {}
     for k in compiled:
@@ -447,6 +448,8 @@ def _untouched_state(eager, compiled):
             continue
         step = compiled.get(prefix + "].step")
         if step is not None and float(step) == 0.0:
+            out.update(keys)
+        elif step is None and all(not np.any(_arr(compiled[k])) for k in keys):
             out.update(keys)
     return out
 
@@ -898,6 +901,9 @@ def run_torch_optim(inst: Instance):
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
             tscaler.load_state_dict(scaler.state_dict())
             tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
+        # p - update rounds relative to the larger of the two (the update
+        # may cancel most of p): the parameter before the step is the scale
+        before = {n: float(np.abs(_arr(lp)).max()) if lp.numel() else 0.0 for n, lp in ml.named_parameters()}
         try:
             if scaler is not None:
                 scaler.step(ol)
@@ -920,7 +926,7 @@ def run_torch_optim(inst: Instance):
             raise Skip(f"PyTorch cannot take this step: {e!r}") from None
         tp_ = dict(tm.named_parameters())
         for n, lp in ml.named_parameters():
-            led.close(where, f"param {n}", lp, tp_[n], rtol)
+            led.close(where, f"param {n}", lp, tp_[n], rtol, scale=before[n])
         ts = state_items(to)
         ls = state_items(ol)
         # a moment is a blend of its old value and the gradient (PyTorch lerps,
