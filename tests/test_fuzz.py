@@ -148,3 +148,11 @@ def test_generator_is_deterministic():
     ia, ib = Instance(a), Instance(b)
     for k in ia.leaf_values:
         np.testing.assert_array_equal(ia.leaf_values[k], ib.leaf_values[k])
+
+
+def test_comparisons_take_nans_in_the_same_places_as_equal():
+    a = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
+    assert oracles.close_diff(a, a.copy(), 1e-6) is None
+    assert oracles.bitwise_diff(a, a.copy()) is None
+    assert oracles.close_diff(a, np.array([1.0, 0.0, np.inf, -2.0], np.float32), 1e-6) is not None
+    assert oracles.close_diff(a, np.array([1.0, np.nan, -np.inf, -2.0], np.float32), 1e-6) is not None

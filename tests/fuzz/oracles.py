@@ -114,8 +114,8 @@ def close_diff(a, b, rtol, slack=None, scale=None):
     scale = max(float(np.abs(b64[fin]).max()), scale or 0.0)
     tol = rtol * scale + (0.0 if slack is None else slack)
     bad = fin & (np.abs(a64 - b64) > tol)
-    if (~fin).any():
-        bad |= ~fin & (a64 != b64)
+    if (~fin).any():  # infs of the same sign, NaNs anywhere the other has one
+        bad |= ~fin & (a64 != b64) & ~(np.isnan(a64) & np.isnan(b64))
     if bad.any():
         return _describe(a, b, bad)
     return None
