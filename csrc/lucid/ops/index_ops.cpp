@@ -153,11 +153,11 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   LUCID_CHECK_T(TypeError, index.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type int64");
   if (num_classes == -1) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
-    num_classes = *amax(index).data<int64_t>("one_hot with inferred num_classes") + 1;
+    num_classes = *to_device(amax(index), Device{}).data<int64_t>("one_hot with inferred num_classes") + 1;
   } else if (!index.is_symbolic() && index.numel() > 0) {
     // Out-of-range classes would silently give all-zero rows.
-    LUCID_CHECK(*amin(index).data<int64_t>() >= 0, "one_hot: Class values must be non-negative.");
-    LUCID_CHECK(*amax(index).data<int64_t>() < num_classes, "one_hot: Class values must be smaller than num_classes.");
+    LUCID_CHECK(*to_device(amin(index), Device{}).data<int64_t>() >= 0, "one_hot: Class values must be non-negative.");
+    LUCID_CHECK(*to_device(amax(index), Device{}).data<int64_t>() < num_classes, "one_hot: Class values must be smaller than num_classes.");
   }
   Tensor classes = arange(0, double(num_classes), 1, DType::Int64, index.device());
   return cast(eq(unsqueeze(index, -1), classes), DType::Int64);
@@ -173,7 +173,8 @@ static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) 
     Tensor idx = cast(indices[k], DType::Int64);
     const int64_t size = x.shape()[k];
     if (!idx.is_symbolic()) {
-      const int64_t* p = idx.data<int64_t>();
+      const Tensor host = to_device(idx, Device{});  // the values, wherever idx lives
+      const int64_t* p = host.data<int64_t>();
       for (int64_t i = 0; i < idx.numel(); ++i)
         LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
                       k, " with size ", size);
