@@ -86,5 +86,7 @@ __version__ = "0.1.0"
 from .serialization import load, save  # noqa: E402
 from . import utils  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
+from . import backends  # noqa: E402,F401
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).
 cmake_prefix_path = __import__("os").path.join(__import__("os").path.dirname(__file__), "share", "cmake")

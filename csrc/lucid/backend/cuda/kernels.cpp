@@ -4,6 +4,7 @@
 // tensors (host scalars an op may combine with device tensors), which are
 // copied to the device first. The argument structs mirror the device ones.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>

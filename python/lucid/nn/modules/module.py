@@ -374,6 +374,9 @@ class Module:
     def cpu(self):
         return self.to("cpu")
 
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
     def type(self, dst_type):
         return self._apply(lambda t: _C.cast(t, to_dtype(dst_type)))
 

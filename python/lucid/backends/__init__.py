@@ -1,0 +1,2 @@
+"""Backend flags, as ``torch.backends`` names them."""
+from . import cuda  # noqa: F401
