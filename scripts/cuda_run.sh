@@ -4,6 +4,7 @@
 # (WHEEL_DIR: local wheels for what the machine lacks; no network needed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+command -v python >/dev/null || python() { python3 "$@"; }  # some images have python3 only
 wheels="${1:-}"
 shift || true
 echo "== toolchain"
@@ -25,7 +26,7 @@ t0=$(date +%s)
 export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
 # -k 0: every compile error in one run
 { cmake -S . -B build/gpu -G Ninja -DLUCID_BUILD_PYTHON=ON -DCMAKE_BUILD_TYPE=Release && ninja -k 0 -C build/gpu; } \
-  >build-gpu.log 2>&1 || { grep -E "error" build-gpu.log | sort -u | head -60; exit 1; }
+  >build-gpu.log 2>&1 || { cp build-gpu.log "${OUT:-/tmp}/"; grep -E "error" build-gpu.log | sort -u | head -60; exit 1; }
 env_line="$(scripts/dev_build.sh gpu 2>>build-gpu.log)"
 [ -n "$env_line" ] || { grep -E -B2 -A6 "error|FAILED|Error" build-gpu.log | head -80; exit 1; }
 eval "$env_line"
@@ -33,6 +34,10 @@ echo "built in $(( $(date +%s) - t0 )) s"
 export LUCID_CUDA_CACHE="${LUCID_CUDA_CACHE:-/tmp/lucid-cuda-cache}"
 python -c "import lucid; print('cuda available:', lucid.cuda.is_available(), lucid.cuda.unavailable_reason()); print(lucid.cuda.get_device_name())"
 echo "== tests"
-python -m pytest -q -rs tests/test_cuda.py "$@" 2>&1 | tail -60
+# full logs under $LOGS (the device tool's $OUT when set)
+logs="${OUT:-/tmp}"
+timeout_opt=$(python -c "import pytest_timeout" 2>/dev/null && echo "--timeout=120")
+python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py "$@" >"$logs/tests.log" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$logs/tests.log" | tail -60
 echo "== benchmark"
-python -m benchmarks.cuda_eager 2>&1 | tail -20
+python -m benchmarks.cuda_eager 2>&1 | tee "$logs/bench.log" | tail -20

@@ -379,10 +379,20 @@ def test_optimizers_match_the_cpu(opt_name):
 
 @gpu
 def test_compiled_steps_say_they_are_not_available():
-    from lucid.compile import fused_step
+    # Compiled executables run host kernels; on cuda they must refuse
+    # clearly before anything is traced or changed.
+    from lucid.compile import compile_optimizer, fused_step, make_step
 
     model = nn.Linear(4, 2).cuda()
+    before = [p.detach().cpu().numpy().copy() for p in model.parameters()]
     opt = lucid.optim.SGD(model.parameters(), lr=0.1)
-    step = fused_step(model, F.mse_loss, opt)
-    with pytest.raises(NotImplementedError, match="cuda"):
-        step(lucid.ones(3, 4, device="cuda"), lucid.zeros(3, 2, device="cuda"))
+    x, y = lucid.ones(3, 4, device="cuda"), lucid.zeros(3, 2, device="cuda")
+    with pytest.raises(NotImplementedError, match="cuda device is not implemented"):
+        fused_step(model, F.mse_loss, opt)(x, y)
+    with pytest.raises(NotImplementedError, match="cuda device is not implemented"):
+        make_step(model, F.mse_loss)(x, y)
+    F.mse_loss(model(x), y).backward()
+    with pytest.raises(NotImplementedError, match="cuda device is not implemented"):
+        compile_optimizer(opt).step()
+    for b, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), b)

@@ -4,7 +4,7 @@ import time
 
 from .. import _C
 from . import _bridge
-from ._trace import outside_trace, tensor_meta
+from ._trace import check_compiled_devices, outside_trace, tensor_meta
 
 SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
              "Rprop", "SparseAdam")
@@ -58,6 +58,7 @@ class _CompiledStepBase:
             with _enable_grad():
                 loss = closure()
         rules = self._rules
+        check_compiled_devices([p for _, _, p in _bridge.param_slots(self.optimizer)], "compile_optimizer")
         structure = rules.prepare()  # validates everything before anything changes
         slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(self.optimizer) if p.grad is not None]
         if not slots:

@@ -5,7 +5,7 @@ import time
 
 from .. import _C
 from . import _bridge
-from ._trace import as_tensor_args, describe_change, tensor_meta, tracing
+from ._trace import as_tensor_args, check_compiled_devices, describe_change, tensor_meta, tracing
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
 
@@ -68,6 +68,7 @@ class _TracedStep:
         if not args:
             raise TypeError("a compiled step needs at least the model input")
         args = as_tensor_args(args)
+        check_compiled_devices([*args, *self._params()], type(self).__name__)
         fast = self._signature_key(args)
         key = self._keys.get(fast)
         if key is None:  # not seen in this form: the readable signature decides
