@@ -63,6 +63,7 @@ struct Where final : Primitive {
   LUCID_PRIMITIVE_COMMON
   bool differentiable_input(int i) const override { return i != 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 0; }  // the condition
 };
 
 struct Cast final : Primitive {
@@ -215,6 +216,7 @@ struct Gather final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base with src scattered along `axis` at index,
@@ -227,6 +229,7 @@ struct ScatterAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // x.index_select(axis, index) with a 1-D int64 index.
@@ -237,6 +240,7 @@ struct IndexSelect final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base.index_add(axis, index, src).
@@ -247,6 +251,7 @@ struct IndexAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // ------------------------------------------------------------------------ nn

@@ -1,7 +1,9 @@
 // Reductions: the Reduce and ArgReduce primitives and the public reductions
 // (mean, var, std, logsumexp, norm are compositions, so their gradients come
 // from the primitives').
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lucid/ops/op_util.h"
 
@@ -86,6 +88,24 @@ std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& in, const std::vector
   }
 }
 
+// The dims of x in memory order when x is a permutation of a row-major
+// layout (a transpose, a permute): x == permute(y, order) with y row-major.
+static std::optional<std::vector<int64_t>> memory_order(const Tensor& x) {
+  const Shape& s = x.shape();
+  const Shape& st = x.strides();
+  std::vector<int64_t> order(s.size());
+  for (size_t i = 0; i < s.size(); ++i) order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+  int64_t expected = 1;
+  for (size_t k = s.size(); k-- > 0;) {
+    const int64_t d = order[k];
+    if (s[d] == 1) continue;
+    if (st[d] != expected) return std::nullopt;
+    expected *= s[d];
+  }
+  return order;
+}
+
 static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   std::vector<int> axes;
   if (dims.empty()) {
@@ -93,6 +113,21 @@ static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
   } else {
     axes = normalize_axes(dims, x.ndim());
     if (x.ndim() == 0) axes.clear();
+  }
+  if (!x.is_contiguous() && x.numel() > 0) {
+    if (auto order = memory_order(x)) {
+      // A permuted tensor is reduced where it lies (the kernel reads
+      // row-major memory); only the small result is put in x's dim order.
+      std::vector<int> base_axes;
+      std::vector<int64_t> inverse(order->size());
+      for (size_t k = 0; k < order->size(); ++k) {
+        inverse[size_t((*order)[k])] = int64_t(k);
+        if (std::find(axes.begin(), axes.end(), int((*order)[k])) != axes.end()) base_axes.push_back(int(k));
+      }
+      Tensor r = permute(call<Reduce>({permute(x, *order)}, op, base_axes, true), inverse);
+      if (!keepdim) r = squeeze(r, detail::to_i64(axes));
+      return contiguous(r);
+    }
   }
   return call<Reduce>({x}, op, axes, keepdim);
 }
@@ -150,8 +185,18 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   return div(ss, std::max(0.0, double(n) - correction));
 }
 
+// f(v) whose derivative is 0 where v == 0: PyTorch's std and norm backward
+// at a zero result (a constant row, a zero vector); the chain rule through
+// sqrt/pow there gives 0 * inf = NaN. The value is f(v) everywhere.
+template <class F>
+static Tensor zero_derivative_at_zero(const Tensor& v, F f) {
+  const Tensor zero = wrap_scalar(0.0, v);
+  const Tensor at_zero = eq(v, zero);
+  return where(at_zero, zero, f(where(at_zero, wrap_scalar(1.0, v), v)));
+}
+
 Tensor std_(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  return sqrt(var(x, dims, correction, keepdim));
+  return zero_derivative_at_zero(var(x, dims, correction, keepdim), [](const Tensor& v) { return sqrt(v); });
 }
 
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -172,8 +217,9 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   if (std::isinf(p)) return p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
   if (p == 0) return sum(cast(ne(x, wrap_scalar(0.0, x)), x.dtype()), dims, keepdim);
   if (p == 1) return sum(abs(x), dims, keepdim);
-  if (p == 2) return sqrt(sum(mul(x, x), dims, keepdim));
-  return pow(sum(pow(abs(x), p), dims, keepdim), 1.0 / p);
+  if (p == 2) return zero_derivative_at_zero(sum(mul(x, x), dims, keepdim), [](const Tensor& v) { return sqrt(v); });
+  return zero_derivative_at_zero(sum(pow(abs(x), p), dims, keepdim),
+                                 [p](const Tensor& v) { return pow(v, 1.0 / p); });
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
