@@ -10,6 +10,7 @@ it has one, its fused optimizer. Prints median ms per step, the first step
 and peak device memory, and each Lucid/PyTorch ratio.
 """
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -79,6 +80,7 @@ def main(argv=None):
         w = workloads.WORKLOADS[name]
         data = workloads.make_data(w)
         rows = []
+        gc.collect()  # the previous workload's tensors leave the device before the peak is reset
         lucid.cuda.reset_peak_memory_stats()
         try:
             lu = measure(lucid, w, data, args.steps, lucid.cuda.synchronize, lucid.cuda.max_memory_allocated)
@@ -86,6 +88,7 @@ def main(argv=None):
             print(f"{name:<12}{'lucid eager':<22} failed: {type(e).__name__}: {e}")
             continue
         rows.append(("lucid eager", lu))
+        gc.collect()
         torch.cuda.reset_peak_memory_stats()
         rows.append(("torch eager", measure(torch, w, data, args.steps, torch.cuda.synchronize,
                                             torch.cuda.max_memory_allocated)))

@@ -20,6 +20,10 @@ if [ -n "$wheels" ]; then
 fi
 export PATH="$(python -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 echo "== build"
+# The system compiler: an image whose CXX links libstdc++ statically into each
+# shared library puts two libstdc++ copies in one process, and formatting a
+# number in a stream (error messages) then crashes.
+if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
 # a build folder outside the copied tree survives between runs on a warm machine
 mkdir -p /tmp/lucid-gpu-build && rm -rf build && ln -s /tmp/lucid-gpu-build build
 t0=$(date +%s)
