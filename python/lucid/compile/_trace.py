@@ -29,9 +29,9 @@ def outside_trace(tracer):
         tracer.enter()
 
 
-# Devices whose tensors a compiled executable can run on: the graph executor
-# runs the host kernels (Metal's memory is host-addressable). The cuda
-# device runs eagerly only, for now.
+# Devices with a compiled-graph backend. The cuda device runs eagerly only,
+# for now: graph::compile would refuse it too, but only after the trace,
+# which has created optimizer state by then.
 _COMPILED_DEVICES = ("cpu", "metal")
 
 
