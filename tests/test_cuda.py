@@ -2,8 +2,7 @@
 
 - Without a driver (CI): the device says it is unavailable and using it
   raises a clear error; every kernel source compiles with NVRTC when NVRTC
-  is installed (the test extra installs NVIDIA's wheel), so a kernel that
-  does not compile fails CI.
+  is installed (`pip install '.[cuda]'`; skipped otherwise).
 - With a GPU: ops, gradients and whole training steps on cuda match the same
   computation on the CPU (itself checked against PyTorch by the rest of the
   suite).
