@@ -407,17 +407,13 @@ def _cumsum_gemm_variant_grads():
     return compiled.p.grad, eager.p.grad
 
 
-@pytest.mark.xfail(strict=True, reason='the compiled step folds the transpose of a transposed view into the GEMM '
-                                       'flag; eager runs the TT kernel, compiled NT (KNOWN["gemm_variant"])')
 def test_cumsum_gemm_variant_bitwise():
-    """cumsum is a triangular matmul of x.transpose(d, -1): for d != -1 eager
-    passes the reshaped transposed view of x as a transposed operand (row-major
-    underneath), while the compiled graph materializes reshape(permute(x)) and
-    the pass fold_transposes_into_matmul takes the transpose back off as the
-    flag, running NT where eager runs TT: the last bit of some sums differs.
-    Removing the pass makes both the same (checked on 298 soak programs, all
-    bitwise); the fuzzer compares such programs to a tolerance (the test
-    below). (python -m tests.fuzz --seed 1206 --count 1 (make_step))"""
+    """cumsum is a triangular matmul of x.transpose(d, -1). This was a known
+    difference (a strict xfail, KNOWN["gemm_variant"]): eager passed the
+    transposed view as a transposed operand and ran TT, while the compiled
+    graph's fold_transposes_into_matmul ran NT, and the last bit of some sums
+    differed. Since the strided CPU kernels both run the same variant and
+    agree bit for bit. (python -m tests.fuzz --seed 1206 --count 1 (make_step))"""
     got, want = _cumsum_gemm_variant_grads()
     same(got, want, "grad p")
 

@@ -21,16 +21,12 @@ const char* unary_op_name(UnaryOp op) {
                                 "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf"};
   return names[int(op)];
 }
-bool unary_returns_bool(UnaryOp op) { return op >= UnaryOp::LogicalNot; }
-
 const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
                                 "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                                 "logical_or", "logical_xor"};
   return names[int(op)];
 }
-bool binary_returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
-
 // ------------------------------------------------------------------ Unary
 std::string Unary::name() const { return unary_op_name(op); }
 bool Unary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Unary&>(o).op == op; }

@@ -29,22 +29,6 @@ def outside_trace(tracer):
         tracer.enter()
 
 
-# Devices with a compiled-graph backend. The cuda device runs eagerly only,
-# for now: graph::compile would refuse it too, but only after the trace,
-# which has created optimizer state by then.
-_COMPILED_DEVICES = ("cpu", "metal")
-
-
-def check_compiled_devices(tensors, what):
-    """NotImplementedError, before anything is traced or run, when a tensor
-    lives on a device compiled steps do not support yet."""
-    for t in tensors:
-        if t is not None and t.device.type not in _COMPILED_DEVICES:
-            raise NotImplementedError(
-                f"{what} on the {t.device.type} device is not implemented yet: run the step eagerly "
-                f"(zero_grad, forward, backward, optimizer.step) on {t.device.type}")
-
-
 def tensor_meta(t):
     return (tuple(t.shape), str(t.dtype), str(t.device))
 
