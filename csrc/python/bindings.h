@@ -81,6 +81,7 @@ void init_optim(py::module_& m);
 void init_compile(py::module_& m);
 void init_checkpoint(py::module_& m);
 void init_metal_plan(py::module_& m);
+void init_cuda(py::module_& m);
 
 // A compiler other than a device's, handed to GraphTracer.compile_with (the
 // Metal plans run on the host, for tests).

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   lucid::python::init_compile(m);
   lucid::python::init_checkpoint(m);
   lucid::python::init_metal_plan(m);
+  lucid::python::init_cuda(m);
 }

@@ -97,8 +97,11 @@ Tensor from_numpy(py::array arr, bool copy) {
   return t;
 }
 
-static py::object item(const Tensor& t) {
-  LUCID_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+static py::object item(const Tensor& t_in) {
+  LUCID_CHECK(t_in.numel() == 1, "a Tensor with ", t_in.numel(), " elements cannot be converted to Scalar");
+  // Device memory the host cannot address is read through a copy (this waits for the device).
+  const bool host = t_in.device().type == DeviceType::CPU || t_in.device().type == DeviceType::Metal;
+  const Tensor t = host || t_in.is_symbolic() ? t_in : to_device(t_in.detach(), Device{});
   const void* p = t.raw_data("item()");
   switch (t.dtype()) {
     case DType::Bool: return py::bool_(*static_cast<const bool*>(p));

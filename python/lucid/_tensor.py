@@ -116,6 +116,8 @@ def _array(self, dtype=None, copy=None):
 
 @_method("tolist")
 def _tolist(self):
+    if self.device.type == "cuda":
+        return _tolist(self.cpu())
     if self.dtype == _C.dtype.bfloat16:
         return _C.cast(self.detach(), _C.dtype.float32).numpy().tolist()
     return self.detach().numpy().tolist()
@@ -124,6 +126,13 @@ def _tolist(self):
 @_method("size")
 def _size(self, dim=None):
     return self.shape if dim is None else self.shape[dim if dim >= 0 else dim + self.ndim]
+
+
+def _cuda_device(device):
+    # .cuda(), .cuda(0), .cuda("cuda:0") as PyTorch takes them
+    if device is None:
+        return "cuda"
+    return f"cuda:{device}" if isinstance(device, builtins.int) else device
 
 
 @_method("to")
@@ -149,6 +158,7 @@ for _name, _dt in [("float", "float32"), ("double", "float64"), ("half", "float1
                    ("long", "int64"), ("int", "int32"), ("bool", "bool")]:
     setattr(Tensor, _name, (lambda d: lambda self: _C.cast(self, getattr(_C.dtype, d)))(_dt))
 _method("cpu", lambda self: _to(self, device="cpu"))
+_method("cuda", lambda self, device=None, non_blocking=False: _to(self, device=_cuda_device(device)))
 _method("type_as", lambda self, other: _C.cast(self, other.dtype))
 _method("contiguous", lambda self, memory_format=None: self if self.is_contiguous() else _C.contiguous(self))
 _method("is_floating_point", lambda self: self.dtype.is_floating_point)
@@ -708,6 +718,8 @@ def _repr(self):
     if self.device.type != "cpu":
         suffixes.append(f"device='{self.device}'")
     t = self.detach()
+    if t.device.type == "cuda":  # device memory is printed from a host copy
+        t = t.cpu()
     if t.numel() == 0:
         body = "[]"
         if self.ndim != 1:

@@ -45,7 +45,10 @@ static std::array<Allocator*, 3>& allocators() {
 
 void register_allocator(DeviceType t, Allocator* a) { allocators()[size_t(t)] = a; }
 
-bool device_available(DeviceType t) { return allocators()[size_t(t)] != nullptr; }
+bool device_available(DeviceType t) {
+  const Allocator* a = allocators()[size_t(t)];
+  return a != nullptr && a->usable();
+}
 
 Allocator* allocator_for(const Device& d) {
   Allocator* a = allocators()[size_t(d.type)];

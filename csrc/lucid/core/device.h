@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace lucid {
@@ -23,10 +24,13 @@ class Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;
   virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  // Whether the device can be used now: a backend whose driver is loaded at
+  // run time (cuda) is registered on every machine, usable only on some.
+  virtual bool usable() const { return true; }
 };
 
 void register_allocator(DeviceType t, Allocator* a);
 Allocator* allocator_for(const Device& d);  // TypeError when the backend is absent
-bool device_available(DeviceType t);
+bool device_available(DeviceType t);  // registered and usable
 
 }  // namespace lucid

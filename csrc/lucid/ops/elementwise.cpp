@@ -5,6 +5,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/ops/kernels.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -391,11 +392,9 @@ Tensor clone(const Tensor& t) { return call<Copy>({t}); }
 
 Tensor to_device(const Tensor& t, const Device& device) {
   if (t.device() == device) return t;
-  // Until non-CPU backends bring their own transfer kernels, devices share
-  // host-addressable memory (Metal's unified memory).
   const Tensor src = contiguous(t);
   Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
-  std::memcpy(out.raw_data("to(device)"), src.raw_data("to(device)"), t.nbytes());
+  transfer_between_devices(out.raw_data("to(device)"), device, src.raw_data("to(device)"), t.device(), t.nbytes());
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "lucid/ops/kernels.h"
 
 #include <array>
+#include <cstring>
 
 namespace lucid {
 
@@ -45,6 +46,22 @@ StridedCopy find_strided_copy(DeviceType device) {
   StridedCopy fn = copies()[size_t(device)];
   if (!fn) fail<NotImplementedError>("strided copies are not implemented for the ", device_type_name(device), " device");
   return fn;
+}
+
+static std::array<DeviceTransfer, 3>& transfers() {
+  static std::array<DeviceTransfer, 3> t{};
+  return t;
+}
+
+void register_device_transfer(DeviceType device, DeviceTransfer fn) { transfers()[size_t(device)] = fn; }
+
+void transfer_between_devices(void* dst, const Device& dst_device, const void* src, const Device& src_device,
+                              size_t n) {
+  if (!n) return;
+  DeviceTransfer fn = transfers()[size_t(dst_device.type)];
+  if (!fn) fn = transfers()[size_t(src_device.type)];
+  if (fn) fn(dst, dst_device, src, src_device, n);
+  else std::memcpy(dst, src, n);
 }
 
 }  // namespace lucid

@@ -41,16 +41,32 @@ using StridedCopy = void (*)(void* dst, const Layout& dst_layout, const void* sr
 void register_strided_copy(DeviceType device, StridedCopy fn);
 StridedCopy find_strided_copy(DeviceType device);
 
+// Copies `n` bytes between the memories of two devices, one of them the
+// CPU. A backend whose memory the host cannot address registers one; other
+// devices share host-addressable memory and copy with memcpy.
+using DeviceTransfer = void (*)(void* dst, const Device& dst_device, const void* src, const Device& src_device,
+                                size_t n);
+void register_device_transfer(DeviceType device, DeviceTransfer fn);
+// Copies between any two devices (memcpy when neither registered a transfer).
+void transfer_between_devices(void* dst, const Device& dst_device, const void* src, const Device& src_device,
+                              size_t n);
+
 struct KernelRegistrar {
   KernelRegistrar(OpKind kind, DeviceType device, Kernel k, bool strided_inputs = false) {
     register_kernel(kind, device, k, strided_inputs);
   }
+};
+struct DeviceTransferRegistrar {
+  DeviceTransferRegistrar(DeviceType device, DeviceTransfer fn) { register_device_transfer(device, fn); }
 };
 struct StridedCopyRegistrar {
   StridedCopyRegistrar(DeviceType device, StridedCopy fn) { register_strided_copy(device, fn); }
 };
 
 }  // namespace lucid
+
+#define LUCID_REGISTER_DEVICE_TRANSFER(device, fn) \
+  static ::lucid::DeviceTransferRegistrar lucid_device_transfer_registrar_##fn(::lucid::DeviceType::device, fn)
 
 #define LUCID_REGISTER_STRIDED_COPY(device, fn) \
   static ::lucid::StridedCopyRegistrar lucid_strided_copy_registrar_##fn(::lucid::DeviceType::device, fn)

@@ -32,7 +32,7 @@ DType state_dtype() { return default_float_dtype() == DType::Float64 ? DType::Fl
 
 double scalar_value(const Tensor& t) {
   graph::TraceScope no_trace(nullptr);
-  return cast(t, DType::Float64).data<double>("optimizer state")[0];
+  return to_device(cast(t, DType::Float64), Device{}).data<double>("optimizer state")[0];
 }
 
 }  // namespace

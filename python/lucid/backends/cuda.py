@@ -1,7 +1,9 @@
-"""lucid.backends.cuda: torch.backends.cuda's switches. They are kept and
-read back; without a CUDA backend they have no effect."""
+"""lucid.backends.cuda: torch.backends.cuda's switches. ``matmul.allow_tf32``
+lets float32 matrix products on the cuda device use TF32 tensor cores (off by
+default, as in PyTorch); the others are kept and read back."""
 import contextlib
 
+from .. import _C
 from .. import cuda as _cuda
 
 
@@ -9,10 +11,17 @@ class _MatmulFlags:
     """``backends.cuda.matmul``: what CUDA matmuls may trade for speed."""
 
     def __init__(self):
-        self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
         self.fp32_precision = "none"
+
+    @property
+    def allow_tf32(self):
+        return _C._cuda.allow_tf32()
+
+    @allow_tf32.setter
+    def allow_tf32(self, on):
+        _C._cuda.set_allow_tf32(bool(on))
 
     def __repr__(self):
         return (f"matmul(allow_tf32={self.allow_tf32}, allow_fp16_reduced_precision_reduction="

@@ -1,17 +1,41 @@
-"""lucid.cuda: torch.cuda's questions, answered from the engine's device
-registry.
+"""The ``cuda`` device, as ``torch.cuda`` presents it.
 
-A program that never touches a GPU still asks them (``is_available()``,
-``manual_seed_all``, ``device_count()``...). The answers come from which
-backends the core registered: this build has a CUDA backend only if the core
-registered a ``cuda`` allocator. Without one, the queries answer as PyTorch's
-CPU build does (no devices, nothing allocated, seeding does nothing), and the
-calls that need a GPU raise ``CudaUnavailableError``.
+Lucid uses one CUDA device (``cuda`` / ``cuda:0``). The backend needs no CUDA
+toolkit: the NVIDIA driver, NVRTC (kernels are compiled from source on first
+use, cached under ``~/.cache/lucid/cuda``) and cuBLAS are loaded at run time;
+``pip install 'lucid-engine[cuda]'`` installs NVIDIA's NVRTC and cuBLAS wheels.
+Operations queue work on one stream and return; reading values (``.item()``,
+``.cpu()``, ``.tolist()``, printing) and :func:`synchronize` wait for it.
+
+Without a usable device (no driver, no GPU) the queries a CPU program still
+makes answer as PyTorch's CPU build does (no devices, nothing allocated,
+seeding does nothing), and the calls that need a GPU raise
+``CudaUnavailableError``.
 """
 import contextlib
 import functools
+import importlib.util as _importlib_util
+import os as _os
 
 from .. import _C
+
+_cuda = _C._cuda
+
+
+def _wheel_library_dirs():
+    # NVIDIA's wheels put their libraries in nvidia/cu13/lib (CUDA 13) or
+    # nvidia/<component>/lib (earlier layouts).
+    spec = _importlib_util.find_spec("nvidia")
+    dirs = []
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for name in sorted(_os.listdir(root)):
+            lib = _os.path.join(root, name, "lib")
+            if _os.path.isdir(lib):
+                dirs.append(lib)
+    return dirs
+
+
+_cuda.set_library_dirs(_wheel_library_dirs())
 
 __all__ = [
     "CudaUnavailableError", "current_device", "device", "device_count", "empty_cache", "get_device_capability",
@@ -19,7 +43,7 @@ __all__ = [
     "is_available", "is_bf16_supported", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats", "reset_peak_memory_stats",
     "seed", "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "stream", "synchronize", "Event",
-    "Stream",
+    "Stream", "unavailable_reason", "compile_kernel_modules",
 ]
 
 
@@ -29,13 +53,17 @@ class CudaUnavailableError(RuntimeError, AssertionError):
 
 
 def is_available():
-    """Whether a CUDA device can be used: the core has a CUDA backend."""
-    return _C.device_available("cuda")
+    """Whether the NVIDIA driver loads and sees a device."""
+    return _cuda.availability()[0]
+
+
+def unavailable_reason():
+    """Why :func:`is_available` is False ("" when it is True)."""
+    return _cuda.availability()[1]
 
 
 def device_count():
-    # The core registers one allocator per device type, so one device at most.
-    return 1 if is_available() else 0
+    return _cuda.device_count() if is_available() else 0
 
 
 def is_initialized():
@@ -43,8 +71,7 @@ def is_initialized():
 
 
 def _unavailable(what):
-    return CudaUnavailableError(f"{what} needs a CUDA device, but this build of lucid has no CUDA backend "
-                                "(lucid.cuda.is_available() is False)")
+    return CudaUnavailableError(f"CUDA is not available: {what} needs a CUDA device ({unavailable_reason()})")
 
 
 def _needs_device(fn):
@@ -67,9 +94,7 @@ def _backend_query(name):
 
 
 def is_bf16_supported(including_emulation=True):
-    if not is_available():
-        return False
-    _backend_query("is_bf16_supported")
+    return is_available()  # bfloat16 tensors work on every device the backend runs on
 
 
 @_needs_device
@@ -79,8 +104,8 @@ def init():
 
 @_needs_device
 def synchronize(device=None):
-    # Kernels of a CUDA backend run in stream order on one stream; nothing to wait for yet.
-    _backend_query("synchronize")
+    """Waits for all queued work on the device; raises errors kernels reported."""
+    _cuda.synchronize()
 
 
 @_needs_device
@@ -97,7 +122,7 @@ def set_device(device):
 
 @_needs_device
 def get_device_name(device=None):
-    _backend_query("get_device_name")
+    return _cuda.device_name()
 
 
 @_needs_device
@@ -143,9 +168,10 @@ def stream(stream):
 
 
 # ------------------------------------------------------------------ seeding
-# Lucid draws every device's random numbers from one generator (a counter-
-# based stream keyed by the global seed). Without a CUDA device there is no
-# CUDA generator to seed, and these do nothing, as in PyTorch's CPU build.
+# Lucid draws every device's random numbers from one Philox generator (the
+# same numbers on cuda as on the CPU for a seed): seeding cuda is
+# lucid.manual_seed. Without a CUDA device these do nothing, as in PyTorch's
+# CPU build.
 def manual_seed(seed):
     if is_available():
         _C.manual_seed(int(seed))
@@ -192,20 +218,27 @@ def set_rng_state_all(new_states):
 
 # ------------------------------------------------------------------- memory
 # Without a device nothing is allocated: zeros, as PyTorch's CPU build answers.
-def _memory(name):
-    def query(device=None):
-        if is_available():
-            _backend_query(name)
-        return 0
-
-    query.__name__ = name
-    return query
+def memory_allocated(device=None):
+    """Bytes held by tensors on the device."""
+    return _cuda.memory_allocated() if is_available() else 0
 
 
-memory_allocated = _memory("memory_allocated")
-max_memory_allocated = _memory("max_memory_allocated")
-memory_reserved = _memory("memory_reserved")
-max_memory_reserved = _memory("max_memory_reserved")
+def max_memory_allocated(device=None):
+    """The peak of :func:`memory_allocated` since start or the last :func:`reset_peak_memory_stats`."""
+    return _cuda.max_memory_allocated() if is_available() else 0
+
+
+def memory_reserved(device=None):
+    """Bytes the caching allocator holds (in use or cached for reuse)."""
+    return _cuda.memory_reserved() if is_available() else 0
+
+
+def max_memory_reserved(device=None):
+    if is_available():
+        _backend_query("max_memory_reserved")
+    return 0
+
+
 memory_cached = memory_reserved
 max_memory_cached = max_memory_reserved
 
@@ -217,16 +250,23 @@ def memory_stats(device=None):
 
 
 def empty_cache():
+    """Returns memory cached for reuse to the driver."""
     if is_available():
-        _backend_query("empty_cache")
+        _cuda.empty_cache()
 
 
 def reset_peak_memory_stats(device=None):
     if is_available():
-        _backend_query("reset_peak_memory_stats")
+        _cuda.reset_peak_memory_stats()
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def compile_kernel_modules(arch="sm_90"):
+    """Compiles every fixed kernel module with NVRTC for ``arch`` (no device
+    needed); returns ``[(module, log)]`` for those that fail."""
+    return _cuda.compile_kernel_modules(arch)
 
 from . import amp  # noqa: E402,F401
 from .._tensor_surface import CUDA_TENSOR_TYPES as _TYPES  # noqa: E402

@@ -1,0 +1,815 @@
+// The CUDA device's kernel table: each primitive's kernel launches one of
+// the NVRTC-compiled kernels (sources.h) or cuBLAS on the backend's stream.
+// Launches are asynchronous; operands are device memory, except 0-d CPU
+// tensors (host scalars an op may combine with device tensors), which are
+// copied to the device first. The argument structs mirror the device ones.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "lucid/backend/cuda/runtime.h"
+#include "lucid/backend/cuda/sources.h"
+#include "lucid/ops/conv.h"
+#include "lucid/ops/kernels.h"
+#include "lucid/ops/norm.h"
+#include "lucid/ops/primitives.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+constexpr int kMaxDims = 10;  // LUCID_MAXD in the prelude
+
+struct Indexer {
+  int nd = 0;
+  int64_t shape[kMaxDims] = {};
+};
+template <int N>
+struct Strides {
+  int64_t s[N][kMaxDims] = {};
+};
+
+// Operands as the device kernels see them: 0-d host scalars copied to the
+// device (the copies live until the launch is queued; their memory is freed
+// in stream order).
+class DeviceOperands {
+ public:
+  explicit DeviceOperands(const std::vector<ConstArg>& in) {
+    for (const auto& a : in) {
+      if (a.meta->device.type == DeviceType::CUDA) {
+        ptrs_.push_back(a.data);
+        continue;
+      }
+      const size_t n = size_t(a.meta->numel()) * itemsize(a.meta->dtype);
+      keep_.push_back(Tensor::empty(a.meta->shape, a.meta->dtype, Device{DeviceType::CUDA, 0}));
+      Runtime::get().host_to_device(keep_.back().raw_data(), a.data, n);
+      ptrs_.push_back(keep_.back().raw_data());
+    }
+  }
+  const void* operator[](size_t i) const { return ptrs_[i]; }
+
+ private:
+  std::vector<const void*> ptrs_;
+  std::vector<Tensor> keep_;
+};
+
+// Merges dims of `shape` that every stride set walks as one (and drops
+// size-1 dims); NotImplementedError beyond kMaxDims dims.
+template <int N>
+void collapse(const Shape& shape, const std::array<Shape, N>& strides, Indexer& ix, Strides<N>& st, const char* op) {
+  std::vector<int64_t> dims;
+  std::vector<std::array<int64_t, N>> sts;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    std::array<int64_t, N> s;
+    for (int k = 0; k < N; ++k) s[k] = strides[k][d];
+    if (!dims.empty()) {
+      bool merge = true;
+      for (int k = 0; k < N; ++k) merge &= sts.back()[k] == s[k] * shape[d];
+      if (merge) {
+        dims.back() *= shape[d];
+        sts.back() = s;
+        continue;
+      }
+    }
+    dims.push_back(shape[d]);
+    sts.push_back(s);
+  }
+  if (dims.size() > size_t(kMaxDims))
+    fail<NotImplementedError>(op, " on the cuda device: tensors whose layout needs more than ", kMaxDims,
+                              " dimensions are not supported");
+  ix.nd = int(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    ix.shape[d] = dims[d];
+    for (int k = 0; k < N; ++k) st.s[k][d] = sts[d][k];
+  }
+}
+
+// Strides of `s` broadcast into `out` (0 along broadcast dims).
+Shape broadcast_strides_of(const Shape& s, const Shape& out) {
+  Shape st(out.size(), 0);
+  const Shape cs = contiguous_strides(s);
+  const size_t lead = out.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d) st[lead + d] = s[d] == 1 ? 0 : cs[d];
+  return st;
+}
+
+std::string name_for(const char* base, DType dt) { return std::string(base) + "_" + type_suffix(int(dt)); }
+std::string name_for_width(const char* base, DType dt) { return std::string(base) + "_" + width_suffix(itemsize(dt)); }
+
+template <class Args>
+void run(const char* module, const std::string& kernel, const Launch& l, const Args& args) {
+  Runtime& rt = Runtime::get();
+  rt.launch(rt.fixed_kernel(module, kernel), l, args);
+}
+
+// ----------------------------------------------------------------- copies
+struct StridedCopyArgs {
+  void* dst;
+  const void* src;
+  int64_t n, dst_offset, src_offset;
+  Indexer ix;
+  Strides<2> s;
+};
+
+// Copies elements between two layouts of one shape (`add`: dst += src, for
+// layouts that may overlap).
+void copy_layouts(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dt, bool add = false) {
+  const int64_t n = numel(dl.shape);
+  if (n == 0) return;
+  if (!add && is_contiguous(dl.shape, dl.strides) && is_contiguous(sl.shape, sl.strides)) {
+    const size_t es = itemsize(dt);
+    Runtime::get().device_to_device(static_cast<char*>(dst) + dl.offset * int64_t(es),
+                                    static_cast<const char*>(src) + sl.offset * int64_t(es), size_t(n) * es);
+    return;
+  }
+  StridedCopyArgs a{dst, src, n, dl.offset, sl.offset, {}, {}};
+  collapse<2>(dl.shape, {dl.strides, sl.strides}, a.ix, a.s, "strided copy");
+  Runtime& rt = Runtime::get();
+  run("elementwise", add ? name_for("add_at_layout", dt) : name_for_width("strided_copy", dt), rt.elementwise(n), a);
+}
+
+void strided_copy(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dt) {
+  copy_layouts(dst, dl, src, sl, dt);
+}
+LUCID_REGISTER_STRIDED_COPY(CUDA, strided_copy);
+
+void copy_bytes(void* dst, const void* src, const TensorMeta& m) {
+  Runtime::get().device_to_device(dst, src, size_t(m.numel()) * itemsize(m.dtype));
+}
+
+// ------------------------------------------------------------ elementwise
+bool float_only(UnaryOp op) {
+  return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Sign && op != UnaryOp::Square &&
+         op != UnaryOp::Relu && op < UnaryOp::LogicalNot;
+}
+
+struct UnaryArgs {
+  const void* x;
+  void* out;
+  int64_t n;
+  int op;
+};
+void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const UnaryOp op = static_cast<const Unary&>(p).op;
+  const DType dt = in[0].meta->dtype;
+  if (float_only(op) && !is_floating(dt))
+    fail<TypeError>(unary_op_name(op), ": not implemented for ", dtype_name(dt));
+  const int64_t n = out[0].meta->numel();
+  if (!n) return;
+  DeviceOperands d(in);
+  run("elementwise", name_for("unary", dt), Runtime::get().elementwise(n), UnaryArgs{d[0], out[0].data, n, int(op)});
+}
+LUCID_REGISTER_KERNEL(Unary, CUDA, unary_kernel);
+
+struct BinaryArgs {
+  const void* a;
+  const void* b;
+  void* out;
+  int64_t n;
+  int op, mode;
+  Indexer ix;
+  Strides<2> s;
+};
+void binary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const BinaryOp op = static_cast<const Binary&>(p).op;
+  const Shape& os = out[0].meta->shape;
+  const int64_t n = numel(os);
+  if (!n) return;
+  DeviceOperands d(in);
+  BinaryArgs a{d[0], d[1], out[0].data, n, int(op), 0, {}, {}};
+  if (in[0].meta->shape == os && in[1].meta->shape == os) {
+    a.mode = 0;
+  } else if (in[0].meta->shape == os && in[1].meta->numel() == 1) {
+    a.mode = 1;
+  } else {
+    a.mode = 2;
+    collapse<2>(os, {broadcast_strides_of(in[0].meta->shape, os), broadcast_strides_of(in[1].meta->shape, os)}, a.ix,
+                a.s, "binary op");
+  }
+  run("elementwise", name_for("binary", in[0].meta->dtype), Runtime::get().elementwise(n), a);
+}
+LUCID_REGISTER_KERNEL(Binary, CUDA, binary_kernel);
+
+struct WhereArgs {
+  const void* c;
+  const void* a;
+  const void* b;
+  void* out;
+  int64_t n;
+  Indexer ix;
+  Strides<3> s;
+};
+void where_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const Shape& os = out[0].meta->shape;
+  const int64_t n = numel(os);
+  if (!n) return;
+  DeviceOperands d(in);
+  WhereArgs a{d[0], d[1], d[2], out[0].data, n, {}, {}};
+  collapse<3>(os,
+              {broadcast_strides_of(in[0].meta->shape, os), broadcast_strides_of(in[1].meta->shape, os),
+               broadcast_strides_of(in[2].meta->shape, os)},
+              a.ix, a.s, "where");
+  run("elementwise", name_for_width("where", in[1].meta->dtype), Runtime::get().elementwise(n), a);
+}
+LUCID_REGISTER_KERNEL(Where, CUDA, where_kernel);
+
+struct CastArgs {
+  const void* x;
+  void* out;
+  int64_t n;
+};
+void cast_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int64_t n = out[0].meta->numel();
+  if (!n) return;
+  DeviceOperands d(in);
+  const std::string name = std::string("cast_") + type_suffix(int(in[0].meta->dtype)) + "_" +
+                           type_suffix(int(out[0].meta->dtype));
+  run("elementwise", name, Runtime::get().elementwise(n), CastArgs{d[0], out[0].data, n});
+}
+LUCID_REGISTER_KERNEL(Cast, CUDA, cast_kernel);
+
+void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  DeviceOperands d(in);
+  copy_bytes(out[0].data, d[0], *out[0].meta);
+}
+LUCID_REGISTER_KERNEL(Copy, CUDA, copy_kernel);
+
+// --------------------------------------------------------------- creation
+// The bits of `v` stored as dtype `dt` (the CPU's conversion).
+uint64_t element_bits(double v, DType dt) {
+  uint64_t bits = 0;
+  switch (dt) {
+    case DType::Bool: { const bool b = v != 0; std::memcpy(&bits, &b, 1); break; }
+    case DType::Int32: { const int32_t x = int32_t(v); std::memcpy(&bits, &x, 4); break; }
+    case DType::Int64: { const int64_t x = int64_t(v); std::memcpy(&bits, &x, 8); break; }
+    case DType::Float16: bits = float_to_half(float(v)); break;
+    case DType::BFloat16: bits = float_to_bf16(float(v)); break;
+    case DType::Float32: { const float x = float(v); std::memcpy(&bits, &x, 4); break; }
+    case DType::Float64: std::memcpy(&bits, &v, 8); break;
+  }
+  return bits;
+}
+
+struct FillArgs {
+  void* out;
+  int64_t n;
+  uint64_t pattern;
+};
+void fill(void* out, int64_t n, DType dt, uint64_t pattern) {
+  if (!n) return;
+  run("elementwise", name_for_width("fill", dt), Runtime::get().elementwise(n), FillArgs{out, n, pattern});
+}
+
+void full_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
+  const DType dt = out[0].meta->dtype;
+  fill(out[0].data, out[0].meta->numel(), dt, element_bits(static_cast<const Full&>(p).value, dt));
+}
+LUCID_REGISTER_KERNEL(Full, CUDA, full_kernel);
+
+struct ArangeArgs {
+  void* out;
+  int64_t n;
+  double start, step;
+};
+void arange_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
+  const auto& a = static_cast<const Arange&>(p);
+  const int64_t n = out[0].meta->numel();
+  if (!n) return;
+  run("elementwise", name_for("arange", out[0].meta->dtype), Runtime::get().elementwise(n),
+      ArangeArgs{out[0].data, n, a.start, a.step});
+}
+LUCID_REGISTER_KERNEL(Arange, CUDA, arange_kernel);
+
+struct RandomArgs {
+  const void* key;
+  void* out;
+  int64_t n;
+  int normal;
+};
+void random_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& r = static_cast<const Random&>(p);
+  const DType dt = out[0].meta->dtype;
+  if (!is_floating(dt)) fail<TypeError>("random: not implemented for ", dtype_name(dt));
+  const int64_t n = out[0].meta->numel();
+  if (!n) return;
+  DeviceOperands d(in);
+  run("elementwise", name_for("random", dt), Runtime::get().elementwise(n),
+      RandomArgs{d[0], out[0].data, n, r.dist == Distribution::Normal ? 1 : 0});
+}
+LUCID_REGISTER_KERNEL(Random, CUDA, random_kernel);
+
+// ------------------------------------------------------------- reductions
+struct ReduceArgs {
+  const void* x;
+  void* out;
+  int64_t outer, r, inner;
+  int op;
+};
+
+// [outer, r, inner] of a reduction over `axes` of x; a permuted copy first
+// when the reduced axes are not one block.
+struct ReducePlan {
+  int64_t outer = 1, r = 1, inner = 1;
+  const void* data = nullptr;
+  Tensor scratch;
+};
+ReducePlan plan_reduce(const void* data, const TensorMeta& m, const std::vector<int>& axes) {
+  ReducePlan plan;
+  plan.data = data;
+  const Shape& s = m.shape;
+  const int nd = int(s.size());
+  std::vector<bool> red(size_t(nd), false);
+  for (int a : axes) red[size_t(a)] = true;
+  int first = -1, last = -1;
+  bool block = true;
+  for (int d = 0; d < nd; ++d) {
+    if (s[d] == 1 || !red[d]) continue;
+    if (first < 0) first = d;
+    else
+      for (int k = last + 1; k < d; ++k)
+        if (s[k] != 1) block = false;
+    last = d;
+  }
+  if (first < 0) {
+    plan.outer = m.numel();
+    return plan;
+  }
+  if (block) {
+    for (int d = 0; d < first; ++d) plan.outer *= s[d];
+    for (int d = first; d <= last; ++d) plan.r *= red[d] ? s[d] : 1;
+    for (int d = last + 1; d < nd; ++d) plan.inner *= s[d];
+    return plan;
+  }
+  std::vector<int> perm;
+  for (int d = 0; d < nd; ++d)
+    if (!red[d]) perm.push_back(d);
+  for (int d = 0; d < nd; ++d)
+    if (red[d]) perm.push_back(d);
+  Shape ps, pst;
+  const Shape cs = contiguous_strides(s);
+  for (int d : perm) {
+    ps.push_back(s[d]);
+    pst.push_back(cs[d]);
+  }
+  plan.scratch = Tensor::empty(ps, m.dtype, m.device);
+  copy_layouts(plan.scratch.raw_data(), contiguous_layout(ps), data, Layout{ps, pst, 0}, m.dtype);
+  plan.data = plan.scratch.raw_data();
+  for (int d = 0; d < nd; ++d) (red[d] ? plan.r : plan.outer) *= s[d];
+  return plan;
+}
+
+Launch reduce_launch(int64_t outer, int64_t r, int64_t inner) {
+  Runtime& rt = Runtime::get();
+  return inner == 1 ? rt.rows(outer, r) : rt.elementwise(outer * inner);
+}
+
+void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& rd = static_cast<const Reduce&>(p);
+  const DType dt = in[0].meta->dtype;
+  if (out[0].meta->numel() == 0) return;
+  DeviceOperands d(in);
+  ReducePlan plan = plan_reduce(d[0], *in[0].meta, rd.axes);
+  ReduceArgs a{plan.data, out[0].data, plan.outer, plan.r, plan.inner, int(rd.op)};
+  const Launch l = reduce_launch(plan.outer, plan.r, plan.inner);
+  if (rd.op == ReduceOp::All || rd.op == ReduceOp::Any) {
+    run("reduce", rd.op == ReduceOp::All ? "reduce_all" : "reduce_any", l, a);
+    return;
+  }
+  if (dt == DType::Bool) fail<TypeError>(rd.name(), ": not implemented for bool");
+  run("reduce", name_for("reduce", dt), l, a);
+}
+LUCID_REGISTER_KERNEL(Reduce, CUDA, reduce_kernel);
+
+struct ArgReduceArgs {
+  const void* x;
+  void* out;
+  int64_t outer, r, inner;
+  int is_max;
+};
+void arg_reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ar = static_cast<const ArgReduce&>(p);
+  const Shape& s = in[0].meta->shape;
+  int64_t outer = 1, r = 1, inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) (d < ar.axis ? outer : (d == ar.axis ? r : inner)) *= s[d];
+  if (outer * inner == 0) return;
+  DeviceOperands d(in);
+  run("reduce", name_for("arg_reduce", in[0].meta->dtype), Runtime::get().elementwise(outer * inner),
+      ArgReduceArgs{d[0], out[0].data, outer, r, inner, ar.op == ArgReduceOp::ArgMax ? 1 : 0});
+}
+LUCID_REGISTER_KERNEL(ArgReduce, CUDA, arg_reduce_kernel);
+
+void check_float(DType dt, const char* op) {
+  if (!is_floating(dt)) fail<TypeError>(op, ": not implemented for ", dtype_name(dt));
+}
+
+struct SoftmaxArgs {
+  const void* x;
+  void* y;
+  int64_t outer, r, inner;
+  int log;
+};
+void softmax_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sm = static_cast<const Softmax&>(p);
+  check_float(in[0].meta->dtype, "softmax");
+  const Shape& s = in[0].meta->shape;
+  int64_t outer = 1, r = 1, inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) (d < sm.axis ? outer : (d == sm.axis ? r : inner)) *= s[d];
+  if (outer * r * inner == 0) return;
+  DeviceOperands d(in);
+  run("reduce", name_for("softmax", in[0].meta->dtype), reduce_launch(outer, r, inner),
+      SoftmaxArgs{d[0], out[0].data, outer, r, inner, sm.log ? 1 : 0});
+}
+LUCID_REGISTER_KERNEL(Softmax, CUDA, softmax_kernel);
+
+struct SoftmaxBackwardArgs {
+  const void* g;
+  const void* y;
+  void* dx;
+  int64_t outer, r, inner;
+  int log;
+};
+void softmax_backward_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sb = static_cast<const SoftmaxBackward&>(p);
+  check_float(in[1].meta->dtype, "softmax_backward");
+  const Shape& s = in[1].meta->shape;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < sb.axis; ++d) outer *= s[d];
+  for (size_t d = size_t(sb.axis) + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t r = s.empty() ? 1 : s[sb.axis];
+  if (outer * r * inner == 0) return;
+  DeviceOperands d(in);
+  run("reduce", name_for("softmax_backward", in[1].meta->dtype), reduce_launch(outer, r, inner),
+      SoftmaxBackwardArgs{d[0], d[1], out[0].data, outer, r, inner, sb.log ? 1 : 0});
+}
+LUCID_REGISTER_KERNEL(SoftmaxBackward, CUDA, softmax_backward_kernel);
+
+void rows_of(const TensorMeta& m, int ndims, int64_t& rows, int64_t& d) {
+  d = 1;
+  for (size_t i = m.shape.size() - size_t(ndims); i < m.shape.size(); ++i) d *= m.shape[i];
+  rows = d == 0 ? 0 : m.numel() / d;
+}
+
+struct LayerNormArgs {
+  const void* x;
+  void* xhat;
+  void* mean;
+  void* rstd;
+  int64_t rows, d;
+  double eps;
+};
+void layer_norm_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ln = static_cast<const LayerNorm&>(p);
+  check_float(in[0].meta->dtype, "layer_norm");
+  int64_t rows, d;
+  rows_of(*in[0].meta, ln.ndims, rows, d);
+  if (!rows) return;
+  DeviceOperands ops(in);
+  run("reduce", name_for("layer_norm", in[0].meta->dtype), Runtime::get().rows(rows, d),
+      LayerNormArgs{ops[0], out[0].data, out[1].data, out[2].data, rows, d, ln.eps});
+}
+LUCID_REGISTER_KERNEL(LayerNorm, CUDA, layer_norm_kernel);
+
+struct LayerNormBackwardArgs {
+  const void* g;
+  const void* xhat;
+  const void* rstd;
+  void* dx;
+  int64_t rows, d;
+};
+void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& ln = static_cast<const LayerNormBackward&>(p);
+  check_float(in[1].meta->dtype, "layer_norm_backward");
+  int64_t rows, d;
+  rows_of(*in[1].meta, ln.ndims, rows, d);
+  if (!rows) return;
+  DeviceOperands ops(in);
+  run("reduce", name_for("layer_norm_backward", in[1].meta->dtype), Runtime::get().rows(rows, d),
+      LayerNormBackwardArgs{ops[0], ops[1], ops[2], out[0].data, rows, d});
+}
+LUCID_REGISTER_KERNEL(LayerNormBackward, CUDA, layer_norm_backward_kernel);
+
+// ----------------------------------------------------------------- matmul
+struct MatmulArgs {
+  const void* a;
+  const void* b;
+  void* c;
+  int64_t batch, m, n, k;
+  int trans_a, trans_b;
+};
+void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& mm = static_cast<const Matmul&>(p);
+  const TensorMeta &am = *in[0].meta, &bm = *in[1].meta;
+  const size_t nd = am.shape.size();
+  int64_t batch = 1;
+  for (size_t d = 0; d + 2 < nd; ++d) batch *= am.shape[d];
+  const int64_t m = mm.trans_a ? am.shape[nd - 1] : am.shape[nd - 2];
+  const int64_t k = mm.trans_a ? am.shape[nd - 2] : am.shape[nd - 1];
+  const int64_t n = mm.trans_b ? bm.shape[nd - 2] : bm.shape[nd - 1];
+  const DType dt = out[0].meta->dtype;
+  if (batch * m * n == 0) return;
+  Runtime& rt = Runtime::get();
+  DeviceOperands d(in);
+  if (k == 0) {
+    rt.memset(out[0].data, 0, size_t(out[0].meta->numel()) * itemsize(dt));
+    return;
+  }
+  if (!is_floating(dt)) {
+    run("elementwise", name_for("matmul", dt), rt.elementwise(batch * m * n),
+        MatmulArgs{d[0], d[1], out[0].data, batch, m, n, k, mm.trans_a, mm.trans_b});
+    return;
+  }
+  LUCID_CHECK_T(NotImplementedError, m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX,
+                "matmul on the cuda device: dimensions beyond 2^31 are not supported");
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  int type = CUDA_R_32F, compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (dt == DType::Float64) type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F;
+  if (dt == DType::Float16) type = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F;
+  if (dt == DType::BFloat16) type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F;
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const void* alpha = dt == DType::Float64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = dt == DType::Float64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const int lda_b = int(mm.trans_b ? k : n), lda_a = int(mm.trans_a ? m : k);
+  std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
+  check_cublas(cublas().cublasGemmStridedBatchedEx(rt.blas(), mm.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                   mm.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k),
+                                                   alpha, d[1], type, lda_b, k * n, d[0], type, lda_a, m * k, beta,
+                                                   out[0].data, type, int(n), m * n, int(batch), compute,
+                                                   CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+}
+LUCID_REGISTER_KERNEL(Matmul, CUDA, matmul_kernel);
+
+// ----------------------------------------------------------------- layout
+// A view primitive materialised: its layout over the row-major input, copied out.
+void view_copy_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  DeviceOperands d(in);
+  const Layout src = *p.view_layout(contiguous_layout(in[0].meta->shape));
+  copy_layouts(out[0].data, contiguous_layout(out[0].meta->shape), d[0], src, out[0].meta->dtype);
+}
+LUCID_REGISTER_KERNEL(Reshape, CUDA, view_copy_kernel);
+LUCID_REGISTER_KERNEL(Permute, CUDA, view_copy_kernel);
+LUCID_REGISTER_KERNEL(Broadcast, CUDA, view_copy_kernel);
+LUCID_REGISTER_KERNEL(Slice, CUDA, view_copy_kernel);
+LUCID_REGISTER_KERNEL(AsStrided, CUDA, view_copy_kernel);
+LUCID_REGISTER_KERNEL(StridedView, CUDA, view_copy_kernel);
+
+void slice_scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& spec = static_cast<const SliceScatter&>(p).spec;
+  DeviceOperands d(in);
+  const TensorMeta& om = *out[0].meta;
+  copy_bytes(out[0].data, d[0], om);
+  const Shape cs = contiguous_strides(om.shape);
+  Layout dl{in[1].meta->shape, Shape(om.shape.size()), 0};
+  for (size_t k = 0; k < om.shape.size(); ++k) {
+    dl.strides[k] = cs[k] * spec.steps[k];
+    dl.offset += spec.starts[k] * cs[k];
+  }
+  copy_layouts(out[0].data, dl, d[1], contiguous_layout(in[1].meta->shape), om.dtype);
+}
+LUCID_REGISTER_KERNEL(SliceScatter, CUDA, slice_scatter_kernel);
+
+void concat_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const Concat&>(p).axis;
+  DeviceOperands d(in);
+  const Shape& os = out[0].meta->shape;
+  const Shape ocs = contiguous_strides(os);
+  int64_t at = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].meta->shape;
+    copy_layouts(out[0].data, Layout{s, ocs, at * ocs[size_t(axis)]}, d[i], contiguous_layout(s), out[0].meta->dtype);
+    at += s[size_t(axis)];
+  }
+}
+LUCID_REGISTER_KERNEL(Concat, CUDA, concat_kernel);
+
+void as_strided_scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sc = static_cast<const AsStridedScatter&>(p);
+  DeviceOperands d(in);
+  copy_bytes(out[0].data, d[0], *out[0].meta);
+  copy_layouts(out[0].data, sc.layout, d[1], contiguous_layout(in[1].meta->shape), out[0].meta->dtype, sc.accumulate);
+}
+LUCID_REGISTER_KERNEL(AsStridedScatter, CUDA, as_strided_scatter_kernel);
+
+// --------------------------------------------------------------- indexing
+struct GatherArgs {
+  const void* x;
+  const void* index;
+  void* out;
+  int* err;
+  int64_t n;
+  int idx64, axis;
+  int64_t size;
+  Indexer ix;
+  int64_t xs[kMaxDims];
+};
+void check_rank(size_t nd, const char* op) {
+  if (nd > size_t(kMaxDims))
+    fail<NotImplementedError>(op, " on the cuda device: more than ", kMaxDims, " dimensions are not supported");
+}
+void gather_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const Gather&>(p).axis;
+  const int64_t n = in[1].meta->numel();
+  if (!n) return;
+  const Shape& is = in[1].meta->shape;
+  check_rank(is.size(), "gather");
+  DeviceOperands d(in);
+  Runtime& rt = Runtime::get();
+  GatherArgs a{d[0], d[1], out[0].data, rt.error_word(), n, in[1].meta->dtype == DType::Int64, axis,
+               in[0].meta->shape[size_t(axis)], {}, {}};
+  const Shape xs = contiguous_strides(in[0].meta->shape);
+  a.ix.nd = int(is.size());
+  for (size_t k = 0; k < is.size(); ++k) {
+    a.ix.shape[k] = is[k];
+    a.xs[k] = xs[k];
+  }
+  run("index", name_for_width("gather", in[0].meta->dtype), rt.elementwise(n), a);
+}
+LUCID_REGISTER_KERNEL(Gather, CUDA, gather_kernel);
+
+struct ScatterArgs {
+  void* out;
+  const void* index;
+  const void* src;
+  int* err;
+  int64_t n;
+  int idx64, axis, accumulate;
+  int64_t size;
+  Indexer ix;
+  int64_t os[kMaxDims];
+  int64_t ss[kMaxDims];
+};
+void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sc = static_cast<const ScatterAdd&>(p);
+  DeviceOperands d(in);
+  copy_bytes(out[0].data, d[0], *out[0].meta);
+  const int64_t n = in[1].meta->numel();
+  if (!n) return;
+  const Shape& is = in[1].meta->shape;
+  check_rank(is.size(), "scatter");
+  Runtime& rt = Runtime::get();
+  ScatterArgs a{out[0].data, d[1], d[2], rt.error_word(), n, in[1].meta->dtype == DType::Int64, sc.axis,
+                sc.accumulate ? 1 : 0, out[0].meta->shape[size_t(sc.axis)], {}, {}, {}};
+  const Shape os = contiguous_strides(out[0].meta->shape), ss = contiguous_strides(in[2].meta->shape);
+  a.ix.nd = int(is.size());
+  for (size_t k = 0; k < is.size(); ++k) {
+    a.ix.shape[k] = is[k];
+    a.os[k] = os[k];
+    a.ss[k] = ss[k];
+  }
+  run("index", name_for("scatter", out[0].meta->dtype), rt.elementwise(n), a);
+}
+LUCID_REGISTER_KERNEL(ScatterAdd, CUDA, scatter_kernel);
+
+void axis_split(const Shape& s, int axis, int64_t& outer, int64_t& inner) {
+  outer = inner = 1;
+  for (int d = 0; d < int(s.size()); ++d) {
+    if (d < axis) outer *= s[d];
+    if (d > axis) inner *= s[d];
+  }
+}
+
+struct IndexRowsArgs {
+  const void* x;  // IndexSelect: the source; IndexAdd: the output
+  const void* index;
+  const void* src;  // IndexSelect: the output; IndexAdd: the added rows
+  int* err;
+  int64_t outer, size, n, inner;
+  int idx64;
+};
+void index_select_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const IndexSelect&>(p).axis;
+  int64_t outer, inner;
+  axis_split(in[0].meta->shape, axis, outer, inner);
+  const int64_t n = in[1].meta->numel();
+  if (outer * n * inner == 0) return;
+  DeviceOperands d(in);
+  Runtime& rt = Runtime::get();
+  IndexRowsArgs a{d[0], d[1], out[0].data, rt.error_word(), outer, in[0].meta->shape[size_t(axis)], n, inner,
+                  in[1].meta->dtype == DType::Int64};
+  run("index", name_for_width("index_select", in[0].meta->dtype), rt.elementwise(outer * n * inner), a);
+}
+LUCID_REGISTER_KERNEL(IndexSelect, CUDA, index_select_kernel);
+
+void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const IndexAdd&>(p).axis;
+  DeviceOperands d(in);
+  copy_bytes(out[0].data, d[0], *out[0].meta);
+  int64_t outer, inner;
+  axis_split(out[0].meta->shape, axis, outer, inner);
+  const int64_t n = in[1].meta->numel();
+  if (outer * n * inner == 0) return;
+  Runtime& rt = Runtime::get();
+  IndexRowsArgs a{out[0].data, d[1], d[2], rt.error_word(), outer, out[0].meta->shape[size_t(axis)], n, inner,
+                  in[1].meta->dtype == DType::Int64};
+  run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner), a);
+}
+LUCID_REGISTER_KERNEL(IndexAdd, CUDA, index_add_kernel);
+
+// ---------------------------------------------------------- sliding windows
+struct Window {
+  int64_t kh, kw, sh, sw, dh, dw, pad_top, pad_left;
+};
+Window window_of(const Window2d& w) { return {w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.pad_top, w.pad_left}; }
+
+// Im2Col's padding value as dtype `dt` (integers clamp; -inf pads an
+// integer max-pool with the lowest value).
+uint64_t pad_bits(double v, DType dt) {
+  if (dt == DType::Int32 || dt == DType::Int64) {
+    const double lo = dt == DType::Int32 ? double(std::numeric_limits<int32_t>::lowest()) : -9.2233720368547758e18;
+    const double hi = dt == DType::Int32 ? double(std::numeric_limits<int32_t>::max()) : 9.2233720368547758e18;
+    if (std::isnan(v)) v = 0;
+    if (v <= lo) return dt == DType::Int32 ? element_bits(lo, dt) : uint64_t(std::numeric_limits<int64_t>::lowest());
+    if (v >= hi) return dt == DType::Int32 ? element_bits(hi, dt) : uint64_t(std::numeric_limits<int64_t>::max());
+  }
+  if (dt == DType::Bool) return v > 0 ? 1 : 0;
+  return element_bits(v, dt);
+}
+
+struct Im2ColArgs {
+  const void* x;
+  void* cols;
+  int64_t n, c, h, w, oh, ow;
+  Window win;
+  uint64_t pad;
+};
+void im2col_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Im2Col&>(p);
+  const Shape& s = in[0].meta->shape;
+  const int64_t total = out[0].meta->numel();
+  if (!total) return;
+  DeviceOperands d(in);
+  const DType dt = in[0].meta->dtype;
+  run("index", name_for_width("im2col", dt), Runtime::get().elementwise(total),
+      Im2ColArgs{d[0], out[0].data, s[0], s[1], s[2], s[3], prim.win.out_h(s[2]), prim.win.out_w(s[3]),
+                 window_of(prim.win), pad_bits(prim.pad_value, dt)});
+}
+LUCID_REGISTER_KERNEL(Im2Col, CUDA, im2col_kernel);
+
+struct Col2ImArgs {
+  const void* cols;
+  void* x;
+  int64_t n, c, h, w, oh, ow;
+  Window win;
+};
+void col2im_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Col2Im&>(p);
+  const Shape& s = out[0].meta->shape;
+  const int64_t total = out[0].meta->numel();
+  if (!total) return;
+  const DType dt = out[0].meta->dtype;
+  if (dt == DType::Bool) fail<TypeError>("col2im: not implemented for bool");
+  DeviceOperands d(in);
+  run("index", name_for("col2im", dt), Runtime::get().elementwise(total),
+      Col2ImArgs{d[0], out[0].data, s[0], s[1], s[2], s[3], prim.win.out_h(s[2]), prim.win.out_w(s[3]),
+                 window_of(prim.win)});
+}
+LUCID_REGISTER_KERNEL(Col2Im, CUDA, col2im_kernel);
+
+struct MaxPoolArgs {
+  const void* x;
+  void* out;
+  void* idx;
+  int64_t planes, h, w, oh, ow;
+  Window win;
+};
+void max_pool2d_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const MaxPool2d&>(p);
+  const Shape& s = in[0].meta->shape;
+  const int64_t total = out[0].meta->numel();
+  if (!total) return;
+  const DType dt = in[0].meta->dtype;
+  if (dt == DType::Bool) fail<TypeError>("max_pool2d: not implemented for bool");
+  DeviceOperands d(in);
+  run("index", name_for("max_pool", dt), Runtime::get().elementwise(total),
+      MaxPoolArgs{d[0], out[0].data, out[1].data, s[0] * s[1], s[2], s[3], prim.win.out_h(s[2]),
+                  prim.win.out_w(s[3]), window_of(prim.win)});
+}
+LUCID_REGISTER_KERNEL(MaxPool2d, CUDA, max_pool2d_kernel);
+
+struct MaxPoolBackwardArgs {
+  const void* g;
+  const void* idx;
+  void* dx;
+  int64_t planes, h, w, oh, ow;
+  Window win;
+};
+void max_pool2d_backward_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const MaxPool2dBackward&>(p);
+  const Shape& s = out[0].meta->shape;
+  const int64_t total = out[0].meta->numel();
+  if (!total) return;
+  check_float(out[0].meta->dtype, "max_pool2d_backward");
+  DeviceOperands d(in);
+  const Shape& gs = in[0].meta->shape;
+  run("index", name_for("max_pool_backward", out[0].meta->dtype), Runtime::get().elementwise(total),
+      MaxPoolBackwardArgs{d[0], d[1], out[0].data, s[0] * s[1], s[2], s[3], gs[2], gs[3], window_of(prim.win)});
+}
+LUCID_REGISTER_KERNEL(MaxPool2dBackward, CUDA, max_pool2d_backward_kernel);
+
+}  // namespace
+
+}  // namespace lucid::cuda

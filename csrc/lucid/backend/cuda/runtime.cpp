@@ -1,0 +1,338 @@
+#include "lucid/backend/cuda/runtime.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "lucid/backend/cuda/sources.h"
+#include "lucid/core/error.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+std::atomic<bool> g_allow_tf32{false};
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("LUCID_CUDA_CACHE")) return d;
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) base = x;
+  else if (const char* h = std::getenv("HOME")) base = std::string(h) + "/.cache";
+  else return "";
+  return base + "/lucid/cuda";
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t p = 1; p <= path.size(); ++p)
+    if (p == path.size() || path[p] == '/') mkdir(path.substr(0, p).c_str(), 0755);
+}
+
+std::string nvrtc_version() {
+  const NvrtcApi& n = nvrtc();
+  int major = 0, minor = 0;
+  n.nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Compiles with NVRTC; on failure returns false with the log in `log`.
+bool nvrtc_compile(const std::string& source, const std::string& arch, std::string& cubin, std::string& log) {
+  const NvrtcApi& n = nvrtc();
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "lucid_kernels.cu", 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  const std::string arch_opt = "--gpu-architecture=" + arch;
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device"};
+  const nvrtcResult r = n.nvrtcCompileProgram(prog, 3, opts);
+  size_t log_size = 0;
+  n.nvrtcGetProgramLogSize(prog, &log_size);
+  log.assign(log_size, '\0');
+  if (log_size) n.nvrtcGetProgramLog(prog, log.data());
+  bool ok = r == 0;
+  if (ok) {
+    size_t size = 0;
+    check_nvrtc(n.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+    cubin.assign(size, '\0');
+    check_nvrtc(n.nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
+  }
+  n.nvrtcDestroyProgram(&prog);
+  return ok;
+}
+
+}  // namespace
+
+bool allow_tf32() { return g_allow_tf32.load(); }
+void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
+
+std::string compile_cubin(const std::string& body, const std::string& arch) {
+  const std::string source = std::string(prelude_source()) + body;
+  const std::string key = source + "\n//" + arch + " nvrtc " + nvrtc_version();
+  char name[64];
+  std::snprintf(name, sizeof name, "%016llx.cubin", (unsigned long long)fnv1a(key));
+  const std::string dir = cache_dir();
+  const std::string path = dir.empty() ? "" : dir + "/" + name;
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      if (!ss.str().empty()) return ss.str();
+    }
+  }
+  std::string cubin, log;
+  if (!nvrtc_compile(source, arch, cubin, log))
+    fail<Error>("internal: a CUDA kernel failed to compile for ", arch, ":\n", log);
+  if (!path.empty()) {  // written whole, then renamed: readers never see a partial file
+    make_dirs(dir);
+    const std::string tmp = path + ".tmp" + std::to_string(getpid());
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(cubin.data(), std::streamsize(cubin.size()));
+    out.close();
+    if (out) std::rename(tmp.c_str(), path.c_str());
+    else std::remove(tmp.c_str());
+  }
+  return cubin;
+}
+
+std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch) {
+  std::vector<std::pair<std::string, std::string>> failures;
+  for (const auto& m : fixed_modules()) {
+    std::string cubin, log;
+    if (!nvrtc_compile(std::string(prelude_source()) + m.body, arch, cubin, log) || cubin.empty())
+      failures.emplace_back(m.name, log.empty() ? "no machine code produced" : log);
+  }
+  return failures;
+}
+
+// ------------------------------------------------------------------ Runtime
+bool Runtime::available(std::string* why) {
+  if (!driver_loads(why)) return false;
+  int count = 0;
+  const CUresult r = driver().cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    if (why) *why = "no CUDA device was found";
+    return false;
+  }
+  return true;
+}
+
+int Runtime::device_count() {
+  if (!driver_loads()) return 0;
+  int count = 0;
+  if (driver().cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  return count;
+}
+
+Runtime& Runtime::get() {
+  static Runtime* rt = [] {
+    std::string why;
+    if (!available(&why)) fail<Error>("CUDA is not available: ", why);
+    return new Runtime();  // never destroyed: storages may be freed during exit
+  }();
+  rt->bind_thread();
+  return *rt;
+}
+
+Runtime::Runtime() {
+  const DriverApi& d = driver();
+  check(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+  char name[256] = {0};
+  check(d.cuDeviceGetName(name, sizeof name, device_), "cuDeviceGetName");
+  name_ = name;
+  check(d.cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_), "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_), "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_), "cuDeviceGetAttribute");
+  check(d.cuDeviceTotalMem(&total_mem_, device_), "cuDeviceTotalMem");
+  check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  check(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(d.cuDeviceGetDefaultMemPool(&pool_, device_), "cuDeviceGetDefaultMemPool");
+  // Keep freed memory in the pool (a caching allocator) until empty_cache().
+  uint64_t threshold = ~uint64_t(0);
+  check(d.cuMemPoolSetAttribute(pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold), "cuMemPoolSetAttribute");
+  CUdeviceptr err = 0;
+  check(d.cuMemAllocAsync(&err, 256, stream_), "cuMemAllocAsync");
+  error_word_ = reinterpret_cast<int*>(err);
+  check(d.cuMemsetD8Async(err, 0, 256, stream_), "cuMemsetD8Async");
+  void* host = nullptr;
+  check(d.cuMemHostAlloc(&host, 256, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+  error_host_ = static_cast<int*>(host);
+  check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void Runtime::bind_thread() {
+  static thread_local bool bound = false;
+  if (bound) return;
+  check(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  bound = true;
+}
+
+void* Runtime::allocate(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  CUdeviceptr p = 0;
+  const CUresult r = driver().cuMemAllocAsync(&p, nbytes, stream_);
+  if (r != CUDA_SUCCESS) {
+    // Out of memory: return what the pool caches and try once more.
+    driver().cuStreamSynchronize(stream_);
+    driver().cuMemPoolTrimTo(pool_, 0);
+    check(driver().cuMemAllocAsync(&p, nbytes, stream_), "cuMemAllocAsync (CUDA out of memory?)");
+  }
+  const size_t now = allocated_.fetch_add(nbytes) + nbytes;
+  size_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  return reinterpret_cast<void*>(p);
+}
+
+void Runtime::deallocate(void* ptr, size_t nbytes) {
+  if (!ptr) return;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  // Stream-ordered: the memory is reused only by work queued after this.
+  driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);
+  allocated_.fetch_sub(nbytes);
+}
+
+size_t Runtime::reserved() const {
+  uint64_t v = 0;
+  driver().cuMemPoolGetAttribute(pool_, 5 /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT */, &v);
+  return size_t(v);
+}
+
+void Runtime::empty_cache() {
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  check(driver().cuMemPoolTrimTo(pool_, 0), "cuMemPoolTrimTo");
+}
+
+void Runtime::host_to_device(void* dst, const void* src, size_t n) {
+  if (!n) return;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  check(driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, n, stream_), "cuMemcpyHtoDAsync");
+}
+
+void Runtime::device_to_host(void* dst, const void* src, size_t n) {
+  {
+    std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+    if (n) check(driver().cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), n, stream_), "cuMemcpyDtoHAsync");
+  }
+  synchronize();
+}
+
+void Runtime::device_to_device(void* dst, const void* src, size_t n) {
+  if (!n || dst == src) return;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  check(driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), n, stream_),
+        "cuMemcpyDtoDAsync");
+}
+
+void Runtime::memset(void* dst, int value, size_t n) {
+  if (!n) return;
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  check(driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), (unsigned char)value, n, stream_),
+        "cuMemsetD8Async");
+}
+
+void Runtime::synchronize() {
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  const DriverApi& d = driver();
+  check(d.cuMemcpyDtoHAsync(error_host_, reinterpret_cast<CUdeviceptr>(error_word_), sizeof(int), stream_),
+        "cuMemcpyDtoHAsync");
+  check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (a kernel failed)");
+  if (*error_host_ != 0) {
+    const int code = *error_host_;
+    *error_host_ = 0;
+    check(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(error_word_), 0, sizeof(int), stream_), "cuMemsetD8Async");
+    check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    if (code & 1)
+      fail<IndexError>("index out of range in an indexing operation on the cuda device (found when the device was "
+                       "synchronised; the operation's output is undefined)");
+    fail<Error>("a CUDA kernel reported error code ", code);
+  }
+}
+
+// ------------------------------------------------------------------ kernels
+CUmodule Runtime::load_module(const std::string& key, const std::string& body) {
+  auto it = modules_.find(key);
+  if (it != modules_.end()) return it->second;
+  const std::string cubin = compile_cubin(body, arch());
+  CUmodule m = nullptr;
+  check(driver().cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData");
+  modules_[key] = m;
+  return m;
+}
+
+CUfunction Runtime::fixed_kernel(const std::string& module, const std::string& name) {
+  std::lock_guard<std::mutex> lock(module_mutex_);
+  const std::string fkey = module + ":" + name;
+  auto it = functions_.find(fkey);
+  if (it != functions_.end()) return it->second;
+  CUmodule m = load_module("fixed:" + module, fixed_module(module).body);
+  CUfunction f = nullptr;
+  check(driver().cuModuleGetFunction(&f, m, name.c_str()), ("cuModuleGetFunction " + name).c_str());
+  functions_[fkey] = f;
+  return f;
+}
+
+CUfunction Runtime::kernel(const std::string& source, const std::string& name) {
+  std::lock_guard<std::mutex> lock(module_mutex_);
+  const std::string key = "gen:" + std::to_string(fnv1a(source)) + ":" + std::to_string(source.size());
+  const std::string fkey = key + ":" + name;
+  auto it = functions_.find(fkey);
+  if (it != functions_.end()) return it->second;
+  CUmodule m = load_module(key, source);
+  CUfunction f = nullptr;
+  check(driver().cuModuleGetFunction(&f, m, name.c_str()), ("cuModuleGetFunction " + name).c_str());
+  functions_[fkey] = f;
+  return f;
+}
+
+void Runtime::launch_raw(CUfunction fn, const Launch& l, void* args) {
+  void* params[] = {args};
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  check(driver().cuLaunchKernel(fn, l.blocks, 1, 1, l.threads, 1, 1, l.shared, stream_, params, nullptr),
+        "cuLaunchKernel");
+}
+
+Launch Runtime::elementwise(int64_t n) const {
+  Launch l;
+  l.threads = 256;
+  const int64_t blocks = std::max<int64_t>(1, (n + 255) / 256);
+  l.blocks = unsigned(std::min<int64_t>(blocks, int64_t(sm_count_) * 32));
+  return l;
+}
+
+Launch Runtime::rows(int64_t rows, int64_t row_length) const {
+  Launch l;
+  l.threads = row_length >= 1024 ? 512 : (row_length >= 256 ? 256 : (row_length >= 64 ? 128 : 32));
+  l.blocks = unsigned(std::max<int64_t>(1, std::min<int64_t>(rows, 65535 * 16)));
+  return l;
+}
+
+cublasHandle_t Runtime::blas() {
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  if (!blas_) {
+    const CublasApi& c = cublas();
+    check_cublas(c.cublasCreate(&blas_), "cublasCreate");
+    check_cublas(c.cublasSetStream(blas_, stream_), "cublasSetStream");
+    // A workspace of our own, so cuBLAS allocates nothing while a step is
+    // captured into a graph.
+    const size_t bytes = size_t(32) << 20;
+    CUdeviceptr ws = 0;
+    check(driver().cuMemAllocAsync(&ws, bytes, stream_), "cuMemAllocAsync");
+    blas_workspace_ = reinterpret_cast<void*>(ws);
+    check_cublas(c.cublasSetWorkspace(blas_, blas_workspace_, bytes), "cublasSetWorkspace");
+  }
+  return blas_;
+}
+
+}  // namespace lucid::cuda

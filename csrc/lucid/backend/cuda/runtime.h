@@ -1,0 +1,118 @@
+#pragma once
+// The CUDA device as the backend uses it: one context (the device's primary
+// context, shared with cuBLAS), one stream on which every kernel, copy and
+// graph runs in order, a caching stream-ordered allocator (the driver's
+// memory pool, which keeps freed memory for reuse), and kernels compiled
+// from source by NVRTC to the device's own architecture, cached on disk.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lucid/backend/cuda/driver.h"
+
+namespace lucid::cuda {
+
+// A kernel launch configuration.
+struct Launch {
+  unsigned blocks = 1, threads = 256, shared = 0;
+};
+
+class Runtime {
+ public:
+  // The device, initialised on first use; Error saying why when CUDA is not usable.
+  static Runtime& get();
+  // Whether a CUDA device can be used (the driver loads and sees a device).
+  static bool available(std::string* why = nullptr);
+  static int device_count();
+
+  CUstream stream() const { return stream_; }
+  // Makes the context current on the calling thread (cheap after the first call).
+  void bind_thread();
+  const std::string& name() const { return name_; }
+  int sm_count() const { return sm_count_; }
+  std::string arch() const { return "sm_" + std::to_string(cc_major_) + std::to_string(cc_minor_); }
+  size_t total_memory() const { return total_mem_; }
+
+  // ------------------------------------------------------------- memory
+  void* allocate(size_t nbytes);
+  void deallocate(void* ptr, size_t nbytes);
+  size_t allocated() const { return allocated_.load(); }
+  size_t peak_allocated() const { return peak_.load(); }
+  void reset_peak() { peak_.store(allocated_.load()); }
+  size_t reserved() const;  // bytes the pool holds (in use or cached)
+  void empty_cache();       // returns cached memory to the driver
+
+  // Copies, in stream order. host_to_device returns once `src` may be reused;
+  // device_to_host waits for the copy (and everything before it).
+  void host_to_device(void* dst, const void* src, size_t n);
+  void device_to_host(void* dst, const void* src, size_t n);
+  void device_to_device(void* dst, const void* src, size_t n);
+  void memset(void* dst, int value, size_t n);
+  // Waits for all queued work; raises errors kernels reported (IndexError
+  // for an out-of-range index).
+  void synchronize();
+  // The device word kernels report errors into.
+  int* error_word() const { return error_word_; }
+
+  // -------------------------------------------------------------- kernels
+  // Kernel `name` of the fixed module `module` (sources.h), loaded on first use.
+  CUfunction fixed_kernel(const std::string& module, const std::string& name);
+  // Kernel `name` of a module compiled from `source` (the prelude is prepended).
+  CUfunction kernel(const std::string& source, const std::string& name);
+  // Runs `fn` with one by-value argument struct.
+  template <class Args>
+  void launch(CUfunction fn, const Launch& l, const Args& args) {
+    launch_raw(fn, l, const_cast<Args*>(&args));
+  }
+  void launch_raw(CUfunction fn, const Launch& l, void* args);
+  // A grid for n independent elements.
+  Launch elementwise(int64_t n) const;
+  // One block per row (block-wide reductions), rows capped for grid-stride loops.
+  Launch rows(int64_t rows, int64_t row_length) const;
+
+  cublasHandle_t blas();
+
+  // A recursive lock held while a compiled step captures or replays a graph,
+  // and by every operation on the stream from another thread.
+  std::recursive_mutex& stream_mutex() { return stream_mutex_; }
+
+ private:
+  Runtime();
+  CUmodule load_module(const std::string& key, const std::string& source);
+
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUmemoryPool pool_ = nullptr;
+  std::string name_;
+  int sm_count_ = 1, cc_major_ = 0, cc_minor_ = 0;
+  size_t total_mem_ = 0;
+  int* error_word_ = nullptr;
+  int* error_host_ = nullptr;  // pinned
+  std::atomic<size_t> allocated_{0}, peak_{0};
+  std::mutex module_mutex_;
+  std::unordered_map<std::string, CUmodule> modules_;
+  std::unordered_map<std::string, CUfunction> functions_;
+  std::recursive_mutex stream_mutex_;
+  cublasHandle_t blas_ = nullptr;
+  void* blas_workspace_ = nullptr;
+};
+
+// NVRTC: `source` (the prelude prepended) compiled to machine code for
+// `arch` ("sm_90"), from the disk cache when it was compiled before. Needs
+// NVRTC only, no device: CI compiles every kernel this way.
+std::string compile_cubin(const std::string& source, const std::string& arch);
+// Compiles every fixed module for `arch`; returns the modules that failed
+// with NVRTC's log (empty when all compile). Ignores the disk cache.
+std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch);
+
+// TF32 tensor cores for float32 matrix products (off by default, as
+// PyTorch's torch.backends.cuda.matmul.allow_tf32).
+bool allow_tf32();
+void set_allow_tf32(bool on);
+
+}  // namespace lucid::cuda

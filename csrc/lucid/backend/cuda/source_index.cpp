@@ -1,0 +1,224 @@
+// Indexing kernels (Gather, ScatterAdd, IndexSelect, IndexAdd) and the
+// sliding-window kernels (Im2Col, Col2Im, MaxPool2d and its backward).
+// An out-of-range index is reported through the error word (raised on the
+// host as IndexError at the next synchronisation) and reads or writes
+// nothing.
+#include "lucid/backend/cuda/sources.h"
+
+namespace lucid::cuda {
+
+extern const char* const kIndexSource = R"CUDA(
+#define LUCID_ERR_INDEX 1
+__device__ __forceinline__ i64 read_index(const void* p, int is64, i64 i) {
+  return is64 ? ((const i64*)p)[i] : i64(((const i32*)p)[i]);
+}
+__device__ __forceinline__ bool wrap_index(i64& v, i64 size, int* err) {
+  if (v < -size || v >= size) { report_error(err, LUCID_ERR_INDEX); return false; }
+  if (v < 0) v += size;
+  return true;
+}
+
+// out[pos] = x[pos with coordinate `axis` replaced by index[pos]]; pos runs
+// over the index's shape (ix), xs holds x's strides.
+struct GatherArgs { const void* x; const void* index; void* out; int* err; i64 n; int idx64, axis; i64 size;
+                    Indexer ix; i64 xs[LUCID_MAXD]; };
+template <class W>
+__device__ __forceinline__ void gather_impl(const GatherArgs& a) {
+  for (i64 i = global_index(); i < a.n; i += global_stride()) {
+    i64 rest = i, off = 0;
+    for (int d = a.ix.nd - 1; d >= 0; --d) {
+      const i64 c = rest % a.ix.shape[d];
+      rest /= a.ix.shape[d];
+      if (d != a.axis) off += c * a.xs[d];
+    }
+    i64 v = read_index(a.index, a.idx64, i);
+    if (!wrap_index(v, a.size, a.err)) { ((W*)a.out)[i] = W(0); continue; }
+    ((W*)a.out)[i] = ((const W*)a.x)[off + v * a.xs[a.axis]];
+  }
+}
+#define DEF(W, S) extern "C" __global__ void gather_##S(const GatherArgs a) { gather_impl<W>(a); }
+LUCID_FOR_WIDTHS(DEF)
+#undef DEF
+
+// out (already a copy of base) at index positions gets src written or added;
+// pos runs over the index's shape, os/ss are out's and src's strides.
+struct ScatterArgs { void* out; const void* index; const void* src; int* err; i64 n; int idx64, axis, accumulate;
+                     i64 size; Indexer ix; i64 os[LUCID_MAXD]; i64 ss[LUCID_MAXD]; };
+template <class T>
+__device__ __forceinline__ void scatter_impl(const ScatterArgs& a) {
+  for (i64 i = global_index(); i < a.n; i += global_stride()) {
+    i64 v = read_index(a.index, a.idx64, i);
+    if (!wrap_index(v, a.size, a.err)) continue;
+    i64 rest = i, off = 0, soff = 0;
+    for (int d = a.ix.nd - 1; d >= 0; --d) {
+      const i64 c = rest % a.ix.shape[d];
+      rest /= a.ix.shape[d];
+      off += (d == a.axis ? v : c) * a.os[d];
+      soff += c * a.ss[d];
+    }
+    if (a.accumulate) atomic_add((T*)a.out + off, ld((const T*)a.src, soff));
+    else ((T*)a.out)[off] = ((const T*)a.src)[soff];
+  }
+}
+#define DEF(T, S) extern "C" __global__ void scatter_##S(const ScatterArgs a) { scatter_impl<T>(a); }
+LUCID_FOR_ALL_TYPES(DEF)
+#undef DEF
+
+// x [outer, size, inner] -> out [outer, n, inner] rows at index.
+struct IndexSelectArgs { const void* x; const void* index; void* out; int* err; i64 outer, size, n, inner; int idx64; };
+template <class W>
+__device__ __forceinline__ void index_select_impl(const IndexSelectArgs& a) {
+  const i64 total = a.outer * a.n * a.inner;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 in = q % a.inner, j = (q / a.inner) % a.n, o = q / (a.inner * a.n);
+    i64 v = read_index(a.index, a.idx64, j);
+    if (!wrap_index(v, a.size, a.err)) { ((W*)a.out)[q] = W(0); continue; }
+    ((W*)a.out)[q] = ((const W*)a.x)[(o * a.size + v) * a.inner + in];
+  }
+}
+#define DEF(W, S) extern "C" __global__ void index_select_##S(const IndexSelectArgs a) { index_select_impl<W>(a); }
+LUCID_FOR_WIDTHS(DEF)
+#undef DEF
+
+// out [outer, size, inner] (a copy of base) += src [outer, n, inner] at index rows.
+struct IndexAddArgs { void* out; const void* index; const void* src; int* err; i64 outer, size, n, inner; int idx64; };
+template <class T>
+__device__ __forceinline__ void index_add_impl(const IndexAddArgs& a) {
+  const i64 total = a.outer * a.n * a.inner;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 in = q % a.inner, j = (q / a.inner) % a.n, o = q / (a.inner * a.n);
+    i64 v = read_index(a.index, a.idx64, j);
+    if (!wrap_index(v, a.size, a.err)) continue;
+    atomic_add((T*)a.out + (o * a.size + v) * a.inner + in, ld((const T*)a.src, q));
+  }
+}
+#define DEF(T, S) extern "C" __global__ void index_add_##S(const IndexAddArgs a) { index_add_impl<T>(a); }
+LUCID_FOR_ALL_TYPES(DEF)
+#undef DEF
+
+// ------------------------------------------------------- sliding windows
+struct Window { i64 kh, kw, sh, sw, dh, dw, pad_top, pad_left; };
+
+// x [N, C, H, W] -> cols [C*kh*kw, N, OH*OW]; taps over the padding read `pad`.
+struct Im2ColArgs { const void* x; void* cols; i64 n, c, h, w, oh, ow; Window win; u64 pad; };
+template <class W>
+__device__ __forceinline__ void im2col_impl(const Im2ColArgs& a) {
+  const i64 l = a.oh * a.ow, kk = a.win.kh * a.win.kw, total = a.c * kk * a.n * l;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 pos = q % l, img = (q / l) % a.n, row = q / (l * a.n);
+    const i64 ch = row / kk, i = (row / a.win.kw) % a.win.kh, j = row % a.win.kw;
+    const i64 ih = (pos / a.ow) * a.win.sh - a.win.pad_top + i * a.win.dh;
+    const i64 iw = (pos % a.ow) * a.win.sw - a.win.pad_left + j * a.win.dw;
+    W v = (W)a.pad;
+    if (ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) v = ((const W*)a.x)[((img * a.c + ch) * a.h + ih) * a.w + iw];
+    ((W*)a.cols)[q] = v;
+  }
+}
+#define DEF(W, S) extern "C" __global__ void im2col_##S(const Im2ColArgs a) { im2col_impl<W>(a); }
+LUCID_FOR_WIDTHS(DEF)
+#undef DEF
+
+// Output element (img, ch, y, x) sums, tap by tap in order, the columns that
+// read it (the CPU's order, so float32 sums agree bit for bit).
+struct Col2ImArgs { const void* cols; void* x; i64 n, c, h, w, oh, ow; Window win; };
+template <class T>
+__device__ __forceinline__ void col2im_impl(const Col2ImArgs& a) {
+  typedef typename Compute<T>::type A;
+  const i64 l = a.oh * a.ow, kk = a.win.kh * a.win.kw, total = a.n * a.c * a.h * a.w;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 xw = q % a.w, yh = (q / a.w) % a.h, ch = (q / (a.w * a.h)) % a.c, img = q / (a.w * a.h * a.c);
+    A acc = 0;
+    for (i64 i = 0; i < a.win.kh; ++i) {
+      const i64 ty = yh + a.win.pad_top - i * a.win.dh;
+      if (ty < 0 || ty % a.win.sh) continue;
+      const i64 r = ty / a.win.sh;
+      if (r >= a.oh) continue;
+      for (i64 j = 0; j < a.win.kw; ++j) {
+        const i64 tx = xw + a.win.pad_left - j * a.win.dw;
+        if (tx < 0 || tx % a.win.sw) continue;
+        const i64 col = tx / a.win.sw;
+        if (col >= a.ow) continue;
+        acc += A(ld((const T*)a.cols, ((ch * kk + i * a.win.kw + j) * a.n + img) * l + r * a.ow + col));
+      }
+    }
+    st((T*)a.x, q, acc);
+  }
+}
+#define DEF(T, S) extern "C" __global__ void col2im_##S(const Col2ImArgs a) { col2im_impl<T>(a); }
+LUCID_FOR_NUMERIC_TYPES(DEF)
+#undef DEF
+
+// Max pooling: padding counts as the lowest value, a NaN wins, ties keep the
+// first maximum; the index is flat in the input plane (PyTorch's). A window
+// over padding alone gives the lowest value and its first tap's position.
+template <class C> __device__ __forceinline__ C pool_lowest();
+template <> __device__ __forceinline__ float pool_lowest<float>() { return -__int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double pool_lowest<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
+template <> __device__ __forceinline__ i32 pool_lowest<i32>() { return -2147483647 - 1; }
+template <> __device__ __forceinline__ i64 pool_lowest<i64>() { return -9223372036854775807ll - 1; }
+struct MaxPoolArgs { const void* x; void* out; i64* idx; i64 planes, h, w, oh, ow; Window win; };
+template <class T>
+__device__ __forceinline__ void max_pool_impl(const MaxPoolArgs& a) {
+  typedef typename Compute<T>::type C;
+  const i64 total = a.planes * a.oh * a.ow;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 qc = q % a.ow, r = (q / a.ow) % a.oh, p = q / (a.ow * a.oh);
+    const T* plane = (const T*)a.x + p * a.h * a.w;
+    const i64 top = r * a.win.sh - a.win.pad_top, left = qc * a.win.sw - a.win.pad_left;
+    const i64 h0 = top < 0 ? top + (-top + a.win.dh - 1) / a.win.dh * a.win.dh : top;
+    const i64 w0 = left < 0 ? left + (-left + a.win.dw - 1) / a.win.dw * a.win.dw : left;
+    C best = pool_lowest<C>();
+    i64 where = h0 * a.w + w0;
+    for (i64 i = 0; i < a.win.kh; ++i) {
+      const i64 ih = top + i * a.win.dh;
+      if (ih < 0 || ih >= a.h) continue;
+      for (i64 j = 0; j < a.win.kw; ++j) {
+        const i64 iw = left + j * a.win.dw;
+        if (iw < 0 || iw >= a.w) continue;
+        const C v = ld(plane, ih * a.w + iw);
+        const bool wins = v > best || v != v;
+        if (wins) { best = v; where = ih * a.w + iw; }
+      }
+    }
+    st((T*)a.out, q, best);
+    a.idx[q] = where;
+  }
+}
+#define DEF(T, S) extern "C" __global__ void max_pool_##S(const MaxPoolArgs a) { max_pool_impl<T>(a); }
+LUCID_FOR_NUMERIC_TYPES(DEF)
+#undef DEF
+
+// dx[plane, pos] = sum of grad over the windows whose index is pos, in
+// output order (the CPU's).
+struct MaxPoolBackwardArgs { const void* g; const i64* idx; void* dx; i64 planes, h, w, oh, ow; Window win; };
+template <class T>
+__device__ __forceinline__ void max_pool_backward_impl(const MaxPoolBackwardArgs& a) {
+  typedef typename Compute<T>::type A;
+  const i64 total = a.planes * a.h * a.w, l = a.oh * a.ow;
+  for (i64 q = global_index(); q < total; q += global_stride()) {
+    const i64 pos = q % (a.h * a.w), p = q / (a.h * a.w);
+    const i64 yh = pos / a.w, xw = pos % a.w;
+    const T* g = (const T*)a.g + p * l;
+    const i64* idx = a.idx + p * l;
+    // Output rows/columns whose window can contain (yh, xw).
+    i64 r_lo = yh + a.win.pad_top - (a.win.kh - 1) * a.win.dh, c_lo = xw + a.win.pad_left - (a.win.kw - 1) * a.win.dw;
+    r_lo = r_lo <= 0 ? 0 : (r_lo + a.win.sh - 1) / a.win.sh;
+    c_lo = c_lo <= 0 ? 0 : (c_lo + a.win.sw - 1) / a.win.sw;
+    i64 r_hi = (yh + a.win.pad_top) / a.win.sh, c_hi = (xw + a.win.pad_left) / a.win.sw;
+    if (r_hi > a.oh - 1) r_hi = a.oh - 1;
+    if (c_hi > a.ow - 1) c_hi = a.ow - 1;
+    A acc = 0;
+    for (i64 r = r_lo; r <= r_hi; ++r)
+      for (i64 c = c_lo; c <= c_hi; ++c) {
+        const i64 k = r * a.ow + c;
+        if (idx[k] == pos) acc += A(ld(g, k));
+      }
+    st((T*)a.dx, q, acc);
+  }
+}
+#define DEF(T, S) extern "C" __global__ void max_pool_backward_##S(const MaxPoolBackwardArgs a) { max_pool_backward_impl<T>(a); }
+LUCID_FOR_FLOAT_TYPES(DEF)
+#undef DEF
+)CUDA";
+
+}  // namespace lucid::cuda

@@ -1,0 +1,45 @@
+// lucid._C's CUDA functions (lucid.cuda wraps them): availability, memory
+// statistics, synchronisation, the library search path and the NVRTC check
+// that CI runs without a GPU.
+#include "bindings.h"
+#include "lucid/backend/cuda/runtime.h"
+
+namespace lucid::python {
+
+void init_cuda(py::module_& m) {
+  py::module_ c = m.def_submodule("_cuda", "the CUDA backend");
+  c.def("set_library_dirs", &cuda::set_library_dirs);
+  c.def("availability", [] {
+    std::string why;
+    const bool ok = cuda::Runtime::available(&why);
+    return py::make_tuple(ok, why);
+  });
+  c.def("device_count", &cuda::Runtime::device_count);
+  c.def("device_name", [] { return cuda::Runtime::get().name(); });
+  c.def("arch", [] { return cuda::Runtime::get().arch(); });
+  c.def("total_memory", [] { return cuda::Runtime::get().total_memory(); });
+  c.def("synchronize", [] {
+    py::gil_scoped_release nogil;
+    cuda::Runtime::get().synchronize();
+  });
+  c.def("memory_allocated", [] { return cuda::Runtime::get().allocated(); });
+  c.def("max_memory_allocated", [] { return cuda::Runtime::get().peak_allocated(); });
+  c.def("reset_peak_memory_stats", [] { cuda::Runtime::get().reset_peak(); });
+  c.def("memory_reserved", [] { return cuda::Runtime::get().reserved(); });
+  c.def("empty_cache", [] { cuda::Runtime::get().empty_cache(); });
+  c.def("allow_tf32", &cuda::allow_tf32);
+  c.def("set_allow_tf32", &cuda::set_allow_tf32);
+  // [(module, NVRTC log)] for every fixed kernel module that fails to
+  // compile for `arch`; needs NVRTC only.
+  c.def("compile_kernel_modules", [](const std::string& arch) {
+    py::gil_scoped_release nogil;
+    return cuda::compile_fixed_modules(arch);
+  });
+  c.def("nvrtc_version", [] {
+    int major = 0, minor = 0;
+    cuda::nvrtc().nvrtcVersion(&major, &minor);
+    return py::make_tuple(major, minor);
+  });
+}
+
+}  // namespace lucid::python

@@ -1,0 +1,398 @@
+"""The cuda device.
+
+- Without a driver (CI): the device says it is unavailable and using it
+  raises a clear error; every kernel source compiles with NVRTC when NVRTC
+  is installed (`pip install '.[cuda]'`; skipped otherwise).
+- With a GPU: ops, gradients and whole training steps on cuda match the same
+  computation on the CPU (itself checked against PyTorch by the rest of the
+  suite).
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import lucid
+import lucid.nn as nn
+import lucid.nn.functional as F
+
+HAS_CUDA = lucid.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_CUDA, reason=f"no CUDA device ({lucid.cuda.unavailable_reason()})")
+
+
+def _nvrtc_missing():
+    try:
+        lucid.cuda._cuda.nvrtc_version()
+        return ""
+    except RuntimeError as e:
+        return str(e)
+
+
+# ------------------------------------------------------------ without a GPU
+def test_kernel_sources_compile_with_nvrtc():
+    why = _nvrtc_missing()
+    if why:
+        pytest.skip(f"NVRTC is not installed: {why}")
+    failures = lucid.cuda.compile_kernel_modules("sm_90")
+    assert not failures, "\n\n".join(f"module {name}:\n{log}" for name, log in failures)
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is present")
+def test_unavailable_device_raises_clearly():
+    assert lucid.cuda.is_available() is False
+    assert lucid.cuda.device_count() == 0
+    assert lucid.cuda.unavailable_reason()
+    x = lucid.ones(3)
+    for use in (lambda: x.cuda(), lambda: x.to("cuda"), lambda: lucid.zeros(2, device="cuda:0"),
+                lambda: lucid.cuda.synchronize()):
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            use()
+    model = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        model.to("cuda")
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert x.device.type == "cpu" and x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_device_strings():
+    assert lucid.device("cuda:0") == lucid.device("cuda")
+    assert str(lucid.device("cuda")) == "cuda"
+    assert lucid.device("cuda:0").type == "cuda"
+    with pytest.raises(RuntimeError, match="invalid device string"):
+        lucid.device("cuda:x")
+
+
+def test_tf32_flag_defaults_off():
+    assert lucid.backends.cuda.matmul.allow_tf32 is False
+    lucid.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert lucid.backends.cuda.matmul.allow_tf32 is True
+    finally:
+        lucid.backends.cuda.matmul.allow_tf32 = False
+
+
+# ---------------------------------------------------------------- on a GPU
+def rnd(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def both(*arrays, grad=False):
+    """The same values as a cpu and a cuda tensor each."""
+    cpu, dev = [], []
+    for a in arrays:
+        c = lucid.tensor(a)
+        d = c.cuda()
+        if grad:
+            c.requires_grad_(True)
+            d.requires_grad_(True)
+        cpu.append(c)
+        dev.append(d)
+    return cpu, dev
+
+
+def close(d, c, rtol=1e-5, atol=1e-6, what=""):
+    assert d.device.type == "cuda", what
+    assert c.device.type == "cpu", what
+    assert d.dtype == c.dtype, f"{what}: dtype {d.dtype} != {c.dtype}"
+    assert tuple(d.shape) == tuple(c.shape), what
+    a, e = d.detach().cpu(), c.detach()
+    if a.dtype in (lucid.bfloat16, lucid.float16):
+        a, e = a.float(), e.float()
+    a, e = a.numpy(), e.numpy()
+    if a.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, e, err_msg=what)
+    else:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=what)
+
+
+def same(fn, *arrays, grad=True, rtol=1e-5, atol=1e-6):
+    """fn on cpu and on cuda: outputs and (for float inputs) gradients agree."""
+    floats = [a.dtype.kind == "f" for a in arrays]
+    cpu, dev = both(*arrays)
+    for c, d, f in zip(cpu, dev, floats):
+        if grad and f:
+            c.requires_grad_(True)
+            d.requires_grad_(True)
+    oc, od = fn(*cpu), fn(*dev)
+    oc = list(oc) if isinstance(oc, (tuple, list)) else [oc]
+    od = list(od) if isinstance(od, (tuple, list)) else [od]
+    for k, (c, d) in enumerate(zip(oc, od)):
+        close(d, c, rtol, atol, f"output {k}")
+    if grad and any(floats):
+        outs = [(c, d) for c, d in zip(oc, od) if c.dtype.is_floating_point and c.requires_grad]
+        if outs:
+            up = [rnd(*c.shape, seed=7 + k) for k, (c, _) in enumerate(outs)]
+            sc = sum(((c * lucid.tensor(u).to(c.dtype)).sum() for (c, _), u in zip(outs, up)), lucid.tensor(0.0))
+            sd = sum(((d * lucid.tensor(u).to(d.dtype).cuda()).sum() for (_, d), u in zip(outs, up)),
+                     lucid.tensor(0.0).cuda())
+            sc.backward()
+            sd.backward()
+            for k, (c, d, f) in enumerate(zip(cpu, dev, floats)):
+                if f:
+                    assert (c.grad is None) == (d.grad is None), f"grad {k}"
+                    if c.grad is not None:
+                        close(d.grad, c.grad, rtol, atol, f"grad of input {k}")
+
+
+@gpu
+def test_device_api():
+    assert lucid.cuda.device_count() >= 1
+    assert lucid.cuda.get_device_name()
+    x = lucid.arange(6.0).reshape(2, 3)
+    for y in (x.cuda(), x.to("cuda"), x.to("cuda:0"), x.cuda(0), lucid.tensor(x.numpy(), device="cuda")):
+        assert y.device == lucid.device("cuda") and y.is_cuda
+        assert y.cpu().tolist() == x.tolist()
+    y = x.cuda()
+    assert y.tolist() == x.tolist()
+    assert y.sum().item() == 15.0
+    assert "device='cuda'" in repr(y)
+    with pytest.raises(TypeError, match="cpu"):
+        y.numpy()
+    with pytest.raises(TypeError, match="same device"):
+        x + y
+    lucid.cuda.synchronize()
+    before = lucid.cuda.memory_allocated()
+    big = lucid.zeros(1 << 20, device="cuda")
+    assert lucid.cuda.memory_allocated() >= before + 4 * (1 << 20)
+    assert lucid.cuda.max_memory_allocated() >= lucid.cuda.memory_allocated()
+    del big
+    assert lucid.cuda.memory_allocated() == before
+    lucid.cuda.empty_cache()
+    model = nn.Linear(3, 2)
+    assert model.cuda() is model
+    assert all(p.is_cuda for p in model.parameters())
+    out = model(y)
+    assert out.is_cuda and out.shape == (2, 2)
+    model.to("cpu")
+    np.testing.assert_allclose(model(x).detach().numpy(), out.detach().cpu().numpy(), rtol=1e-6, atol=1e-6)
+
+
+@gpu
+def test_random_draws_match_the_cpu():
+    lucid.cuda.manual_seed_all(3)
+    a = lucid.rand(1000)
+    b = lucid.randn(257, 3)
+    lucid.manual_seed(3)
+    c = lucid.rand(1000, device="cuda")
+    d = lucid.randn(257, 3, device="cuda")
+    close(c, a, rtol=1e-6, atol=1e-7)
+    close(d, b, rtol=1e-5, atol=1e-6)
+
+
+UNARY = ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "neg", "sign", "floor",
+         "ceil", "round", "square", "reciprocal", "log1p", "expm1", "erf"]
+
+
+@gpu
+@pytest.mark.parametrize("name", UNARY)
+def test_unary(name):
+    x = rnd(5, 7)
+    if name in ("log", "sqrt", "rsqrt", "log1p"):
+        x = np.abs(x) + 0.1
+    same(lambda t: getattr(lucid, name)(t), x, grad=name not in ("floor", "ceil", "round", "sign"))
+
+
+@gpu
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "pow"])
+def test_binary_broadcast_and_strided(name):
+    a, b = rnd(4, 1, 6), rnd(3, 1, seed=1)
+    if name == "pow":
+        a = np.abs(a) + 0.5
+    fn = getattr(lucid, name)
+    same(fn, a, b)
+    same(lambda x, y: fn(x.transpose(0, 2), y), rnd(3, 4, 5), rnd(5, 1, 3, seed=2))
+    same(lambda x: fn(x, 2.5), a)
+
+
+@gpu
+def test_compare_where_cast():
+    a, b = rnd(6, 5), rnd(6, 5, seed=1)
+    same(lambda x, y: (x > y, x <= y, x == x, lucid.where(x > y, x, y)), a, b)
+    for dt in (lucid.float16, lucid.bfloat16, lucid.float64, lucid.int32, lucid.int64, lucid.bool):
+        same(lambda x: (x * 3).to(dt), a, grad=False)
+    ints = np.arange(-6, 6).reshape(3, 4).astype(np.int64)
+    same(lambda x: (x * 2 + 1, x // 3, x % 4, x.float() / 2), ints, grad=False)
+
+
+@gpu
+def test_reductions():
+    x = rnd(3, 4, 5)
+    for dims in (None, 0, 1, 2, (0, 2), (1, 2), -1):
+        same(lambda t: (t.sum(dims) if dims is not None else t.sum()), x, rtol=1e-5, atol=1e-5)
+        same(lambda t: (t.mean(dims, keepdim=True) if dims is not None else t.mean()), x, rtol=1e-5, atol=1e-5)
+    same(lambda t: (t.amax(1), t.amin((0, 2)), t.argmax(2), t.argmin(0)), x)
+    same(lambda t: t.var(1), x, rtol=1e-5, atol=1e-5)
+    same(lambda t: t.transpose(0, 2).sum(1), x, rtol=1e-5, atol=1e-5)
+    b = rnd(4, 4) > 0
+    same(lambda t: (t.all(), t.any(1)), b, grad=False)
+    big = rnd(1000, 3000)
+    same(lambda t: (t.sum(), t.sum(0), t.sum(1)), big, grad=False, rtol=1e-4, atol=1e-3)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul(dtype):
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    same(lambda a, b: a @ b, rnd(33, 65, dtype=dtype), rnd(65, 17, seed=1, dtype=dtype), **tol)
+    same(lambda a, b: a @ b, rnd(3, 2, 8, 9, dtype=dtype), rnd(3, 2, 9, 5, seed=1, dtype=dtype), **tol)
+    same(lambda a, b: a.mT @ b.mT, rnd(4, 9, 8, dtype=dtype), rnd(4, 5, 9, seed=1, dtype=dtype), **tol)
+    same(lambda a, b: a @ b, rnd(7, dtype=dtype), rnd(7, 3, seed=1, dtype=dtype), **tol)
+    same(lambda a, b: F.linear(a, b), rnd(5, 64, dtype=dtype), rnd(32, 64, seed=1, dtype=dtype), **tol)
+
+
+@gpu
+def test_matmul_is_float32_without_tf32():
+    # TF32 keeps 10 mantissa bits: a product of 1 + 2^-20 differs from float32's in the 7th digit.
+    a = np.full((64, 64), 1 + 2.0 ** -20, np.float32)
+    cpu, dev = both(a, a)
+    close(dev[0] @ dev[1], cpu[0] @ cpu[1], rtol=1e-7, atol=0)
+
+
+@gpu
+def test_row_ops():
+    x = rnd(6, 7, 33)
+    same(lambda t: t.softmax(-1), x)
+    same(lambda t: t.softmax(1), x)
+    same(lambda t: t.log_softmax(-1), x)
+    same(lambda t: F.log_softmax(t, 0), x)
+    w, b = rnd(33, seed=1), rnd(33, seed=2)
+    same(lambda t, w_, b_: F.layer_norm(t, (33,), w_, b_), x, w, b, rtol=1e-4, atol=1e-5)
+    same(lambda t: F.layer_norm(t, (7, 33)), x, rtol=1e-4, atol=1e-5)
+    same(lambda t: F.gelu(t), x)
+    wide = rnd(4, 5000)
+    same(lambda t: (t.softmax(-1), F.layer_norm(t, (5000,))), wide, rtol=1e-4, atol=1e-5)
+
+
+@gpu
+def test_indexing_and_losses():
+    table = rnd(50, 8)
+    idx = np.array([[1, 4, 49], [0, 0, 7]], np.int64)
+    same(lambda w, i: F.embedding(i, w), table, idx)
+    same(lambda w, i: w[i], table, idx)
+    same(lambda w: w[3:40:4, ::2], table)
+    same(lambda w, i: lucid.gather(w, 1, i), table, np.array([[0, 7], [3, 3]], np.int64))
+    same(lambda w, i: w.index_select(0, i), table, np.array([5, 5, 2], np.int64))
+    logits, target = rnd(16, 10), np.arange(16, dtype=np.int64) % 10
+    same(lambda x, y: F.cross_entropy(x, y), logits, target, rtol=1e-5, atol=1e-6)
+    same(lambda x, y: F.cross_entropy(x, y, label_smoothing=0.1), logits, target, rtol=1e-5, atol=1e-6)
+    same(lambda x, y: F.nll_loss(F.log_softmax(x, 1), y), logits, target)
+    same(lambda x, y: F.mse_loss(x, y), logits, rnd(16, 10, seed=3))
+    same(lambda x: lucid.cat([x, x * 2], 1).reshape(2, -1).permute(1, 0), logits)
+    same(lambda x: F.one_hot(x, 10), target, grad=False)
+
+
+@gpu
+def test_out_of_range_index_raises():
+    table = lucid.ones(5, 3, device="cuda")
+    with pytest.raises(IndexError):
+        F.embedding(lucid.tensor([1, 9]).cuda(), table)
+        lucid.cuda.synchronize()
+    assert table.sum().item() == 15.0  # the device is still usable
+
+
+@gpu
+def test_conv_and_pool():
+    x, w, b = rnd(2, 3, 9, 9), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
+    same(lambda x_, w_, b_: F.conv2d(x_, w_, b_, padding=1), x, w, b, rtol=1e-4, atol=1e-5)
+    same(lambda x_: F.max_pool2d(x_, 2), x)
+
+
+@gpu
+def test_in_place_and_views():
+    x = rnd(4, 6)
+    cpu, dev = both(x)
+    for t in (cpu[0], dev[0]):
+        t[1:3, ::2] = 7.0
+        t.mul_(2)
+        t.T[0].add_(1)
+    close(dev[0], cpu[0])
+
+
+def _gpt_workload():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from benchmarks import workloads
+
+    return workloads
+
+
+def _to_device(model, device):
+    model.to(device)
+    # the benchmark GPT keeps its mask and positions as plain attributes
+    for m in model.modules():
+        for name in ("mask", "positions"):
+            if isinstance(getattr(m, name, None), lucid.Tensor):
+                setattr(m, name, getattr(m, name).to(device))
+    return model
+
+
+@gpu
+@pytest.mark.parametrize("name", ["mlp_small", "gpt_tiny", "cnn_small"])
+def test_training_steps_match_the_cpu(name):
+    workloads = _gpt_workload()
+    from benchmarks.workloads import torchlike
+
+    w = dict(workloads.WORKLOADS[name])
+    if name == "gpt_tiny":
+        w.update(ctx=32, batch=4)
+    if name == "cnn_small":
+        w.update(batch=8)
+    data = workloads.make_data(w)
+    runs = {}
+    for device in ("cpu", "cuda"):
+        lucid.manual_seed(0)
+        model = _to_device(torchlike.build_model(lucid, w), device)
+        loss_fn = torchlike.loss_fn(lucid, w)
+        opt = torchlike.make_optimizer(lucid, w["optimizer"], model.parameters())
+        x, y = lucid.tensor(data["x"], device=device), lucid.tensor(data["y"], device=device)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        runs[device] = (losses, [p.detach().cpu().numpy() for p in model.parameters()])
+    np.testing.assert_allclose(runs["cuda"][0], runs["cpu"][0], rtol=1e-4)
+    for k, (a, e) in enumerate(zip(runs["cuda"][1], runs["cpu"][1])):
+        np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-4, err_msg=f"parameter {k}")
+
+
+@gpu
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_optimizers_match_the_cpu(opt_name):
+    p0, g0 = rnd(40, 3), rnd(40, 3, seed=1)
+    out = {}
+    for device in ("cpu", "cuda"):
+        p = lucid.tensor(p0, device=device, requires_grad=True)
+        kwargs = {"lr": 0.01}
+        if opt_name == "SGD":
+            kwargs["momentum"] = 0.9
+        opt = getattr(lucid.optim, opt_name)([p], **kwargs)
+        for k in range(3):
+            p.grad = lucid.tensor(g0 * (k + 1), device=device)
+            opt.step()
+        out[device] = p.detach().cpu().numpy()
+    np.testing.assert_allclose(out["cuda"], out["cpu"], rtol=1e-5, atol=1e-6)
+
+
+@gpu
+def test_compiled_steps_say_they_are_not_available():
+    # No compiled-graph backend for cuda yet: each compiled entry point
+    # refuses clearly and leaves the model and the optimizer as they were.
+    from lucid.compile import compile_optimizer, fused_step, make_step
+
+    model = nn.Linear(4, 2).cuda()
+    before = [p.detach().cpu().numpy().copy() for p in model.parameters()]
+    opt = lucid.optim.Adam(model.parameters(), lr=0.1)
+    x, y = lucid.ones(3, 4, device="cuda"), lucid.zeros(3, 2, device="cuda")
+    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
+        fused_step(model, F.mse_loss, opt)(x, y)
+    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
+        make_step(model, F.mse_loss)(x, y)
+    F.mse_loss(model(x), y).backward()
+    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
+        compile_optimizer(opt).step()
+    assert opt.state_dict()["state"] == {}
+    for b, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), b)
