@@ -33,10 +33,15 @@ void init_ops(py::module_& m) {
   m.def(#name, [](const Tensor& a, Scalar b) { return name(a, wrap_scalar(b, a)); }, release);            \
   m.def(#name, [](Scalar a, const Tensor& b) { return name(wrap_scalar(a, b), b); }, release);
   LUCID_BINARY(add) LUCID_BINARY(sub) LUCID_BINARY(mul) LUCID_BINARY(div) LUCID_BINARY(floor_divide)
-  LUCID_BINARY(remainder) LUCID_BINARY(pow) LUCID_BINARY(maximum) LUCID_BINARY(minimum) LUCID_BINARY(atan2)
+  LUCID_BINARY(remainder) LUCID_BINARY(maximum) LUCID_BINARY(minimum) LUCID_BINARY(atan2)
   LUCID_BINARY(eq) LUCID_BINARY(ne) LUCID_BINARY(lt) LUCID_BINARY(le) LUCID_BINARY(gt) LUCID_BINARY(ge)
   LUCID_BINARY(logical_and) LUCID_BINARY(logical_or) LUCID_BINARY(logical_xor)
 #undef LUCID_BINARY
+  // A Python number exponent keeps its kind (ops::pow rejects integers to a
+  // negative integer power, as PyTorch does).
+  m.def("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, release);
+  m.def("pow", [](const Tensor& a, Scalar b) { return pow(a, b); }, release);
+  m.def("pow", [](Scalar a, const Tensor& b) { return pow(wrap_scalar(a, b), b); }, release);
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); }, release);
   m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, wrap_scalar(b, a)); }, release);
   m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return where(c, wrap_scalar(a, b), b); }, release);
@@ -118,9 +123,11 @@ void init_ops(py::module_& m) {
   m.def("pad", &pad, py::arg("x"), py::arg("pad"), py::arg("value") = 0.0, release);
 
   // indexing
-  m.def("index_select", &index_select, release);
+  m.def("index_select", &index_select, py::arg("x"), py::arg("dim"), py::arg("index"),
+        py::arg("caller") = "index_select", release);
   m.def("index_add", &index_add, release);
   m.def("gather", &gather, release);
+  m.def("gather_targets", &gather_targets, release);
   m.def("scatter_add", &scatter_add, release);
   m.def("scatter", &scatter, release);
   m.def("masked_fill", &masked_fill, release);
@@ -128,6 +135,14 @@ void init_ops(py::module_& m) {
   m.def("index", &index, release);
   m.def("index_put", &index_put, py::arg("x"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
         release);
+
+  // sorting and scans
+  m.def("sort", &sort, py::arg("x"), py::arg("dim") = -1, py::arg("descending") = false, release);
+  m.def("argsort", &argsort, py::arg("x"), py::arg("dim") = -1, py::arg("descending") = false, release);
+  m.def("topk", &topk, py::arg("x"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, release);
+  m.def("nonzero", &nonzero, release);
+  m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
+  m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
 
   m.def("softmax", &softmax, release);
   m.def("log_softmax", &log_softmax, release);

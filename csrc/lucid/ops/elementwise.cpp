@@ -320,7 +320,11 @@ Tensor rsub(const Tensor& a, Scalar b) { return sub(wrap_scalar(b, a), a); }
 Tensor mul(const Tensor& a, Scalar b) { return mul(a, wrap_scalar(b, a)); }
 Tensor div(const Tensor& a, Scalar b) { return div(a, wrap_scalar(b, a)); }
 Tensor pow(const Tensor& a, Scalar b) {
-  if (b.kind != Scalar::Kind::Bool && b.f == 2.0) return square(a);
+  LUCID_CHECK(is_floating(a.dtype()) || b.kind != Scalar::Kind::Int || b.i >= 0,
+              "Integers to negative integer powers are not allowed.");
+  // x ** 2 as x * x, when that keeps the result dtype (int ** 2.0 is float)
+  if (b.kind != Scalar::Kind::Bool && b.f == 2.0 && (is_floating(a.dtype()) || b.kind == Scalar::Kind::Int))
+    return square(a);
   return pow(a, wrap_scalar(b, a));
 }
 

@@ -46,6 +46,10 @@ enum class OpKind : uint8_t {
   LayerNorm,
   LayerNormBackward,
   SoftmaxBackward,
+  ArgSort,
+  TopK,
+  NonZero,
+  Scan,
   Count
 };
 

@@ -5,6 +5,8 @@ lucid ops (no host reads of tensor data), so it traces into a compiled step.
 import functools
 import math
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -42,6 +44,20 @@ def _ntuple(x, n, name):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise TypeError(f"{name} must be an int or a tuple of {n} ints, got {x!r}")
     return tuple(int(v) for v in out)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn(message):
+    """warnings.warn pointing at the user's line: the first frame outside the
+    lucid package (a loss may be reached through nn modules, autocast
+    wrappers or a compiled step's tracer)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def _check_tensor(x, name, fn):
@@ -415,7 +431,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     flat = _C.reshape(input, [-1])
     if max_norm is not None:
         _embedding_renorm_(weight, flat, float(max_norm), float(norm_type))
-    out = _C.index_select(weight, 0, flat)
+    out = _C.index_select(weight, 0, flat, "embedding")
     if scale_grad_by_freq:
         # Same value, gradient scaled by 1 / (occurrences of the index in input).
         counts = _C.index_add(_C.full([num, 1], 0.0, weight.dtype, weight.device), 0, flat,
@@ -595,8 +611,8 @@ def sigmoid(input):  # noqa: A002
 
 
 def _softmax_dim(name, ndim):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+          "as an argument.")
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -854,32 +870,51 @@ def _check_reduction(reduction, allowed=("none", "mean", "sum")):
         raise _C.InvalidArgument(f"{reduction} is not a valid value for reduction")
 
 
-def _nll(logp, target, weight, ignore_index, reduction):
+def _check_logits(input, target, fn):  # noqa: A002
+    """The input of a classification loss: floating scores with a class dim."""
+    if not input.dtype.is_floating_point:
+        hint = ""
+        if target.dtype.is_floating_point and target.ndim == input.ndim + 1:
+            hint = (f"; the target ({target.dtype}, shape {list(target.shape)}) looks like the scores: pass them "
+                    f"first, {fn}(input, target)")
+        raise TypeError(f"{fn}(): input must hold floating-point scores, got {input.dtype} of shape "
+                        f"{list(input.shape)}{hint}")
+    if input.ndim < 1:
+        raise _C.InvalidArgument(f"{fn}(): input must have at least one dimension (a class dimension), got a 0-d "
+                                 f"tensor")
+
+
+def _nll(logp, target, weight, ignore_index, reduction, fn):
     """Negative log-likelihood of class indices; class dim 1 (0 if 1-D)."""
-    if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
-        raise TypeError(f"expected target of an integer dtype (class indices), got {target.dtype}")
     cdim = 0 if logp.ndim == 1 else 1
+    expect = [] if logp.ndim == 1 else [logp.shape[0]] + list(logp.shape[2:])
+    if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
+        raise TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
+                        f"{target.dtype} of shape {list(target.shape)}; convert it with target.long()")
     if logp.ndim == 1:
         if target.ndim != 0:
-            raise _C.InvalidArgument(f"expected a 0-D target for a 1-D input, got target of size {list(target.shape)}")
+            raise _C.InvalidArgument(f"{fn}(): expected a 0-D target for a 1-D input of shape {list(logp.shape)}, "
+                                     f"got target of size {list(target.shape)}")
     else:
-        expect = [logp.shape[0]] + list(logp.shape[2:])
         if target.ndim >= 1 and target.shape[0] != logp.shape[0]:
-            raise _C.InvalidArgument(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
-                                     f"({target.shape[0]}).")
+            raise _C.InvalidArgument(f"{fn}(): Expected input batch_size ({logp.shape[0]}) to match target "
+                                     f"batch_size ({target.shape[0]}) (input {list(logp.shape)}, target "
+                                     f"{list(target.shape)}).")
         if list(target.shape) != expect:
-            raise _C.InvalidArgument(f"Expected target size {expect}, got {list(target.shape)}")
+            raise _C.InvalidArgument(f"{fn}(): Expected target size {expect} for input of shape "
+                                     f"{list(logp.shape)} (classes along dim 1), got {list(target.shape)}")
     c = logp.shape[cdim]
     if weight is not None and tuple(weight.shape) != (c,):
-        raise _C.InvalidArgument(f"weight tensor should be defined either for all {c} classes or no classes but got "
-                                 f"weight tensor of shape: {list(weight.shape)}")
+        raise _C.InvalidArgument(f"{fn}(): weight tensor should be defined either for all {c} classes or no classes "
+                                 f"but got weight tensor of shape: {list(weight.shape)}")
     t = _C.cast(target, _C.dtype.int64)
     valid = _C.ne(t, ignore_index)
     safe = _C.where(valid, t, 0)
-    picked = _C.squeeze(_C.gather(logp, cdim, _C.unsqueeze(safe, cdim)), [cdim])
+    # An out-of-range class raises IndexError naming `fn` (eagerly and in a compiled step).
+    picked = _C.squeeze(_C.gather_targets(logp, cdim, _C.unsqueeze(safe, cdim), fn), [cdim])
     w = _C.cast(valid, logp.dtype)
     if weight is not None:
-        w = _C.mul(w, _C.reshape(_C.index_select(_C.cast(weight, logp.dtype), 0, _C.reshape(safe, [-1])),
+        w = _C.mul(w, _C.reshape(_C.index_select(_C.cast(weight, logp.dtype), 0, _C.reshape(safe, [-1]), fn),
                                  list(safe.shape)))
     loss = _C.neg(_C.mul(picked, w))
     if reduction == "none":
@@ -892,11 +927,11 @@ def _nll(logp, target, weight, ignore_index, reduction):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
              reduction="mean"):
     _check_tensor(input, "input", "nll_loss")
+    _check_tensor(target, "target", "nll_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if input.ndim < 1:
-        raise _C.InvalidArgument("nll_loss: input must have at least one dimension")
-    return _nll(input, target, weight, ignore_index, reduction)[0]
+    _check_logits(input, target, "nll_loss")
+    return _nll(input, target, weight, ignore_index, reduction, "nll_loss")[0]
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -909,16 +944,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise _C.InvalidArgument(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if input.ndim < 1:
-        raise _C.InvalidArgument("cross_entropy: input must have at least one dimension")
+    _check_logits(input, target, "cross_entropy")
     cdim = 0 if input.ndim == 1 else 1
     c = input.shape[cdim]
     logp = _C.log_softmax(input, cdim)
     wb = None if weight is None else _C.reshape(_C.cast(weight, logp.dtype), _bshape(input.ndim, cdim, c))
     if target.dtype.is_floating_point:
         if tuple(target.shape) != tuple(input.shape):
-            raise _C.InvalidArgument(f"cross_entropy: expected probability targets of the input's shape "
-                                     f"{list(input.shape)}, got {list(target.shape)}")
+            indices = [] if input.ndim == 1 else [input.shape[0]] + list(input.shape[2:])
+            raise _C.InvalidArgument(
+                f"cross_entropy(): a floating-point target holds class probabilities and must have the input's "
+                f"shape {list(input.shape)}, got {target.dtype} of shape {list(target.shape)}; for class indices, "
+                f"pass an integer target of shape {indices} (target.long())")
         t = _C.cast(target, logp.dtype)
         if label_smoothing > 0:
             t = _C.add(_C.mul(t, 1.0 - label_smoothing), label_smoothing / c)
@@ -929,7 +966,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return _C.div(_C.sum(loss, None, False), float(input.numel() // c) if c else float("nan"))
         return _reduce(loss, reduction)
-    nll, valid, w = _nll(logp, target, weight, ignore_index, reduction)
+    nll, valid, w = _nll(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if label_smoothing <= 0:
         return nll
     smooth = _C.neg(_C.sum(logp if wb is None else _C.mul(logp, wb), [cdim], False))
@@ -946,9 +983,9 @@ def _pointwise_target(input, target, fn):  # noqa: A002
     if not isinstance(target, Tensor):
         raise TypeError(f"{fn}(): argument 'target' must be Tensor, not {type(target).__name__}")
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
-                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+        _warn(f"{fn}(): Using a target size ({list(target.shape)}) that is different to the input size "
+              f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+              "Please ensure they have the same size.")
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
@@ -1039,10 +1076,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
+        _warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+              "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+              "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if log_target:
         loss = _C.mul(_C.exp(target), _C.sub(target, input))
     else:
