@@ -104,10 +104,21 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode == "floor":
         return _binary(_C.floor_divide)(input, other)
     if rounding_mode == "trunc":
-        q = _binary(_C.div)(input, other)
-        r = _C.trunc(q)
-        a = input if isinstance(input, _C.Tensor) else other
-        return _C.cast(r, _C.result_type(a, a)) if not a.dtype.is_floating_point else r
+        a, b = _t(input), _t(other)
+        if is_number(a) and is_number(b):
+            from ._creation import tensor
+
+            a = tensor(a)
+        dtype = result_type(a, b)
+        if dtype.is_floating_point:
+            return _C.trunc(_C.div(a, b))
+        # Integers stay exact (a float quotient loses bits past 2**53): the
+        # floor quotient, moved up one where the signs differ and b does not
+        # divide a. Division by zero raises with floor_divide.
+        q, r = _C.floor_divide(a, b), _C.remainder(a, b)
+        neg = _C.logical_xor(_C.lt(a, 0) if isinstance(a, _C.Tensor) else a < 0,
+                             _C.lt(b, 0) if isinstance(b, _C.Tensor) else b < 0)
+        return _C.add(q, _C.cast(_C.logical_and(_C.ne(r, 0), neg), q.dtype))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 

@@ -32,7 +32,7 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device
   DType dt = dtype ? *dtype
                    : (value.kind == Scalar::Kind::Float ? default_float_dtype()
                                                          : (value.kind == Scalar::Kind::Int ? DType::Int64 : DType::Bool));
-  for (auto d : shape) LUCID_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  numel(shape);  // negative dims and overflowing sizes raise here
   double v = value.f;
   if (!is_floating(dt)) {
     LUCID_CHECK(std::isfinite(v), "cannot fill an integer tensor with ", v);
@@ -68,12 +68,18 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   LUCID_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
   LUCID_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
               "upper bound and lower bound inconsistent with step sign");
-  const int64_t n = int64_t(std::ceil((end - start) / step));
-  return call<Arange>({}, start, step, TensorMeta{{std::max<int64_t>(n, 0)}, dtype, device});
+  const double count = std::ceil((end - start) / step);
+  // (converting a double beyond int64 is undefined; such a range could not be stored anyway)
+  LUCID_CHECK(count < 9.2e18, "arange(): the range [", start, ", ", end, ") with step ", step, " has ", count,
+              " elements, more than a tensor can hold (invalid size, possible overflow?)");
+  const int64_t n = std::max<int64_t>(int64_t(count), 0);
+  numel({n});
+  return call<Arange>({}, start, step, TensorMeta{{n}, dtype, device});
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
   LUCID_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
+  numel({n, m});  // the result's size, checked before the building blocks are made
   Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, device), {n, 1});
   Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, device), {1, m});
   return cast(eq(rows, cols), dtype);
@@ -141,10 +147,14 @@ Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key) {
 Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key) {
   return call<Random>({key}, Distribution::Normal, shape, dtype);
 }
+// The shape is checked (numel) before the generator advances: a bad call
+// leaves the random stream where it was.
 Tensor rand(const Shape& shape, DType dtype, Device device) {
+  LUCID_CHECK_T(TypeError, is_floating(dtype), "rand(): dtype must be floating, got ", dtype_name(dtype));
   return random_uniform(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
 }
 Tensor randn(const Shape& shape, DType dtype, Device device) {
+  LUCID_CHECK_T(TypeError, is_floating(dtype), "randn(): dtype must be floating, got ", dtype_name(dtype));
   return random_normal(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
 }
 

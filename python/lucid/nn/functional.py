@@ -53,7 +53,7 @@ def _warn(message):
     """warnings.warn pointing at the user's line: the first frame outside the
     lucid package (a loss may be reached through nn modules, autocast
     wrappers or a compiled step's tracer)."""
-    level, frame = 1, sys._getframe(1)
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is _warn's caller
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
         frame = frame.f_back
         level += 1
