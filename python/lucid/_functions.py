@@ -368,6 +368,9 @@ def dot(input, other):  # noqa: A002
 
 
 def outer(input, vec2):  # noqa: A002
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise _C.InvalidArgument(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
     return _C.mul(_C.unsqueeze(input, 1), _C.unsqueeze(vec2, 0))
 
 
@@ -427,7 +430,7 @@ def movedim(input, source, destination):  # noqa: A002
 
 
 def broadcast_to(input, size):  # noqa: A002
-    return _C.broadcast_to(input, as_shape((size,)))
+    return _C.expand(input, as_shape((size,)))  # -1 keeps a dim, as in expand
 
 
 def cat(tensors, dim=0):
@@ -452,6 +455,10 @@ def chunk(input, chunks, dim=0):  # noqa: A002
 
 
 def unbind(input, dim=0):  # noqa: A002
+    if input.ndim == 0:
+        raise _C.IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if input.shape[_wrap_dim(dim, input.ndim)] == 0:
+        return ()
     return tuple(_C.squeeze(p, [dim]) for p in _C.split(input, 1, dim))
 
 
@@ -488,9 +495,9 @@ def roll(input, shifts, dims=None):  # noqa: A002
     shifts, dims = as_dims(shifts), as_dims(dims)
     if len(shifts) != len(dims):
         raise _C.InvalidArgument(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
-    dims = [_wrap_dim(d, input.ndim) for d in dims]
     if input.ndim == 0:
-        return _C.clone(input)
+        raise _C.IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    dims = [_wrap_dim(d, input.ndim) for d in dims]
     out = input
     for s, d in zip(shifts, dims):
         n = out.shape[d]

@@ -76,10 +76,14 @@ struct Copy final : Primitive {
 };
 
 // ------------------------------------------------------------------ creation
+// `value` fills floating and bool tensors; integer tensors take `int_value`,
+// exact where a double is not (beyond 2**53).
 struct Full final : Primitive {
   TensorMeta meta;
   double value;
-  Full(TensorMeta meta, double value) : Primitive(OpKind::Full), meta(std::move(meta)), value(value) {}
+  int64_t int_value;
+  Full(TensorMeta meta, double value, int64_t int_value)
+      : Primitive(OpKind::Full), meta(std::move(meta)), value(value), int_value(int_value) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
 };

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import _C
+from .._functions import _wrap_dim
 from .._utils import to_dtype
 from ..autograd import no_grad
 
@@ -211,18 +212,26 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _C.squeeze(out, [-2])
 
 
-def _adaptive_matrix(n_in, n_out, dtype, device):
-    """[n_out, n_in] averaging matrix of PyTorch's adaptive windows
-    [floor(i*n_in/n_out), ceil((i+1)*n_in/n_out)); a constant of the shapes."""
+def _adaptive_mean(x, n_out):
+    """Means of x's last dim over PyTorch's adaptive windows
+    [floor(i*n/n_out), ceil((i+1)*n/n_out)). The windows are gathered and the
+    positions beyond a short window masked with where(), so an inf or NaN
+    stays in its own windows (a matmul with an averaging matrix multiplied
+    it by the zeros of every other window)."""
+    n = x.shape[-1]
     i = np.arange(n_out)
-    start = (i * n_in) // n_out
-    end = -((-(i + 1) * n_in) // n_out)
-    cols = np.arange(n_in)
-    m = ((cols[None, :] >= start[:, None]) & (cols[None, :] < end[:, None])).astype(np.float64)
-    m /= (end - start)[:, None]
+    start = (i * n) // n_out
+    end = -((-(i + 1) * n) // n_out)
+    k = int((end - start).max()) if n_out else 0
+    pos = start[:, None] + np.arange(k)[None, :]
+    valid = pos < end[:, None]
     from .._creation import tensor
 
-    return tensor(m, dtype=dtype, device=device)
+    idx = tensor(np.where(valid, pos, 0).reshape(-1).astype(np.int64), device=x.device)
+    windows = _C.reshape(_C.index_select(x, -1, idx), list(x.shape[:-1]) + [n_out, k])
+    windows = _C.where(tensor(valid, device=x.device), windows, 0.0)
+    counts = tensor((end - start).astype(np.float64), dtype=windows.dtype, device=x.device)
+    return _C.div(_C.sum(windows, [-1], False), counts)
 
 
 def _adaptive_size(output_size, in_sizes, name):
@@ -245,27 +254,27 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     _check_tensor(input, "input", "adaptive_avg_pool2d")
     if input.ndim not in (3, 4):
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    if 0 in tuple(input.shape)[-3:]:
+        raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                                 f"dimensions, but input has sizes {list(input.shape)}")
     h, w = input.shape[-2:]
     oh, ow = _adaptive_size(output_size, (h, w), "adaptive_avg_pool2d")
     if oh and ow and h % oh == 0 and w % ow == 0:
         if (oh, ow) == (1, 1):
             return _C.mean(input, [-2, -1], True)
         return avg_pool2d(input, (h // oh, w // ow))
-    # Overlapping or uneven windows: out = Ph x Pw^T with constant averaging matrices.
-    dt = _float_like(input)
-    pw = _adaptive_matrix(w, ow, dt, input.device)
-    ph = _adaptive_matrix(h, oh, dt, input.device)
-    t = _C.matmul(input, _C.transpose(pw, 0, 1))  # [..., H, ow]
-    t = _C.matmul(_C.transpose(t, -1, -2), _C.transpose(ph, 0, 1))  # [..., ow, oh]
-    return _C.transpose(t, -1, -2)
+    # Overlapping or uneven windows: along W, then along H.
+    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    t = _adaptive_mean(x, ow)  # [..., H, ow]
+    return _C.transpose(_adaptive_mean(_C.transpose(t, -1, -2), oh), -1, -2)
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     if input.ndim not in (2, 3):
         raise _C.InvalidArgument(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
     (ol,) = _adaptive_size(output_size, (input.shape[-1],), "adaptive_avg_pool1d")
-    m = _adaptive_matrix(input.shape[-1], ol, _float_like(input), input.device)
-    return _C.matmul(input, _C.transpose(m, 0, 1))
+    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    return _adaptive_mean(x, ol)
 
 
 # ------------------------------------------------------------ normalization
@@ -316,7 +325,7 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
         if t is not None and tuple(t.shape) != (c,):
             raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}] (the input's channels), got "
                                      f"{list(t.shape)}")
-    if training and (input.numel() // c if c else 0) <= 1:
+    if training and c and input.numel() // c == 1:
         raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
                                  f"{list(input.shape)}")
 
@@ -390,7 +399,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     if num_groups <= 0 or c % num_groups:
         raise _C.InvalidArgument(f"Expected number of channels in input to be divisible by num_groups, but got "
                                  f"input of shape {list(input.shape)} and num_groups={num_groups}")
-    x = _C.reshape(input, [n, num_groups, -1])
+    x = _C.reshape(input, [n, num_groups, c // num_groups * math.prod(input.shape[2:])])
     mean = _C.mean(x, [-1], True)
     xc = _C.sub(x, mean)
     out = _C.reshape(_C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), [-1], True), eps))), list(input.shape))
@@ -462,7 +471,7 @@ def one_hot(tensor, num_classes=-1):
 
 # ------------------------------------------------------------------ dropout
 def _check_p(p):
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= p <= 1.0:  # (NaN too)
         raise _C.InvalidArgument(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
@@ -517,8 +526,9 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise _C.InvalidArgument(f'Padding mode "{mode}" doesn\'t take in value argument')
-    if any(p < 0 for p in pad):
-        raise NotImplementedError(f"negative padding is only supported in 'constant' mode")
+    if mode != "circular" and 0 in tuple(input.shape)[1:]:
+        raise _C.InvalidArgument(f"{mode} padding: expected a tensor with possibly 0 batch size and other non-zero "
+                                 f"dimensions for input, got {list(input.shape)}")
     from .._creation import tensor
 
     out = input
@@ -544,7 +554,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
 
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.where(_C.gt(x, threshold), x, value), inplace)
+    # PyTorch: x <= threshold ? value : x (a NaN input or threshold keeps x),
+    # in the input's dtype (an integer input takes both as integers).
+    if not input.dtype.is_floating_point:
+        threshold = _C.full([], threshold, input.dtype, input.device)
+        value = _C.full([], value, input.dtype, input.device)
+    return _inplace(input, lambda x: _C.where(_C.le(x, threshold), value, x), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
@@ -641,14 +656,17 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def glu(input, dim=-1):  # noqa: A002
-    if input.ndim == 0 or input.shape[dim] % 2:
-        raise _C.InvalidArgument(f"Halving dimension must be even, but dimension {dim} is size "
-                                 f"{input.shape[dim] if input.ndim else 0}")
-    a, b = _C.chunk(input, 2, dim)
+    if input.ndim == 0:
+        raise _C.InvalidArgument("glu does not support scalars because halving size must be even")
+    n = input.shape[_wrap_dim(dim, input.ndim)]
+    if n % 2:
+        raise _C.InvalidArgument(f"Halving dimension must be even, but dimension {dim} is size {n}")
+    a, b = _C.narrow(input, dim, 0, n // 2), _C.narrow(input, dim, n // 2, n // 2)
     return _C.mul(a, _C.sigmoid(b))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    x1, x2 = _broadcast_pair(x1, x2, "cosine_similarity")
     dot = _C.sum(_C.mul(x1, x2), [dim], False)
     n1 = _C.clamp(_C.norm(x1, 2.0, [dim], False), eps, None)
     n2 = _C.clamp(_C.norm(x2, 2.0, [dim], False), eps, None)
@@ -979,17 +997,32 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _pointwise_target(input, target, fn):  # noqa: A002
+    """Warns about a broadcasting target, then broadcasts both (as PyTorch
+    does: a 0-d target then takes part in type promotion like any tensor)."""
     _check_tensor(input, "input", fn)
     if not isinstance(target, Tensor):
         raise TypeError(f"{fn}(): argument 'target' must be Tensor, not {type(target).__name__}")
-    if tuple(target.shape) != tuple(input.shape):
-        _warn(f"{fn}(): Using a target size ({list(target.shape)}) that is different to the input size "
-              f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-              "Please ensure they have the same size.")
+    if tuple(target.shape) == tuple(input.shape):
+        return input, target
+    _warn(f"{fn}(): Using a target size ({list(target.shape)}) that is different to the input size "
+          f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+          "Please ensure they have the same size.")
+    return _broadcast_pair(input, target, fn)
+
+
+def _broadcast_pair(a, b, fn):
+    """Both tensors broadcast to their common shape."""
+    sa, sb = list(a.shape), list(b.shape)
+    n = max(len(sa), len(sb))
+    sa, sb = [1] * (n - len(sa)) + sa, [1] * (n - len(sb)) + sb
+    if any(x != y and 1 not in (x, y) for x, y in zip(sa, sb)):
+        raise _C.InvalidArgument(f"{fn}(): shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast together")
+    shape = [y if x == 1 else x for x, y in zip(sa, sb)]
+    return _C.broadcast_to(a, shape), _C.broadcast_to(b, shape)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    _pointwise_target(input, target, "mse_loss")
+    input, target = _pointwise_target(input, target, "mse_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     d = _C.sub(input, target)
@@ -1000,7 +1033,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    _pointwise_target(input, target, "l1_loss")
+    input, target = _pointwise_target(input, target, "l1_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     loss = _C.abs(_C.sub(input, target))
@@ -1010,7 +1043,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
-    _pointwise_target(input, target, "smooth_l1_loss")
+    input, target = _pointwise_target(input, target, "smooth_l1_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -1023,7 +1056,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
-    _pointwise_target(input, target, "huber_loss")
+    input, target = _pointwise_target(input, target, "huber_loss")
+    target = _C.cast(target, input.dtype)  # PyTorch computes huber_loss in the input's dtype
     _check_reduction(reduction)
     if delta <= 0:
         raise _C.InvalidArgument("huber_loss does not support non-positive values for delta.")
@@ -1043,6 +1077,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise _C.InvalidArgument(f"Using a target size ({list(target.shape)}) that is different to the input size "
                                  f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if not (input.is_symbolic or target.is_symbolic) and input.numel():
+        # PyTorch's kernel checks the values; a compiled step cannot read them.
+        for name, t in (("input", input), ("target", target)):
+            t = t.detach()
+            if not _C.all(_C.logical_and(_C.ge(t, 0.0), _C.le(t, 1.0)), None, False).item():
+                raise _C.InvalidArgument(f"binary_cross_entropy(): all elements of {name} should be between 0 and 1")
     log_x = _C.clamp(_C.log(input), -100.0, None)
     log_1mx = _C.clamp(_C.log1p(_C.neg(input)), -100.0, None)
     loss = _C.neg(_C.add(_C.mul(target, log_x), _C.mul(_C.sub(1.0, target), log_1mx)))
