@@ -82,7 +82,7 @@ def test_failed_calls_change_nothing():
         with pytest.raises((RuntimeError, TypeError, IndexError, ValueError)):
             attempt()
         np.testing.assert_array_equal(x.numpy(), snapshot)
-    assert x._version() == 0
+    assert x._version == 0
 
 
 def test_messages_name_the_problem():

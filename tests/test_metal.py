@@ -473,13 +473,13 @@ def test_fused_step_updates_parameters_in_place():
     opt = optim.SGD(model.parameters(), lr=0.1)
     step = fused_step(model, mse, opt)
     p = model.params[0]
-    ptr, version = p.data_ptr(), p._version()
+    ptr, version = p.data_ptr(), p._version
     view = p.detach().numpy()  # shares the device buffer
     before = view.copy()
     step(*data(DEV))
     # The new values land in the parameter's own buffer (never a swapped one):
     # its address is unchanged and views made before the step see them.
     assert p.data_ptr() == ptr
-    assert p._version() > version
+    assert p._version > version
     assert not np.array_equal(view, before)
     np.testing.assert_array_equal(view, p.detach().numpy())

@@ -125,7 +125,9 @@ def test_clone_detach_contiguous():
     d = x.detach()
     assert d._shares_storage(x) and not d.requires_grad
     y = lucid.ones(2, 3).T
-    assert y.contiguous() is y and y.is_contiguous()
+    assert not y.is_contiguous() and y.stride() == torch.ones(2, 3).T.stride()
+    c = y.contiguous()
+    assert c.is_contiguous() and not c._shares_storage(y) and c.contiguous() is c
     z = lucid.clone(y)
     assert_close(z, torch.ones(2, 3).T)
     assert lucid.Tensor(y)._shares_storage(y)

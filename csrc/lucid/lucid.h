@@ -26,6 +26,8 @@
 //   lucid/graph/*.h         the tracer, IR, passes, Executable and
 //                           ExecutableCache the compiled steps are built on
 //   lucid/api/serialization.h  save(), load(), Value, CheckpointError
+//   lucid/checkpoint/*.h    the checkpoint format itself (format.h documents
+//                           it), CRC-32C, safetensors files
 //   lucid/backend/cpu/parallel.h  cpu::set_num_threads / num_threads
 #include "lucid/api/autograd.h"
 #include "lucid/api/compile.h"

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "lucid/core/tensor.h"
+#include "lucid/graph/executable.h"
 #include "lucid/ops/ops.h"
 
 namespace pybind11::detail {
@@ -75,5 +76,15 @@ void init_autograd(py::module_& m);
 void init_nn(py::module_& m);
 void init_optim(py::module_& m);
 void init_compile(py::module_& m);
+void init_checkpoint(py::module_& m);
+void init_metal_plan(py::module_& m);
+
+// A compiler other than a device's, handed to GraphTracer.compile_with (the
+// Metal plans run on the host, for tests).
+struct GraphCompiler {
+  graph::CompileFn fn;
+  std::string name;
+  bool optimize = true;  // run the graph passes first, as a device compile does
+};
 
 }  // namespace lucid::python

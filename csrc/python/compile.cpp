@@ -26,14 +26,24 @@ class PyTracer {
     active_ = false;
   }
   std::shared_ptr<graph::Executable> compile(const std::string& device) {
-    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
-    std::vector<graph::RandomKeyFeed> rf;
-    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    std::vector<graph::RandomKeyFeed> rf = finished();
     graph::Graph g = tracer_->take_graph();
     return graph::compile(std::move(g), std::move(rf), parse_device(device).type);
   }
+  // With a compiler other than a device's (tests of a backend's lowering).
+  std::shared_ptr<graph::Executable> compile_with(const GraphCompiler& compiler) {
+    std::vector<graph::RandomKeyFeed> rf = finished();
+    if (!compiler.optimize) return compiler.fn(tracer_->take_graph(), std::move(rf));
+    return graph::compile(tracer_->take_graph(), std::move(rf), compiler.fn);
+  }
 
  private:
+  std::vector<graph::RandomKeyFeed> finished() const {
+    LUCID_CHECK_T(Error, !active_, "compile() needs the trace to be finished");
+    std::vector<graph::RandomKeyFeed> rf;
+    for (auto [feed, draws] : tracer_->random_key_feeds()) rf.push_back({feed, draws});
+    return rf;
+  }
   std::unique_ptr<graph::GraphTracer> tracer_ = std::make_unique<graph::GraphTracer>();
   bool active_ = false;
 };
@@ -63,7 +73,12 @@ void init_compile(py::module_& m) {
       })
       .def("num_feeds", [](PyTracer& t) { return t.tracer().graph().feeds.size(); })
       .def("dump", [](PyTracer& t) { return t.tracer().graph().dump(); })
-      .def("compile", &PyTracer::compile, py::arg("device") = "cpu");
+      .def("compile", &PyTracer::compile, py::arg("device") = "cpu")
+      .def("compile_with", &PyTracer::compile_with, py::arg("compiler"));
+
+  py::class_<GraphCompiler>(m, "GraphCompiler").def("__repr__", [](const GraphCompiler& c) {
+    return "<GraphCompiler " + c.name + ">";
+  });
 
   py::class_<graph::Executable, std::shared_ptr<graph::Executable>>(m, "Executable")
       .def("run", &graph::Executable::run, py::arg("inputs"), py::arg("scalars"),

@@ -9,4 +9,6 @@ PYBIND11_MODULE(_C, m) {
   lucid::python::init_nn(m);
   lucid::python::init_optim(m);
   lucid::python::init_compile(m);
+  lucid::python::init_checkpoint(m);
+  lucid::python::init_metal_plan(m);
 }

@@ -34,6 +34,14 @@ static Tensor with_number(const Tensor& t, const Scalar& number, bool true_divis
   return fn(t, wrap_scalar(number, t));
 }
 
+// PyTorch's view ops always return a new tensor, even where the view is
+// the input itself (x.view(x.shape), x[:]): the core returns x there.
+static Tensor new_view(const Tensor& x, const Tensor& result) { return result.same(x) ? alias(x) : result; }
+static std::vector<Tensor> new_views(const Tensor& x, std::vector<Tensor> results) {
+  for (auto& r : results) r = new_view(x, r);
+  return results;
+}
+
 void init_ops(py::module_& m) {
 #define LUCID_UNARY(name) m.def(#name, [](const Tensor& x) { return name(x); }, release);
   LUCID_UNARY(neg) LUCID_UNARY(abs) LUCID_UNARY(sign) LUCID_UNARY(exp) LUCID_UNARY(log) LUCID_UNARY(log1p)
@@ -135,23 +143,37 @@ void init_ops(py::module_& m) {
 
   m.def("matmul", &matmul, release);
 
-  // shape
-  m.def("reshape", &reshape, release);
-  m.def("flatten", &flatten, py::arg("x"), py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
-  m.def("squeeze", &squeeze, py::arg("x"), py::arg("dim") = py::none(), release);
+  // shape (views)
+  m.def("reshape", [](const Tensor& x, const Shape& s) { return new_view(x, reshape(x, s)); }, release);
+  m.def("view", [](const Tensor& x, const Shape& s) { return new_view(x, view(x, s)); }, release);
+  m.def("alias", &alias, release);
+  m.def("contiguous", &contiguous, release);
+  m.def("flatten", [](const Tensor& x, int64_t s, int64_t e) { return new_view(x, flatten(x, s, e)); }, py::arg("x"),
+        py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
+  m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> d) { return new_view(x, squeeze(x, d)); },
+        py::arg("x"), py::arg("dim") = py::none(), release);
   m.def("unsqueeze", &unsqueeze, release);
-  m.def("permute", &permute, release);
-  m.def("transpose", &transpose, release);
-  m.def("broadcast_to", &broadcast_to, release);
-  m.def("expand", &expand, release);
+  m.def("permute", [](const Tensor& x, const std::vector<int64_t>& p) { return new_view(x, permute(x, p)); }, release);
+  m.def("transpose", [](const Tensor& x, int64_t a, int64_t b) { return new_view(x, transpose(x, a, b)); }, release);
+  m.def("broadcast_to", [](const Tensor& x, const Shape& s) { return new_view(x, broadcast_to(x, s)); }, release);
+  m.def("expand", [](const Tensor& x, const Shape& s) { return new_view(x, expand(x, s)); }, release);
   m.def("cat", &cat, py::arg("tensors"), py::arg("dim") = 0, release);
   m.def("stack", &stack, py::arg("tensors"), py::arg("dim") = 0, release);
-  m.def("split", py::overload_cast<const Tensor&, const std::vector<int64_t>&, int64_t>(&split), release);
-  m.def("split", py::overload_cast<const Tensor&, int64_t, int64_t>(&split), release);
-  m.def("chunk", &chunk, release);
-  m.def("slice", &slice, release);
+  m.def("split", [](const Tensor& x, const std::vector<int64_t>& sizes, int64_t d) {
+    return new_views(x, split(x, sizes, d));
+  }, release);
+  m.def("split", [](const Tensor& x, int64_t size, int64_t d) { return new_views(x, split(x, size, d)); }, release);
+  m.def("chunk", [](const Tensor& x, int64_t n, int64_t d) { return new_views(x, chunk(x, n, d)); }, release);
+  m.def("slice", [](const Tensor& x, const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                    const std::vector<int64_t>& c) { return new_view(x, slice(x, a, b, c)); }, release);
   m.def("slice_scatter", &slice_scatter, release);
-  m.def("narrow", &narrow, release);
+  m.def("narrow", [](const Tensor& x, int64_t d, int64_t s, int64_t n) { return new_view(x, narrow(x, d, s, n)); },
+        release);
+  m.def("select", &select, release);
+  m.def("diagonal", &diagonal, py::arg("x"), py::arg("offset") = 0, py::arg("dim1") = 0, py::arg("dim2") = 1, release);
+  m.def("unfold", &unfold, release);
+  m.def("as_strided", &as_strided, py::arg("x"), py::arg("size"), py::arg("stride"),
+        py::arg("storage_offset") = py::none(), release);
   m.def("tril", &tril, py::arg("x"), py::arg("diagonal") = 0, release);
   m.def("triu", &triu, py::arg("x"), py::arg("diagonal") = 0, release);
   m.def("pad", &pad, py::arg("x"), py::arg("pad"), py::arg("value") = 0.0, release);

@@ -51,8 +51,9 @@ py::array to_numpy(const Tensor& t) {
   void* data = t.raw_data("numpy()");
   const py::dtype dt = numpy_dtype(t.dtype());
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  // The tensor's own layout: a view gives the strided array over the same memory.
   std::vector<py::ssize_t> strides;
-  for (auto s : contiguous_strides(t.shape())) strides.push_back(py::ssize_t(s * itemsize(t.dtype())));
+  for (auto s : t.strides()) strides.push_back(py::ssize_t(s * itemsize(t.dtype())));
   // The array shares the tensor's memory and keeps its storage alive.
   auto* keep = new std::shared_ptr<Storage>(t.storage());
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
@@ -62,8 +63,22 @@ py::array to_numpy(const Tensor& t) {
 Tensor from_numpy(py::array arr, bool copy) {
   const DType dt = from_numpy_dtype(arr.dtype());
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
-  const bool usable = (arr.flags() & py::array::c_style) && arr.dtype().byteorder() != '>' &&
-                      (reinterpret_cast<uintptr_t>(arr.data()) % itemsize(dt) == 0);
+  const auto es = py::ssize_t(itemsize(dt));
+  // Any non-negative element strides are shared, as PyTorch does.
+  Shape strides;
+  bool usable = arr.dtype().byteorder() != '>' && (reinterpret_cast<uintptr_t>(arr.data()) % size_t(es) == 0);
+  int64_t span = 1;  // elements from the first to one past the last
+  for (py::ssize_t d = 0; d < arr.ndim(); ++d) {
+    const py::ssize_t s = arr.strides()[d];
+    if (!copy && s < 0)
+      fail<>("At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+             "currently supported. (You can probably work around this by making a copy of your array  with "
+             "array.copy().) ");
+    usable &= s % es == 0;
+    strides.push_back(s / es);
+    if (shape[d] == 0) span = 0;
+    else if (span) span += (shape[d] - 1) * (s / es);
+  }
   if (copy || !usable) {
     py::array c = py::array::ensure(arr, py::array::c_style | py::array::forcecast);
     py::array native = py::module_::import("numpy").attr("ascontiguousarray")(c, c.dtype().attr("newbyteorder")("="));
@@ -73,11 +88,13 @@ Tensor from_numpy(py::array arr, bool copy) {
   }
   // Share the array's memory; the storage holds a reference to it.
   auto* ref = new py::object(arr);
-  auto storage = std::make_shared<Storage>(const_cast<void*>(arr.data()), size_t(arr.nbytes()), Device{}, [ref] {
+  auto storage = std::make_shared<Storage>(const_cast<void*>(arr.data()), size_t(span) * size_t(es), Device{}, [ref] {
     py::gil_scoped_acquire gil;
     delete ref;
   });
-  return Tensor::from_storage(storage, TensorMeta{shape, dt, Device{}});
+  Tensor t = Tensor::from_storage(storage, TensorMeta{shape, dt, Device{}});
+  t.impl()->strides = strides;
+  return t;
 }
 
 static py::object item(const Tensor& t) {
@@ -165,8 +182,12 @@ void init_tensor(py::module_& m) {
                         dtype_name(gt.dtype()), " vs ", dtype_name(t.dtype()));
           t.set_grad(gt);
         })
-      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("is_leaf", [](const Tensor& t) {
+        autograd::refresh_view_history(t);
+        return t.is_leaf();
+      })
       .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
+        autograd::refresh_view_history(t);
         if (!t.grad_fn()) return py::none();
         return py::str(t.grad_fn()->name());
       })
@@ -184,21 +205,46 @@ void init_tensor(py::module_& m) {
         t.impl()->requires_grad = false;
         return self;
       })
-      .def("_version", &Tensor::version)
+      .def_property_readonly("_version", &Tensor::version)
       .def("_same", [](const Tensor& a, const Tensor& b) { return a.same(b); })
       .def("_shares_storage", [](const Tensor& a, const Tensor& b) {
         return a.storage() && a.storage() == b.storage();
       })
       .def("_set_data", [](Tensor& t, const Tensor& src) {
-        // `t.data = src`: t takes src's contents (storage, shape, dtype).
-        t.impl()->storage = src.storage();
-        t.impl()->meta = src.meta();
-        t.impl()->trace_id = src.impl()->trace_id;
-        t.impl()->value_id = src.impl()->value_id;
+        // `t.data = src`: t takes src's memory and layout (storage, shape,
+        // strides, dtype), keeping its own history.
+        TensorImpl* d = t.impl();
+        const TensorImpl* s = src.impl();
+        d->storage = s->storage;
+        d->meta = s->meta;
+        d->strides = s->strides;
+        d->offset = s->offset;
+        d->trace_id = s->trace_id;
+        d->value_id = s->value_id;
+        d->value_version = s->value_version;
       })
       .def("item", &item)
       .def("numpy", &to_numpy)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data("data_ptr()")); });
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data("data_ptr()")); })
+      .def("stride", [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
+        if (dim) return py::int_(t.strides()[normalize_axis(*dim, t.ndim())]);
+        return py::tuple(py::cast(t.strides()));
+      }, py::arg("dim") = py::none())
+      .def("storage_offset", &Tensor::offset)
+      .def("is_contiguous", [](const Tensor& t, const py::object&) { return t.is_contiguous(); },
+           py::arg("memory_format") = py::none())
+      .def("_is_view", &Tensor::is_view)
+      .def_property_readonly("_base", [](const Tensor& t) -> py::object {
+        if (!t.is_view()) return py::none();
+        return py::cast(Tensor(t.impl()->view_base));
+      })
+      // The memory as PyTorch's untyped storage reports it: its address and
+      // size in bytes (tensors sharing memory report the same storage).
+      .def("_storage_ptr", [](const Tensor& t) {
+        t.raw_data("untyped_storage()");
+        return reinterpret_cast<uintptr_t>(t.storage()->data());
+      })
+      .def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes(); });
 
   m.def("from_numpy", [](py::array a) { return from_numpy(a, false); });
   m.def("from_numpy_copy", [](py::array a) { return from_numpy(a, true); });

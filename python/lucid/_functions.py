@@ -19,7 +19,7 @@ __all__ = [
     "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
     "dot", "outer", "square", "sort", "argsort", "msort", "topk", "cumsum", "cumprod", "unbind", "movedim", "swapaxes", "t", "dist",
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
-    "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_",
+    "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_", "as_strided", "diagonal", "select", "swapdims",
 ]
 
 
@@ -398,13 +398,25 @@ def transpose(input, dim0, dim1):  # noqa: A002
     return _C.transpose(input, dim0, dim1)
 
 
-swapaxes = transpose
+swapaxes = swapdims = transpose
 
 
 def t(input):  # noqa: A002
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return _C.transpose(input, 0, 1) if input.ndim == 2 else input
+    return _C.transpose(input, 0, 1) if input.ndim == 2 else _C.alias(input)
+
+
+def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
+    return _C.as_strided(input, list(size), list(stride), storage_offset)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    return _C.diagonal(input, offset, dim1, dim2)
+
+
+def select(input, dim, index):  # noqa: A002
+    return _C.select(input, dim, index)
 
 
 def movedim(input, source, destination):  # noqa: A002

@@ -150,8 +150,7 @@ for _name, _dt in [("float", "float32"), ("double", "float64"), ("half", "float1
     setattr(Tensor, _name, (lambda d: lambda self: _C.cast(self, getattr(_C.dtype, d)))(_dt))
 _method("cpu", lambda self: _to(self, device="cpu"))
 _method("type_as", lambda self, other: _C.cast(self, other.dtype))
-_method("contiguous", lambda self, memory_format=None: self)
-_method("is_contiguous", lambda self, memory_format=None: True)
+_method("contiguous", lambda self, memory_format=None: self if self.is_contiguous() else _C.contiguous(self))
 _method("is_floating_point", lambda self: self.dtype.is_floating_point)
 _method("clone", lambda self, memory_format=None: _C.clone(self))
 Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
@@ -160,6 +159,36 @@ Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
 
 
 Tensor.data = property(lambda self: self.detach(), lambda self, v: self._set_data(v))
+
+
+class UntypedStorage:
+    """The memory a tensor shows (``Tensor.untyped_storage()``): tensors that
+    share memory report the same ``data_ptr()``."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def data_ptr(self):
+        return self._tensor._storage_ptr()
+
+    def nbytes(self):
+        return self._tensor._storage_nbytes()
+
+    size = nbytes
+    __len__ = nbytes
+
+    def element_size(self):
+        return 1
+
+    @property
+    def device(self):
+        return self._tensor.device
+
+    def __repr__(self):
+        return f"UntypedStorage(data_ptr={self.data_ptr():#x}, nbytes={self.nbytes()})"
+
+
+_method("untyped_storage", lambda self: UntypedStorage(self))
 
 
 def _rebuild_tensor(array, dtype_name, requires_grad):
@@ -223,10 +252,10 @@ def _reshape(self, *shape):
 def _view(self, *shape):
     if len(shape) == 1 and isinstance(shape[0], _C.dtype):
         raise NotImplementedError("view(dtype) is not supported")
-    return _C.reshape(self, as_shape(shape))
+    return _C.view(self, as_shape(shape))
 
 
-_method("view_as", lambda self, other: _C.reshape(self, list(other.shape)))
+_method("view_as", lambda self, other: _C.view(self, list(other.shape)))
 _method("reshape_as", lambda self, other: _C.reshape(self, list(other.shape)))
 
 
@@ -262,7 +291,18 @@ def _repeat(self, *sizes):
 @_method("unflatten")
 def _unflatten(self, dim, sizes):
     d = F._wrap_dim(dim, self.ndim)
-    return _C.reshape(self, list(self.shape[:d]) + list(sizes) + list(self.shape[d + 1:]))
+    return _C.view(self, list(self.shape[:d]) + list(sizes) + list(self.shape[d + 1:]))
+
+
+_method("select", lambda self, dim, index: _C.select(self, dim, index))
+_method("diagonal", lambda self, offset=0, dim1=0, dim2=1: _C.diagonal(self, offset, dim1, dim2))
+_method("as_strided", lambda self, size, stride, storage_offset=None:
+        _C.as_strided(self, list(size), list(stride), storage_offset))
+
+
+@_method("unfold")
+def _unfold(self, dimension, size, step):
+    return _C.unfold(self, dimension, size, step)
 
 
 @_method("new_zeros")
@@ -534,24 +574,12 @@ def _setitem(self, key, value):
         return  # x[False] = v selects nothing
     has_adv = builtins.any(isinstance(k, Tensor) for k in items)
     if not has_adv:
+        # Basic indexing: a write into the view x[key] (PyTorch's copy_ into
+        # the view, so the base's history is rewritten, not replaced).
         x, _ = _basic(self, items)
-        starts, stops, steps = [], [], []
-        d = 0
-        for k in items:
-            if k is None:
-                continue
-            size = self.shape[d]
-            if isinstance(k, builtins.int):
-                i = k + size if k < 0 else k
-                starts.append(i), stops.append(i + 1), steps.append(1)
-            else:
-                start, stop, step = slice(k.start, k.stop, k.step).indices(size)
-                starts.append(start), stops.append(builtins.max(stop, start)), steps.append(step)
-            d += 1
-        slice_shape = [(b - a + s - 1) // s for a, b, s in zip(starts, stops, steps)]
-        v = _C.broadcast_to(_C.cast(value, self.dtype), list(x.shape))
-        v = _C.reshape(v, slice_shape)
-        _C.assign_(self, _C.slice_scatter(_source(self, v), v, starts, stops, steps))
+        while value.ndim > x.ndim and value.shape[0] == 1:  # leading size-1 dims of the value do not count
+            value = _C.squeeze(value, [0])
+        _C.assign_(x, value)
         return
     lead = []
     for k in items:

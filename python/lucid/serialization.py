@@ -1,453 +1,596 @@
-"""lucid.save / lucid.load: checkpoints of tensors, module state dicts and
-optimizer state dicts, in a format that holds data only, so loading a file
-never runs code from it (unlike a pickle).
+"""lucid.save / lucid.load: checkpoints of tensors, module state dicts,
+optimizer state dicts, NumPy arrays and, as PyTorch allows, whole Python
+objects (an ``nn.Module``).
 
-File format (version 1, all integers little-endian):
+Lucid's own format is written and read by the C++ core, the same code the
+C++ API uses (``csrc/lucid/checkpoint/format.h`` documents the layout): a
+JSON header and each tensor's bytes, with a CRC-32C checksum of the header
+and of every tensor, so a damaged byte raises :class:`CheckpointError`
+naming the file and the tensor. Objects the data kinds cannot express (a
+module, a set, a user's class) are pickled, their tensors and arrays stored
+beside the pickle; loading them is allow-listed as in PyTorch: with the
+defaults (``weights_only=True``) only the globals of :func:`get_safe_globals`
+may be rebuilt, so ``lucid.load`` never runs code from a file unless told
+to (``weights_only=False``, :func:`add_safe_globals`, :func:`safe_globals`).
 
-    offset 0   8 bytes   magic b"LUCIDCKP"
-    offset 8   uint32    format version (1)
-    offset 12  uint64    H, length of the header
-    offset 20  H bytes   header: UTF-8 JSON (below)
-    zero padding to a multiple of 64 bytes; the data section starts there
-    data section, D bytes, the end of the file: each tensor's raw bytes in C
-    order at its offset (relative to the data section, a multiple of 64),
-    zero padding between
+``lucid.load`` also reads
 
-The header is {"format": "lucid", "data_size": D, "tensors": [...], "root": V}.
-Each tensor entry is {"dtype": name, "shape": [...], "offset": o,
-"nbytes": n, "device": "cpu", "requires_grad": bool} (plus "parameter": true
-for nn.Parameter). Element encodings: bool one byte 0/1, bfloat16 its 16-bit
-pattern, every other dtype its IEEE or two's-complement little-endian form.
+- PyTorch's files (``torch.save``'s zip + pickle format) without PyTorch:
+  tensors, state dicts, optimizer state dicts and nested containers of
+  them, through the same allow-list;
+- ``.safetensors`` files (``lucid.save`` writes one when the path ends with
+  ``.safetensors``; see :func:`save_safetensors`).
 
-V encodes the saved object: JSON null, booleans, integers, finite floats,
-strings and arrays stand for None, bool, int, float, str and list (NumPy
-scalars are saved as the equal Python number); every JSON
-object is a tagged value {"t": tag, ...}:
-    {"t": "tensor", "i": k}            entry k of "tensors" (a tensor saved
-                                       twice is stored once and loads as one)
-    {"t": "tuple", "v": [...]}
-    {"t": "dict" | "odict", "v": [[key, value], ...]}   keys keep their type
-                                       (int keys of optimizer state stay ints);
-                                       an odict may carry "meta" (_metadata)
-    {"t": "float", "v": "nan" | "inf" | "-inf"}
-    {"t": "dtype", "v": name}, {"t": "device", "v": "cpu"}
-
-Files are written atomically (a temporary file in the same directory,
-renamed over the target). A damaged file raises `CheckpointError` (a
-ValueError) naming the file and what is wrong with it.
+Tensors whose dtype Lucid has no tensor for (uint8, int8, int16, ...) load
+as NumPy arrays. Files are written atomically (a temporary file in the same
+directory, renamed over the target).
 """
 import collections
+import contextlib
 import io
-import json
-import math
 import os
-import struct
-import tempfile
+import pickle
+import zipfile
 
 import numpy as np
 
 from . import _C
 
-__all__ = ["CheckpointError", "save", "load"]
+__all__ = ["CheckpointError", "save", "load", "save_safetensors", "load_safetensors", "safetensors_metadata",
+           "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 MAGIC = b"LUCIDCKP"
-VERSION = 1
-_PREFIX = struct.Struct("<8sIQ")  # magic, version, header length
-_ALIGN = 64
+CheckpointError = _C.CheckpointError
+CheckpointError.__doc__ = ("A file that is not a readable checkpoint (damaged, truncated or crafted); a ValueError "
+                           "whose message names the file and what is wrong with it.")
 
-# dtype name -> (NumPy storage dtype, little-endian); bfloat16 is stored as
-# its bit pattern.
-_STORAGE = {
-    "bool": np.dtype("bool"),
-    "int32": np.dtype("<i4"),
-    "int64": np.dtype("<i8"),
-    "float16": np.dtype("<f2"),
-    "bfloat16": np.dtype("<u2"),
-    "float32": np.dtype("<f4"),
-    "float64": np.dtype("<f8"),
-}
-_SUPPORTED = ("None, bool, int, float, str, list, tuple, dict (keys: str, int, float, bool, None or tuples of "
-              "them), lucid tensors, dtypes and devices")
+_PICKLE_PROTOCOL = 4
 
 
-class CheckpointError(ValueError):
-    """A file that is not a readable Lucid checkpoint."""
+# ------------------------------------------------------------ allow-list
+def _default_globals():
+    import _codecs
+    return {"collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
+            "builtins.set": set, "builtins.frozenset": frozenset, "builtins.bytearray": bytearray,
+            "builtins.complex": complex, "builtins.slice": slice, "builtins.range": range,
+            "_codecs.encode": _codecs.encode}
 
 
-def _align(n):
-    return -(-n // _ALIGN) * _ALIGN
+_user_globals = []
 
 
-# ---------------------------------------------------------------- encoding
-class _Encoder:
-    def __init__(self):
-        self.tensors = []  # (tensor, entry)
-        self._index = {}   # id(tensor) -> k
-        self._active = set()
-        self.size = 0
+def _global_name(obj):
+    return f"{obj.__module__}.{getattr(obj, '__qualname__', obj.__name__)}"
 
-    def tensor(self, t, where):
-        k = self._index.get(id(t))
-        if k is not None:
+
+def add_safe_globals(safe_globals):
+    """Marks classes and functions as safe to rebuild when loading with
+    ``weights_only=True`` (PyTorch's ``torch.serialization.add_safe_globals``).
+    Each item is the object itself or ``(object, "module.name")``."""
+    for g in safe_globals:
+        if isinstance(g, tuple):
+            if len(g) != 2 or not isinstance(g[1], str):
+                raise TypeError(f"expected (object, 'module.name'), got {g!r}")
+        elif not hasattr(g, "__module__") or not hasattr(g, "__name__"):
+            raise TypeError(f"{g!r} is not a class or function")
+    _user_globals.extend(safe_globals)
+
+
+def clear_safe_globals():
+    """Forgets every global added with :func:`add_safe_globals`."""
+    _user_globals.clear()
+
+
+def get_safe_globals():
+    """The globals added with :func:`add_safe_globals`."""
+    return list(_user_globals)
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals):
+    """Within the block, ``safe_globals`` are allowed as by
+    :func:`add_safe_globals`."""
+    before = list(_user_globals)
+    add_safe_globals(safe_globals)
+    try:
+        yield
+    finally:
+        _user_globals[:] = before
+
+
+def _allowed():
+    out = _default_globals()
+    for g in _user_globals:
+        if isinstance(g, tuple):
+            out[g[1]] = g[0]
+        else:
+            out[_global_name(g)] = g
+    return out
+
+
+class _RefusedGlobal(pickle.UnpicklingError):
+    """A global outside the allow-list (PyTorch raises UnpicklingError too)."""
+
+
+def _refused(name, module, attr):
+    short = attr.split(".")[-1]
+    return _RefusedGlobal(
+        f"{name}: Weights only load failed: lucid.load with weights_only=True rebuilds only allow-listed globals. "
+        f"Unsupported global: GLOBAL {module}.{attr} was not an allowed global by default. Please use "
+        f"`lucid.serialization.add_safe_globals([{short}])` or the `lucid.serialization.safe_globals([{short}])` "
+        f"context manager to allowlist this global if you trust this class/function, or load with "
+        f"weights_only=False if you trust the file (it can then run any code).")
+
+
+# ------------------------------------------------------------ pickled objects
+class _Pickler(pickle.Pickler):
+    """Pickles an object; tensors and NumPy arrays become references, stored
+    as checkpoint entries of their own."""
+
+    def __init__(self, fh, refs):
+        super().__init__(fh, protocol=_PICKLE_PROTOCOL)
+        self.refs = refs
+        self.index = {}
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _C.Tensor) or (type(obj) is np.ndarray and _C.checkpoint_stores_array(obj)):
+            k = self.index.get(id(obj))
+            if k is None:
+                k = self.index[id(obj)] = len(self.refs)
+                self.refs.append(obj)
             return k
-        if t.is_symbolic:
-            raise TypeError(f"cannot save {where}: it is a traced (symbolic) tensor with no data")
-        name = t.dtype.name
-        if name not in _STORAGE:
-            raise TypeError(f"cannot save {where}: unsupported dtype {name}")
-        shape = [int(s) for s in t.shape]
-        nbytes = math.prod(shape) * _STORAGE[name].itemsize
-        entry = {"dtype": name, "shape": shape, "offset": self.size, "nbytes": nbytes,
-                 "device": str(t.device), "requires_grad": bool(t.requires_grad)}
-        if type(t) is not _C.Tensor and type(t).__name__ == "Parameter":
-            entry["parameter"] = True
-        self.size = _align(self.size + nbytes)
-        k = len(self.tensors)
-        self.tensors.append((t, entry))
-        self._index[id(t)] = k
-        return k
-
-    def key(self, k, where):
-        if isinstance(k, (_C.Tensor, list, dict)):
-            raise TypeError(f"cannot save {where}: dict key of type {type(k).__name__}; supported: {_SUPPORTED}")
-        return self.value(k, where)
-
-    def value(self, obj, where):
-        if obj is None or isinstance(obj, bool):
-            return obj
-        if isinstance(obj, str):
-            return str(obj)
-        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
-            obj = obj.item()  # NumPy scalars load back as the equal Python number
-            if isinstance(obj, bool):
-                return obj
-        if isinstance(obj, int):
-            return int(obj)
-        if isinstance(obj, float):
-            obj = float(obj)
-            if math.isfinite(obj):
-                return obj
-            return {"t": "float", "v": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
-        if isinstance(obj, _C.Tensor):
-            return {"t": "tensor", "i": self.tensor(obj, where)}
-        if isinstance(obj, _C.dtype):
-            return {"t": "dtype", "v": obj.name}
-        if isinstance(obj, _C.device):
-            return {"t": "device", "v": str(obj)}
-        if isinstance(obj, (list, tuple, dict)):
-            if id(obj) in self._active:
-                raise ValueError(f"cannot save {where}: the structure contains itself")
-            self._active.add(id(obj))
-            try:
-                return self._container(obj, where)
-            finally:
-                self._active.discard(id(obj))
-        raise TypeError(f"cannot save {where} of type {type(obj).__module__}.{type(obj).__qualname__}; "
-                        f"supported: {_SUPPORTED}")
-
-    def _container(self, obj, where):
-        if isinstance(obj, list):
-            return [self.value(v, f"{where}[{i}]") for i, v in enumerate(obj)]
-        if isinstance(obj, tuple):
-            if hasattr(obj, "_fields"):
-                raise TypeError(f"cannot save {where}: namedtuple {type(obj).__qualname__}; save a plain tuple "
-                                f"or dict")
-            return {"t": "tuple", "v": [self.value(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
-        items = [[self.key(k, f"a key of {where}"), self.value(v, f"{where}[{k!r}]")] for k, v in obj.items()]
-        if isinstance(obj, collections.OrderedDict):
-            out = {"t": "odict", "v": items}
-            meta = getattr(obj, "_metadata", None)
-            if meta is not None:
-                out["meta"] = self.value(meta, f"{where}._metadata")
-            return out
-        return {"t": "dict", "v": items}
+        return None
 
 
-def _storage_array(t):
-    """The tensor's bytes as a little-endian NumPy array in storage form."""
-    d = t.detach()
-    if d.device.type != "cpu":
-        d = _C.to_device(d, "cpu")
-    if d.dtype == _C.dtype.bfloat16:
-        # float32 holds every bfloat16 exactly; its top 16 bits are the pattern
-        bits = _C.cast(d, _C.dtype.float32).numpy().view(np.uint32) >> 16
-        return bits.astype(_STORAGE["bfloat16"])
-    arr = d.numpy()
-    return arr.astype(_STORAGE[d.dtype.name], copy=False)
-
-
-def _write(fh, enc, root):
-    header = json.dumps({"format": "lucid", "data_size": enc.size, "tensors": [e for _, e in enc.tensors],
-                         "root": root}, allow_nan=False, separators=(",", ":")).encode("utf-8")
-    prefix = _PREFIX.pack(MAGIC, VERSION, len(header))
-    fh.write(prefix)
-    fh.write(header)
-    pos = len(prefix) + len(header)
-    data_start = _align(pos)
-    fh.write(b"\0" * (data_start - pos))
-    pos = 0
-    for t, entry in enc.tensors:
-        fh.write(b"\0" * (entry["offset"] - pos))
-        arr = np.ascontiguousarray(_storage_array(t))
-        if arr.nbytes != entry["nbytes"]:
-            raise RuntimeError(f"tensor changed size while saving ({arr.nbytes} != {entry['nbytes']} bytes)")
-        if arr.nbytes:
-            fh.write(memoryview(arr.reshape(-1)).cast("B"))
-        pos = entry["offset"] + entry["nbytes"]
-    fh.write(b"\0" * (enc.size - pos))
-
-
-def save(obj, f):
-    """Saves `obj` (a tensor, a state dict, or nested dicts/lists/tuples of
-    tensors and plain values) to `f`: a path (str or os.PathLike), written
-    atomically, or a binary file object open for writing."""
-    enc = _Encoder()
-    root = enc.value(obj, "obj")  # every type error surfaces before any byte is written
-    if hasattr(f, "write") and not isinstance(f, (str, bytes, os.PathLike)):
-        _write(f, enc, root)
-        return
-    if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"save() expects a path (str or os.PathLike) or a writable binary file, "
-                        f"got {type(f).__name__}")
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"cannot save to {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+def _pickle(obj, where):
+    buf, refs = io.BytesIO(), []
     try:
-        with os.fdopen(fd, "wb") as fh:
-            _write(fh, enc, root)
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp makes the file private; give it the mode a plain open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
+        _Pickler(buf, refs).dump(obj)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure means the object cannot be saved
+        raise pickle.PicklingError(f"cannot save {where} of type {type(obj).__module__}.{type(obj).__qualname__}: "
+                                   f"it cannot be pickled ({type(exc).__name__}: {exc})") from exc
+    return buf.getvalue(), refs
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data, refs, name, allowed):
+        super().__init__(io.BytesIO(data))
+        self.refs, self.name, self.allowed = refs, name, allowed
+
+    def persistent_load(self, pid):
+        if type(pid) is not int or not 0 <= pid < len(self.refs):
+            raise CheckpointError(f"{self.name}: a pickled object refers to {pid!r}, which the file does not hold")
+        return self.refs[pid]
+
+    def find_class(self, module, name):
+        if self.allowed is None:
+            return super().find_class(module, name)
+        found = self.allowed.get(f"{module}.{name}")
+        if found is None:
+            raise _refused(self.name, module, name)
+        return found
+
+
+def _unpickler(name, weights_only):
+    allowed = _allowed() if weights_only else None
+
+    def unpickle(data, refs):
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            return _Unpickler(bytes(data), refs, name, allowed).load()
+        except (_RefusedGlobal, CheckpointError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged pickle, or an allowed class refusing its state
+            if not weights_only:
+                raise
+            raise CheckpointError(f"{name}: a pickled object cannot be rebuilt ({type(exc).__name__}: {exc})") \
+                from exc
+    return unpickle
 
 
-# ---------------------------------------------------------------- decoding
-class _Reader:
-    """Reads a checkpoint that starts at byte `base` of `fh`."""
-
-    def __init__(self, fh, name, base=0):
-        self.fh = fh
-        self.name = name
-        self.base = base
-
-    def fail(self, problem):
-        raise CheckpointError(f"{self.name}: {problem}")
-
-    def read_exact(self, n, what):
-        data = self.fh.read(n)
-        if len(data) != n:
-            self.fail(f"truncated file: {what} needs {n} bytes, only {len(data)} left")
-        return data
-
-    def read_into(self, pos, buf):
-        self.fh.seek(self.base + pos)
-        view = memoryview(buf).cast("B")
-        if hasattr(self.fh, "readinto"):
-            return self.fh.readinto(view) or 0
-        data = self.fh.read(len(view))
-        view[:len(data)] = data
-        return len(data)
-
-
-def _is_int(x):
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _check_entry(r, k, e, data_size):
-    if not isinstance(e, dict):
-        r.fail(f"tensor entry {k} is not an object")
-    name = e.get("dtype")
-    if name not in _STORAGE:
-        r.fail(f"tensor {k} has unknown dtype {name!r} (known: {', '.join(_STORAGE)})")
-    shape = e.get("shape")
-    if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
-        r.fail(f"tensor {k} has an invalid shape {shape!r}")
-    offset, nbytes = e.get("offset"), e.get("nbytes")
-    if not (_is_int(offset) and _is_int(nbytes)) or offset < 0:
-        r.fail(f"tensor {k} has an invalid offset/nbytes ({offset!r}, {nbytes!r})")
-    expected = math.prod(shape) * _STORAGE[name].itemsize
-    if nbytes != expected:
-        r.fail(f"tensor {k}: nbytes {nbytes} does not match shape {shape} of {name} ({expected} bytes)")
-    if offset + nbytes > data_size:
-        r.fail(f"tensor {k}: bytes [{offset}, {offset + nbytes}) lie outside the data section of {data_size} bytes")
-    try:
-        _C.device(e.get("device", "cpu"))
-    except (TypeError, ValueError):
-        r.fail(f"tensor {k} has an invalid device {e.get('device')!r}")
-
-
-def _target_device(r, stored, map_location, t):
-    """-> (tensor, device string) after applying map_location."""
+# ------------------------------------------------------------ devices
+def _mapper(map_location):
+    """map_location -> (tensor, saved device) -> tensor, or None."""
     if map_location is None:
-        return t, stored
+        return None
     if isinstance(map_location, (str, _C.device)):
-        return t, str(map_location)
+        target = str(map_location)
+        return lambda t, saved: _to(t, target)
     if isinstance(map_location, dict):
-        return t, str(map_location.get(stored, stored))
+        table = {str(k): str(v) for k, v in map_location.items()}
+        return lambda t, saved: _to(t, table.get(saved, saved))
     if callable(map_location):
-        out = map_location(t, stored)
-        if not isinstance(out, _C.Tensor):
-            raise TypeError(f"map_location callable must return a tensor, got {type(out).__name__}")
-        return out, str(out.device)
+        def call(t, saved):
+            out = map_location(t, saved)
+            if not isinstance(out, _C.Tensor):
+                raise TypeError(f"map_location callable must return a tensor, got {type(out).__name__}")
+            return out
+        return call
     raise TypeError(f"map_location must be None, a str, a lucid.device, a dict or a callable, "
                     f"got {type(map_location).__name__}")
 
 
-def _read_tensor(r, e, data_start, map_location):
-    name = e["dtype"]
-    storage = _STORAGE[name]
-    buf = np.empty(math.prod(e["shape"]), dtype=storage)
-    if e["nbytes"]:
-        got = r.read_into(data_start + e["offset"], buf)
-        if got != e["nbytes"]:
-            r.fail(f"truncated file: a {name} tensor needs {e['nbytes']} bytes at data offset {e['offset']}, "
-                   f"only {got or 0} present")
-    if name == "bool" and buf.size and buf.view(np.uint8).max() > 1:
-        r.fail("a bool tensor holds bytes other than 0 and 1")
-    if name == "bfloat16":
-        arr = (buf.astype(np.uint32) << 16).view(np.float32)
-    else:
-        arr = buf.astype(storage.newbyteorder("="), copy=False)
-    t = _C.from_numpy(arr.reshape(e["shape"]))
-    if name == "bfloat16":
-        t = _C.cast(t, _C.dtype.bfloat16)
-    stored = e.get("device", "cpu")
-    t, device = _target_device(r, stored, map_location, t)
-    if _C.device(device) != t.device:
-        if not _C.device_available(device):
-            raise RuntimeError(f"{r.name}: a tensor was saved on device '{stored}', which is not available here; "
-                               f"pass map_location='cpu' to load it on the CPU")
-        t = _C.to_device(t, device)
-    if e.get("requires_grad") and t.dtype.is_floating_point:
-        t.requires_grad_(True)
-    if e.get("parameter"):
-        t = _as_parameter(t)
-    return t
+def _to(t, device):
+    device = _C.device(device)
+    return t if device == t.device else _C.to_device(t, device)
 
 
 def _as_parameter(t):
-    try:
-        from .nn import Parameter
-    except ImportError:
-        return t
+    from .nn import Parameter
     return Parameter(t, requires_grad=t.requires_grad)
 
 
-def _decode(r, v, tensors):
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, list):
-        return [_decode(r, x, tensors) for x in v]
-    if not isinstance(v, dict):
-        r.fail(f"unexpected value {v!r} in the header")
-    tag = v.get("t")
-    if tag == "tensor":
-        k = v.get("i")
-        if not _is_int(k) or not 0 <= k < len(tensors):
-            r.fail(f"reference to tensor {k!r}, but the file has {len(tensors)} tensors")
-        return tensors[k]
-    body = v.get("v")
-    if tag == "tuple" and isinstance(body, list):
-        return tuple(_decode(r, x, tensors) for x in body)
-    if tag in ("dict", "odict") and isinstance(body, list):
-        out = collections.OrderedDict() if tag == "odict" else {}
-        for item in body:
-            if not (isinstance(item, list) and len(item) == 2):
-                r.fail(f"malformed dict item {item!r}")
-            key = _decode(r, item[0], tensors)
-            try:
-                out[key] = _decode(r, item[1], tensors)
-            except TypeError:
-                r.fail(f"unhashable dict key {key!r}")
-        if tag == "odict" and "meta" in v:
-            out._metadata = _decode(r, v["meta"], tensors)
-        return out
-    if tag == "float" and body in ("nan", "inf", "-inf"):
-        return float(body)
-    if tag == "dtype" and isinstance(body, str):
-        if body not in _STORAGE:
-            r.fail(f"unknown dtype {body!r}")
-        return getattr(_C.dtype, body)
-    if tag == "device" and isinstance(body, str):
-        try:
-            return _C.device(body)
-        except Exception as exc:  # noqa: BLE001 - any parse failure means a bad file
-            r.fail(f"invalid device {body!r}: {exc}")
-    r.fail(f"unknown or malformed tagged value {json.dumps(v)[:200]}")
+def _parameter_type():
+    from .nn import Parameter
+    return Parameter
 
 
-def _load(r, size, map_location, exact_size=True):
-    prefix = r.fh.read(_PREFIX.size)
-    if prefix[:2] == b"PK" or prefix[:1] == b"\x80":
-        r.fail("not a Lucid checkpoint: this looks like a pickle/zip file (e.g. from torch.save); Lucid reads only "
-               "its own format")
-    if len(prefix) < len(MAGIC) or prefix[:len(MAGIC)] != MAGIC:
-        if len(prefix) < len(MAGIC) and MAGIC.startswith(prefix):
-            r.fail(f"truncated file: {len(prefix)} bytes, not even a header")
-        r.fail(f"not a Lucid checkpoint (bad magic {prefix[:8]!r}, expected {MAGIC!r})")
-    if len(prefix) < _PREFIX.size:
-        r.fail(f"truncated file: {len(prefix)} bytes, not even a header")
-    _, version, header_len = _PREFIX.unpack(prefix)
-    if version != VERSION:
-        r.fail(f"unsupported format version {version} (this Lucid reads version {VERSION})")
-    if size is not None and _PREFIX.size + header_len > size:
-        r.fail(f"truncated file: header of {header_len} bytes announced, file has {size} bytes")
-    raw = r.read_exact(header_len, "the header")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        r.fail(f"corrupt header ({exc})")
-    if not isinstance(header, dict) or header.get("format") != "lucid" or "root" not in header:
-        r.fail("corrupt header: missing 'format', 'data_size', 'tensors' or 'root'")
-    data_size, entries = header.get("data_size"), header.get("tensors")
-    if not _is_int(data_size) or data_size < 0 or not isinstance(entries, list):
-        r.fail("corrupt header: invalid 'data_size' or 'tensors'")
-    data_start = _align(_PREFIX.size + header_len)
-    if size is not None:
-        expected = data_start + data_size
-        if size < expected:
-            r.fail(f"truncated file: expected {expected} bytes, found {size}")
-        if size > expected and exact_size:
-            r.fail(f"{size - expected} unexpected bytes after the end of the data")
-    for k, e in enumerate(entries):
-        _check_entry(r, k, e, data_size)
-    tensors = [_read_tensor(r, e, data_start, map_location) for e in entries]
-    out = _decode(r, header["root"], tensors)
-    r.fh.seek(r.base + data_start + data_size)  # a stream is left just past this checkpoint
-    return out
+# ------------------------------------------------------------ save
+def _path_of(f, verb):
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return os.fsdecode(os.fspath(f))
+    if not hasattr(f, "write" if verb == "save" else "read"):
+        raise TypeError(f"{verb}() expects a path (str or os.PathLike) or a "
+                        f"{'writable' if verb == 'save' else 'readable'} binary file, got {type(f).__name__}")
+    return None
+
+
+def _check_directory(path):
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"cannot save to {path}: directory {directory} does not exist")
+
+
+def save(obj, f):
+    """Saves `obj` to `f`: a path (str or os.PathLike), written atomically, or
+    a binary file object open for writing. `obj` is a tensor, a state dict,
+    nested dicts/lists/tuples of tensors, NumPy arrays and plain values, or
+    any picklable object (an ``nn.Module``), as with ``torch.save``. A path
+    ending in ``.safetensors`` gets a safetensors file (`obj` must then be a
+    dict {str: tensor})."""
+    path = _path_of(f, "save")
+    if path is not None and path.endswith(".safetensors"):
+        return save_safetensors(obj, path)
+    if path is not None:
+        _check_directory(path)
+    _C.checkpoint_save(obj, path if path is not None else f.write, _parameter_type(), _pickle)
+
+
+def save_safetensors(tensors, f, metadata=None):
+    """Writes a ``.safetensors`` file (what ``safetensors.torch.save_file``
+    writes): `tensors` is a dict {str: tensor or NumPy array}, `metadata` an
+    optional dict {str: str}."""
+    if not isinstance(tensors, dict):
+        raise TypeError(f"a safetensors file holds a dict {{name: tensor}}, got {type(tensors).__name__}")
+    path = _path_of(f, "save")
+    if path is not None:
+        _check_directory(path)
+    _C.safetensors_save(tensors, path if path is not None else f.write, metadata)
+
+
+# ------------------------------------------------------------ load
+def _stream_bytes(f):
+    """(name, bytes from the current position, start position) of a stream."""
+    name = str(getattr(f, "name", None) or f"<{type(f).__name__}>")
+    seekable = getattr(f, "seekable", None)
+    start = f.tell() if hasattr(f, "tell") and (seekable is None or seekable()) else None
+    return name, f.read(), start
+
+
+def _source(f):
+    """-> (name, path or None, bytes or None)."""
+    path = _path_of(f, "load")
+    if path is not None:
+        return path, path, None
+    name, data, start = _stream_bytes(f)
+    return name, None, (data, start, f)
+
+
+def _head(path, data):
+    if path is not None:
+        with open(path, "rb") as fh:
+            return fh.read(16), os.fstat(fh.fileno()).st_size
+    return bytes(data[:16]), len(data)
 
 
 def load(f, map_location=None, *, weights_only=True, mmap=None):
-    """Loads what `save` wrote. `f` is a path (str or os.PathLike) or a
-    binary file object. `map_location` moves tensors: a device ('cpu'), a
-    dict {saved device: device}, or a callable (tensor, saved device) ->
-    tensor. The format holds no code, so loading is always weights-only
-    (`weights_only` and `mmap` are accepted for PyTorch compatibility)."""
-    if hasattr(f, "read") and not isinstance(f, (str, bytes, os.PathLike)):
-        name = str(getattr(f, "name", None) or f"<{type(f).__name__}>")
-        seekable = getattr(f, "seekable", None)
-        if not (hasattr(f, "seek") and (seekable is None or seekable())):
-            f = io.BytesIO(f.read())
-        start = f.tell()
-        f.seek(0, io.SEEK_END)
-        size = f.tell() - start
-        f.seek(start)
-        # a stream may hold more after this checkpoint: no trailing-bytes check
-        return _load(_Reader(f, name, start), size, map_location, exact_size=False)
-    if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"load() expects a path (str or os.PathLike) or a readable binary file, "
-                        f"got {type(f).__name__}")
-    path = os.fspath(f)
-    with open(path, "rb") as fh:
-        return _load(_Reader(fh, path), os.fstat(fh.fileno()).st_size, map_location)
+    """Loads what `save` wrote, a PyTorch file (``torch.save``) or a
+    ``.safetensors`` file. `f` is a path (str or os.PathLike) or a binary
+    file object. `map_location` moves tensors: a device ('cpu'), a dict
+    {saved device: device}, or a callable (tensor, saved device) -> tensor.
+    With ``weights_only=True`` (the default) pickled objects may use only
+    allow-listed globals (:func:`add_safe_globals`), so loading runs no code
+    from the file; ``weights_only=False`` unpickles anything (only for files
+    you trust). `mmap` is accepted for PyTorch compatibility."""
+    mapper = _mapper(map_location)
+    name, path, stream = _source(f)
+    data = stream[0] if stream else None
+    head, size = _head(path, data)
+    if head[:4] == b"PK\x03\x04":
+        return _load_torch(path if path is not None else io.BytesIO(data), name, mapper, weights_only)
+    if head[:1] == b"\x80":
+        raise CheckpointError(f"{name}: a pickle file (PyTorch's legacy format from before 1.6, or plain pickle); "
+                              f"Lucid reads PyTorch's zip format only: re-save it with a current torch.save")
+    if _C.looks_like_safetensors(head[:9], size):
+        out, _ = _C.safetensors_load(path if path is not None else data, name, mapper)
+        return out
+    out, consumed = _C.checkpoint_load(path if path is not None else data, name, mapper, path is None,
+                                       _as_parameter, _unpickler(name, weights_only))
+    if stream and stream[1] is not None:
+        stream[2].seek(stream[1] + consumed)  # a stream is left just past this checkpoint
+    return out
+
+
+def load_safetensors(f, device="cpu"):
+    """Reads a ``.safetensors`` file: {name: tensor} (names sorted; dtypes
+    Lucid has no tensor for come as NumPy arrays)."""
+    name, path, stream = _source(f)
+    out, _ = _C.safetensors_load(path if path is not None else stream[0], name, _mapper(device))
+    return out
+
+
+def safetensors_metadata(f):
+    """The ``__metadata__`` {str: str} of a ``.safetensors`` file."""
+    name, path, stream = _source(f)
+    _, meta = _C.safetensors_load(path if path is not None else stream[0], name, None)
+    return meta
+
+
+# ------------------------------------------------------------ PyTorch files
+# torch.save writes a zip: <archive>/data.pkl pickles the object, each
+# storage's bytes are <archive>/data/<key>, and <archive>/byteorder says how
+# they are ordered. The pickle names torch's rebuild functions and storage
+# classes; they map onto the stand-ins below (data only: nothing of torch
+# runs, and torch need not be installed).
+
+# storage class -> NumPy dtype of its elements, Lucid dtype (None: NumPy array)
+_TORCH_STORAGES = {
+    "FloatStorage": ("<f4", "float32"), "DoubleStorage": ("<f8", "float64"), "HalfStorage": ("<f2", "float16"),
+    "BFloat16Storage": ("<u2", "bfloat16"), "LongStorage": ("<i8", "int64"), "IntStorage": ("<i4", "int32"),
+    "BoolStorage": ("|b1", "bool"), "ShortStorage": ("<i2", None), "CharStorage": ("|i1", None),
+    "ByteStorage": ("|u1", None), "ComplexFloatStorage": ("<c8", None), "ComplexDoubleStorage": ("<c16", None),
+    "UInt16Storage": ("<u2", None), "UInt32Storage": ("<u4", None), "UInt64Storage": ("<u8", None),
+    "UntypedStorage": ("|u1", None),
+}
+_TORCH_DTYPES = {"float32": "FloatStorage", "float": "FloatStorage", "float64": "DoubleStorage",
+                 "double": "DoubleStorage", "float16": "HalfStorage", "half": "HalfStorage",
+                 "bfloat16": "BFloat16Storage", "int64": "LongStorage", "long": "LongStorage",
+                 "int32": "IntStorage", "int": "IntStorage", "bool": "BoolStorage", "int16": "ShortStorage",
+                 "short": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage",
+                 "complex64": "ComplexFloatStorage", "cfloat": "ComplexFloatStorage",
+                 "complex128": "ComplexDoubleStorage", "cdouble": "ComplexDoubleStorage",
+                 "uint16": "UInt16Storage", "uint32": "UInt32Storage", "uint64": "UInt64Storage"}
+
+
+class _StorageType:
+    def __init__(self, name):
+        self.name = name
+
+
+class _TorchDtype:
+    """A torch dtype named in a pickle (torch.float16)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def lucid(self):
+        storage = _TORCH_DTYPES[self.name]
+        numpy_name, lucid_name = _TORCH_STORAGES[storage]
+        return getattr(_C.dtype, lucid_name) if lucid_name else np.dtype(numpy_name)
+
+
+class _Storage:
+    def __init__(self, array, location):
+        self.array, self.location = array, location
+
+
+class _TorchTensorType:
+    pass
+
+
+class _TorchParameterType:
+    pass
+
+
+def _torch_device(*args):
+    try:
+        return _C.device(":".join(str(a) for a in args))
+    except Exception:  # noqa: BLE001 - a device Lucid does not name (e.g. 'mps'): keep its name
+        return ":".join(str(a) for a in args)
+
+
+class _TorchReader:
+    def __init__(self, zf, prefix, name, mapper):
+        self.zf, self.prefix, self.name, self.mapper = zf, prefix, name, mapper
+        self.storages = {}
+        order = self._member("byteorder", required=False)
+        self.big_endian = order is not None and order.strip() == b"big"
+
+    def fail(self, problem):
+        raise CheckpointError(f"{self.name}: {problem}")
+
+    def _member(self, member, required=True, size=None):
+        try:
+            info = self.zf.getinfo(self.prefix + member)
+        except KeyError:
+            if required:
+                self.fail(f"the PyTorch archive has no {self.prefix + member}")
+            return None
+        if size is not None and info.file_size != size:
+            self.fail(f"{self.prefix + member} holds {info.file_size} bytes, its storage needs {size}")
+        return _read_stored(self.zf, info, self.name)
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], (_StorageType, _TorchDtype)) and isinstance(pid[2], str)
+                and isinstance(pid[3], str) and type(pid[4]) is int and pid[4] >= 0):
+            self.fail(f"unsupported persistent id {str(pid)[:200]} (only storages are read)")
+        _, kind, key, location, numel = pid
+        if isinstance(kind, _TorchDtype):
+            kind = _StorageType(_TORCH_DTYPES.get(kind.name, "?"))
+        if kind.name not in _TORCH_STORAGES:
+            self.fail(f"unsupported storage type {kind.name}")
+        if key not in self.storages:
+            dtype = np.dtype(_TORCH_STORAGES[kind.name][0])
+            raw = self._member(f"data/{key}", size=numel * dtype.itemsize)
+            arr = np.frombuffer(raw, dtype=dtype.newbyteorder(">") if self.big_endian else dtype)
+            self.storages[key] = (kind.name, _Storage(arr.astype(dtype.newbyteorder("="), copy=False), location))
+        stored_kind, storage = self.storages[key]
+        if stored_kind != kind.name:
+            self.fail(f"storage {key} is read as both {stored_kind} and {kind.name}")
+        return storage
+
+    def rebuild(self, storage, offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
+        if not isinstance(storage, _Storage):
+            self.fail("a tensor without a storage")
+        size, stride = tuple(size), tuple(stride)
+        ints = all(type(v) is int for v in size + stride) and type(offset) is int
+        if not ints or len(size) != len(stride) or len(size) > 64 or offset < 0 or min(size + stride, default=0) < 0:
+            self.fail(f"invalid tensor layout: offset {offset!r}, size {size!r}, stride {stride!r}")
+        if metadata:
+            self.fail(f"tensors with metadata {metadata!r} (conjugate or negative views) are not supported")
+        arr = storage.array
+        span = arr.itemsize
+        for s in size:
+            span *= max(s, 1)
+        if span >= 2 ** 63:
+            self.fail(f"tensor size {list(size)} overflows")
+        numel = 1
+        for s in size:
+            numel *= s
+        if numel:
+            last = offset + sum((s - 1) * st for s, st in zip(size, stride))
+            if last >= arr.size:
+                self.fail(f"a tensor of size {list(size)}, stride {list(stride)}, offset {offset} reaches element "
+                          f"{last} of a storage of {arr.size}")
+            view = np.lib.stride_tricks.as_strided(arr[offset:], shape=size,
+                                                   strides=[st * arr.itemsize for st in stride])
+        else:
+            view = np.empty(size, dtype=arr.dtype)
+        values = np.array(view, order="C")  # a copy (ascontiguousarray would make 0-d arrays 1-d)
+        kind = next(k for k, s in self.storages.values() if s is storage)
+        lucid_name = _TORCH_STORAGES[kind][1]
+        if lucid_name is None:
+            return values  # a dtype Lucid has no tensor for: a NumPy array
+        if lucid_name == "bfloat16":
+            t = _C.cast(_C.from_numpy((values.astype(np.uint32) << 16).view(np.float32)), _C.dtype.bfloat16)
+        else:
+            t = _C.from_numpy(values)
+        location = storage.location
+        if self.mapper is not None:
+            t = self.mapper(t, location)
+        elif location != "cpu":
+            if not (isinstance(_torch_device(location), _C.device) and _C.device_available(location.split(":")[0])):
+                raise RuntimeError(f"{self.name}: a tensor was saved on device '{location}', which is not available "
+                                   f"here; pass map_location='cpu' to load it on the CPU")
+            t = _to(t, location)
+        if requires_grad and t.dtype.is_floating_point:
+            t.requires_grad_(True)
+        return t
+
+    def rebuild_v3(self, storage, offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
+        if not isinstance(storage, _Storage) or not isinstance(dtype, _TorchDtype) \
+                or _TORCH_DTYPES.get(dtype.name) is None:
+            self.fail("unsupported tensor (rebuilt from an untyped storage)")
+        target = np.dtype(_TORCH_STORAGES[_TORCH_DTYPES[dtype.name]][0])
+        if storage.array.dtype != np.uint8 or storage.array.size % target.itemsize:
+            self.fail("a typed tensor over a storage that does not hold whole elements")
+        key = next(k for k, (_, s) in self.storages.items() if s is storage)
+        typed = _Storage(storage.array.view(target), storage.location)
+        self.storages[f"{key}:{dtype.name}"] = (_TORCH_DTYPES[dtype.name], typed)
+        return self.rebuild(typed, offset, size, stride, requires_grad, backward_hooks, metadata)
+
+    def parameter(self, data, requires_grad=True, backward_hooks=None, state=None):
+        if not isinstance(data, _C.Tensor):
+            self.fail("a Parameter of a dtype Lucid has no tensor for")
+        return _as_parameter(data.requires_grad_(bool(requires_grad)) if data.dtype.is_floating_point else data)
+
+    def from_type(self, func, new_type, args, state):
+        out = func(*args)
+        if new_type is _TorchParameterType and isinstance(out, _C.Tensor):
+            out = _as_parameter(out)
+        elif new_type is not _TorchTensorType:
+            self.fail(f"unsupported tensor subclass {new_type!r}")
+        if state:
+            self.fail("tensors with Python attributes are not supported")
+        return out
+
+    def globals(self):
+        out = {f"torch.{n}": _StorageType(n) for n in _TORCH_STORAGES}
+        out.update({f"torch.{n}": _TorchDtype(n) for n in _TORCH_DTYPES})
+        out.update({
+            "torch._utils._rebuild_tensor_v2": self.rebuild,
+            "torch._utils._rebuild_tensor": lambda s, o, size, stride: self.rebuild(s, o, size, stride),
+            "torch._utils._rebuild_tensor_v3": self.rebuild_v3,
+            "torch._utils._rebuild_parameter": self.parameter,
+            "torch._utils._rebuild_parameter_with_state": self.parameter,
+            "torch._tensor._rebuild_from_type_v2": self.from_type,
+            "torch.nn.parameter.Parameter": _TorchParameterType, "torch.Tensor": _TorchTensorType,
+            "torch.Size": lambda *a: tuple(*a), "torch.device": _torch_device,
+        })
+        return out
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    def __init__(self, data, reader, allowed, weights_only):
+        super().__init__(io.BytesIO(data))
+        self.reader, self.allowed, self.weights_only = reader, allowed, weights_only
+
+    def persistent_load(self, pid):
+        return self.reader.persistent_load(pid)
+
+    def find_class(self, module, name):
+        found = self.allowed.get(f"{module}.{name}")
+        if found is not None:
+            return found
+        if not self.weights_only and module.split(".")[0] != "torch":
+            return super().find_class(module, name)
+        if module.split(".")[0] == "torch" and not self.weights_only:
+            self.reader.fail(f"the file needs torch's {module}.{name}, which Lucid cannot stand in for")
+        raise _refused(self.reader.name, module, name)
+
+
+def _finish_torch(obj):
+    """Stand-ins for torch dtypes become Lucid's."""
+    if isinstance(obj, _TorchDtype):
+        return obj.lucid()
+    if type(obj) in (list, tuple):
+        return type(obj)(_finish_torch(v) for v in obj)
+    if type(obj) in (dict, collections.OrderedDict):
+        out = type(obj)((k, _finish_torch(v)) for k, v in obj.items())
+        if hasattr(obj, "_metadata"):
+            out._metadata = obj._metadata
+        return out
+    return obj
+
+
+def _read_stored(zf, info, name):
+    # torch.save stores members uncompressed; refusing compression bounds
+    # what a crafted archive can make us allocate by the file's own size
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise CheckpointError(f"{name}: {info.filename} is compressed; torch.save writes uncompressed members")
+    return zf.read(info)
+
+
+def _load_torch(f, name, mapper, weights_only):
+    try:
+        zf = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise CheckpointError(f"{name}: a damaged zip file ({exc})") from exc
+    with zf:
+        pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+        if len(pickles) != 1:
+            raise CheckpointError(f"{name}: a zip file without exactly one data.pkl: not a PyTorch checkpoint")
+        prefix = pickles[0][:-len("data.pkl")]
+        reader = _TorchReader(zf, prefix, name, mapper)
+        allowed = {**_allowed(), **reader.globals()}
+        try:
+            data = _read_stored(zf, zf.getinfo(pickles[0]), name)
+            return _finish_torch(_TorchUnpickler(data, reader, allowed, weights_only).load())
+        except (_RefusedGlobal, CheckpointError):
+            raise
+        except RuntimeError as exc:  # a tensor's device is not available (the message says what to pass)
+            if "not available here" in str(exc):
+                raise
+            raise CheckpointError(f"{name}: a damaged PyTorch checkpoint ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - a damaged archive or pickle
+            raise CheckpointError(f"{name}: a damaged PyTorch checkpoint ({type(exc).__name__}: {exc})") from exc

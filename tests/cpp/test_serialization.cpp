@@ -10,6 +10,9 @@
 #include <limits>
 
 #include "helpers.h"
+#include "lucid/checkpoint/crc32c.h"
+#include "lucid/checkpoint/format.h"
+#include "lucid/checkpoint/safetensors.h"
 
 using lucid::Tensor;
 using lucid::Value;
@@ -151,16 +154,125 @@ TEST_CASE("load: damaged files raise CheckpointError naming the file and the pro
                                              "torch.save); Lucid reads only its own format");
   CHECK(error_for("hello world, this is text") ==
         bad + ": not a Lucid checkpoint (bad magic b'hello wo', expected b'LUCIDCKP')");
-  std::string v2 = bytes;
-  v2[8] = 2;
-  CHECK(error_for(v2) == bad + ": unsupported format version 2 (this Lucid reads version 1)");
+  std::string v3 = bytes;
+  v3[8] = 3;
+  CHECK(error_for(v3) == bad + ": unsupported format version 3 (this Lucid reads versions 1 and 2)");
   std::string corrupt = bytes;
-  corrupt[20] = '[';
-  CHECK(error_for(corrupt).find(bad + ": corrupt header (") == 0);
+  corrupt[24] = '[';
+  CHECK(error_for(corrupt) == bad + ": damaged file: the header's checksum does not match its bytes");
+  std::string flipped = bytes;
+  flipped[flipped.size() - 64] ^= 0x10;  // the first element of "w" (its data section is 64 bytes)
+  CHECK(error_for(flipped) == bad + ": damaged file: the checksum of tensor obj['w'] (entry 0) does not match its bytes");
   CHECK_THROWS_AS(lucid::load(temp_path("missing.lucid")), lucid::Error);
   // a CheckpointError is an InvalidArgument (Python: a ValueError)
   write_file(bad, "LUCIDCKP");
   CHECK_THROWS_AS(lucid::load(bad), lucid::InvalidArgument);
   std::remove(good.c_str());
   std::remove(bad.c_str());
+}
+
+TEST_CASE("crc32c: the published check values, hardware and portable paths alike") {
+  using lucid::checkpoint::crc32c;
+  using lucid::checkpoint::crc32c_portable;
+  const std::string digits = "123456789";
+  CHECK(crc32c(digits.data(), digits.size()) == 0xE3069283u);
+  CHECK(crc32c_portable(digits.data(), digits.size()) == 0xE3069283u);
+  const std::string zeros(32, '\0');  // RFC 3720, B.4
+  CHECK(crc32c(zeros.data(), zeros.size()) == 0x8A9136AAu);
+  std::string ramp(1000, '\0');
+  for (size_t k = 0; k < ramp.size(); ++k) ramp[k] = char(k * 7 + 3);
+  for (size_t cut : {0, 1, 7, 8, 9, 500, 999}) {
+    CAPTURE(cut);
+    const uint32_t whole = crc32c(ramp.data(), ramp.size());
+    CHECK(crc32c(ramp.data() + cut, ramp.size() - cut, crc32c(ramp.data(), cut)) == whole);
+    CHECK(crc32c_portable(ramp.data() + 1, ramp.size() - 1 - cut % 5) == crc32c(ramp.data() + 1, ramp.size() - 1 - cut % 5));
+  }
+}
+
+TEST_CASE("save/load: metadata, Parameter marks, NumPy arrays, wide ints and pickled objects round-trip") {
+  Value sd = lucid::state_dict({{"0.weight", lucid::ones({2, 2})}});
+  sd.set_metadata(Value::dict({{"", Value::dict({{"version", 1}})}}, /*ordered=*/true));
+  auto bytes = std::shared_ptr<uint8_t>(new uint8_t[3]{1, 2, 255}, std::default_delete<uint8_t[]>());
+  const Value arr = Value::array(lucid::Array{"uint8", {3}, false, bytes});
+  Tensor w = lucid::randn({3});
+  w.set_requires_grad(true);
+  const Value obj = Value::dict({{"sd", sd},
+                                 {"param", Value::parameter(w)},
+                                 {"arr", arr},
+                                 {"arr_again", arr},
+                                 {"big", Value::big_integer("-123456789012345678901234567890")},
+                                 {"pickled", Value::pickled(std::string("\x80\x04K\x01.", 5), {arr})}});
+  const std::string path = temp_path("metadata.lucid");
+  lucid::save(obj, path);
+  const Value back = lucid::load(path);
+  std::remove(path.c_str());
+  REQUIRE(back["sd"].metadata() != nullptr);
+  CHECK(*back["sd"].metadata() == *sd.metadata());
+  CHECK(back["param"].is_parameter());
+  CHECK(back["param"].tensor().requires_grad());
+  const lucid::Array& a = back["arr"].array();
+  CHECK(a.dtype == "uint8");
+  CHECK(a.shape == lucid::Shape{3});
+  CHECK(std::vector<uint8_t>(a.data.get(), a.data.get() + 3) == std::vector<uint8_t>{1, 2, 255});
+  CHECK(back["arr"] == back["arr_again"]);  // stored once, loads as one
+  CHECK(back["big"].big_integer() == "-123456789012345678901234567890");
+  CHECK(back["pickled"].pickled().bytes == std::string("\x80\x04K\x01.", 5));
+  CHECK(back["pickled"].pickled().refs.at(0) == back["arr"]);
+  CHECK_THROWS_AS(Value::array(lucid::Array{"object", {1}, false, bytes}), lucid::TypeError);
+}
+
+TEST_CASE("load: crafted headers raise CheckpointError, never another error") {
+  const std::string path = temp_path("crafted.lucid");
+  auto craft = [&](const std::string& header, const std::string& data) {
+    std::string file = "LUCIDCKP";
+    const auto put = [&](uint64_t v, int n) {
+      for (int k = 0; k < n; ++k) file += char((v >> (8 * k)) & 0xff);
+    };
+    put(1, 4);  // version 1: no checksums to recompute
+    put(header.size(), 8);
+    file += header;
+    file.append((64 - file.size() % 64) % 64, '\0');
+    write_file(path, file + data);
+    return message_of<lucid::CheckpointError>([&] { lucid::load(path); });
+  };
+  const std::string data(64, '\0');
+  auto one = [](const std::string& entry, const std::string& root = "{\"t\":\"tensor\",\"i\":0}") {
+    return "{\"format\":\"lucid\",\"data_size\":64,\"tensors\":[" + entry + "],\"root\":" + root + "}";
+  };
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":[0,4611686018427387904],\"offset\":0,\"nbytes\":0}"), data)
+            .find("invalid shape") != std::string::npos);
+  std::string dims = "[";
+  for (int k = 0; k < 65; ++k) dims += k ? ",1" : "1";
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":" + dims + "],\"offset\":0,\"nbytes\":4}"), data)
+            .find("invalid shape") != std::string::npos);
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":[2],\"offset\":0,\"nbytes\":8}",
+                  std::string(100000, '[') + std::string(100000, ']')), data)
+            .find("nested deeper than") != std::string::npos);
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":[2],\"offset\":0,\"nbytes\":8}", "NaN"), data)
+            .find("corrupt header") != std::string::npos);
+  CHECK(craft("{\"format\":\"lucid\",\"data_size\":64,\"tensors\":["
+              "{\"dtype\":\"float32\",\"shape\":[4],\"offset\":0,\"nbytes\":16},"
+              "{\"dtype\":\"float32\",\"shape\":[4],\"offset\":8,\"nbytes\":16}],\"root\":null}", data)
+            .find("overlap another entry's") != std::string::npos);
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":[2],\"offset\":9223372036854775800,\"nbytes\":8}"), data)
+            .find("lie outside the data section") != std::string::npos);
+  CHECK(craft(one("{\"dtype\":\"float32\",\"shape\":[4611686018427387904],\"offset\":0,\"nbytes\":0}"), data)
+            .find("invalid shape") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("safetensors: what C++ writes, C++ reads, with NumPy-only dtypes as arrays") {
+  auto bytes = std::shared_ptr<uint8_t>(new uint8_t[2]{7, 9}, std::default_delete<uint8_t[]>());
+  const Value tensors = Value::dict({{"w", lucid::from_vector<float>({1.5f, -2.f}, {1, 2})},
+                                     {"mask", Value::array(lucid::Array{"uint8", {2}, false, bytes})}});
+  const std::string path = temp_path("x.safetensors");
+  lucid::checkpoint::save_safetensors(tensors, path, {{"format", "pt"}});
+  const auto back = lucid::checkpoint::load_safetensors(path);
+  std::remove(path.c_str());
+  REQUIRE(back.tensors.size() == 2);
+  CHECK(back.tensors.items()[0].first.string() == "mask");  // names sorted
+  CHECK(values(back.tensors["w"].tensor()) == std::vector<double>{1.5, -2.0});
+  CHECK(back.tensors["mask"].array().dtype == "uint8");
+  CHECK(back.metadata == lucid::checkpoint::Metadata{{"format", "pt"}});
+  CHECK_THROWS_AS(lucid::checkpoint::save_safetensors(Value::dict({{"x", 1}}), path), lucid::TypeError);
 }

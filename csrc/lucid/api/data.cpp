@@ -20,7 +20,7 @@ void copy_to(const Tensor& t, DType dtype, void* out) {
   {
     graph::TraceScope eager(nullptr);
     if (c.device().type != DeviceType::CPU) c = to_device(c, Device{});
-    c = cast(c, dtype);
+    c = contiguous(cast(c, dtype));
   }
   if (c.numel()) std::memcpy(out, c.raw_data(), c.nbytes());
 }

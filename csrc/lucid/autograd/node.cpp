@@ -5,6 +5,7 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
+#include "lucid/ops/primitives.h"
 
 namespace lucid::autograd {
 
@@ -92,8 +93,13 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
     // (PyTorch's rule): a VJP may hand one tensor to several inputs (add),
     // and a later in-place accumulation into one leaf's .grad must not reach
     // another's. A traced gradient gets a handle of its own.
-    const bool shared = g.impl_ptr().use_count() > 1 || (!g.is_symbolic() && g.storage().use_count() > 1);
-    leaf.set_grad(!shared ? g : g.is_symbolic() ? g.detach() : clone(g));
+    // It must also be laid out as a fresh row-major tensor (a VJP may return
+    // a view).
+    const bool shared = g.impl_ptr().use_count() > 1 || g.is_view() || g.offset() != 0 ||
+                        (!g.is_symbolic() && g.storage().use_count() > 1);
+    if (!g.is_contiguous()) g = clone(g);
+    else if (shared) g = g.is_symbolic() ? g.detach() : clone(g);
+    leaf.set_grad(g);
   } else {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.
     assign_data(old, add(old, g));
@@ -101,8 +107,29 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   return {};
 }
 
+void rederive_view_history(const Tensor& view) {
+  TensorImpl* v = view.impl();
+  Tensor base(v->view_base);
+  v->view_history_version = view.version();
+  if (!base.requires_grad()) return;
+  auto prim = std::make_shared<const ViewOfBase>(base.layout(), view.layout(), view.storage_numel());
+  auto node = std::make_shared<PrimitiveNode>(prim, std::vector<Tensor>{base}, std::vector<Tensor>{view});
+  node->next_edges.push_back(gradient_edge(base));
+  v->requires_grad = true;
+  v->grad_fn = node;
+  v->output_nr = 0;
+}
+
+void refresh_view_history(const Tensor& t) {
+  const TensorImpl* v = t.impl();
+  if (v->view_base && v->view_in_grad_mode && v->view_history_version != t.version() && v->view_base->requires_grad)
+    rederive_view_history(t);
+}
+
 Edge gradient_edge(const Tensor& t) {
-  if (!t.defined() || !t.requires_grad()) return {};
+  if (!t.defined()) return {};
+  refresh_view_history(t);
+  if (!t.requires_grad()) return {};
   if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
   TensorImpl* impl = t.impl();
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();

@@ -87,6 +87,13 @@ class AccumulateGrad : public Node {
 // accumulator); a null edge when `t` needs no gradient.
 Edge gradient_edge(const Tensor& t);
 
+// A view's history after its base's changed (a write through the view or
+// an alias): the view becomes a view of the base's current history
+// (PyTorch regenerates a view's grad_fn the same way). Stale views are
+// refreshed whenever their gradient edge is taken.
+void rederive_view_history(const Tensor& view);
+void refresh_view_history(const Tensor& t);
+
 // Records history for an op call when grad mode is on and an input requires
 // grad: sets grad_fn/requires_grad of `outputs`.
 void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);

@@ -38,6 +38,59 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 
+Layout contiguous_layout(const Shape& shape, int64_t offset) { return {shape, contiguous_strides(shape), offset}; }
+
+bool is_contiguous(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+bool has_internal_overlap(const Shape& shape, const Shape& strides) {
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (strides[i] == 0 && shape[i] > 1) return true;
+  return false;
+}
+
+bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out) {
+  out.assign(to.size(), 0);
+  if (numel(from) == 0) {  // any strides describe an empty tensor: use row-major ones
+    out = contiguous_strides(to);
+    return true;
+  }
+  if (from.empty()) {  // one element: every dim of `to` has size 1
+    out.assign(to.size(), 1);
+    return true;
+  }
+  // Walk chunks of `from` that are contiguous among themselves and match
+  // each with the dims of `to` that cover the same number of elements.
+  int64_t view_d = int64_t(to.size()) - 1;
+  int64_t chunk_base_stride = from_strides.empty() ? 1 : from_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(from.size()) - 1; d >= 0; --d) {
+    tensor_numel *= from[d];
+    if (d == 0 || (from[d - 1] != 1 && from_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= to[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = from_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
 std::string shape_str(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {

@@ -9,6 +9,24 @@ using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);
 Shape contiguous_strides(const Shape& s);  // in elements, row-major
+
+// Where a tensor's elements lie in memory, in elements: element i... is at
+// offset + sum(i[d] * strides[d]).
+struct Layout {
+  Shape shape, strides;
+  int64_t offset = 0;
+  bool operator==(const Layout& o) const { return shape == o.shape && strides == o.strides && offset == o.offset; }
+};
+Layout contiguous_layout(const Shape& shape, int64_t offset = 0);
+// PyTorch's rule: strides match the row-major ones wherever a dim has more
+// than one element (so size-1 dims and empty tensors never break it).
+bool is_contiguous(const Shape& shape, const Shape& strides);
+// Whether two elements can share a memory location (a stride-0 dim of size
+// > 1): PyTorch refuses in-place writes into such tensors.
+bool has_internal_overlap(const Shape& shape, const Shape& strides);
+// The strides a reshape to `to` can keep without a copy (PyTorch's
+// computeStride), or nothing when the memory order does not allow a view.
+bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out);
 std::string shape_str(const Shape& s);    // "[2, 3]"
 // NumPy/PyTorch broadcasting of two shapes; InvalidArgument naming both if
 // they are incompatible.

@@ -8,7 +8,7 @@
 
 namespace lucid {
 
-// A refcounted block of device memory. Tensors that share it (reshapes,
+// A refcounted block of device memory. Tensors that share it (views,
 // detach) see each other's in-place writes; `version` counts those writes so
 // autograd can tell a saved value was overwritten.
 class Storage {
@@ -16,6 +16,9 @@ class Storage {
   Storage(size_t nbytes, Device device);
   // Wraps memory owned elsewhere (a NumPy array); `release` runs on destruction.
   Storage(void* data, size_t nbytes, Device device, std::function<void()> release);
+  // The memory of a traced value, which has none yet: views of the value
+  // share it, so a trace can tell which tensors alias and count writes.
+  static std::shared_ptr<Storage> placeholder(size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

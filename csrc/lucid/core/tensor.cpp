@@ -6,6 +6,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (auto d : shape) LUCID_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = {shape, dtype, device};
+  impl->strides = contiguous_strides(shape);
   impl->storage = std::make_shared<Storage>(size_t(lucid::numel(shape)) * itemsize(dtype), device);
   return Tensor(std::move(impl));
 }
@@ -13,6 +14,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::symbolic(const TensorMeta& meta, uint64_t trace_id, int64_t value_id) {
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = meta;
+  impl->strides = contiguous_strides(meta.shape);
+  impl->storage = Storage::placeholder(size_t(meta.numel()) * itemsize(meta.dtype), meta.device);
   impl->trace_id = trace_id;
   impl->value_id = value_id;
   return Tensor(std::move(impl));
@@ -21,7 +24,22 @@ Tensor Tensor::symbolic(const TensorMeta& meta, uint64_t trace_id, int64_t value
 Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const TensorMeta& meta) {
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = meta;
+  impl->strides = contiguous_strides(meta.shape);
   impl->storage = std::move(storage);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::make_view(const Tensor& src, const Layout& layout) {
+  const TensorImpl* s = src.checked();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->meta = {layout.shape, s->meta.dtype, s->meta.device};
+  impl->strides = layout.strides;
+  impl->offset = layout.offset;
+  impl->storage = s->storage;
+  impl->trace_id = s->trace_id;
+  impl->value_version = s->value_version;
+  impl->view_base = s->view_base ? s->view_base : src.impl_;
+  impl->view_history_version = s->storage ? s->storage->version() : 0;
   return Tensor(std::move(impl));
 }
 
@@ -33,7 +51,12 @@ void* Tensor::raw_data(const char* what) const {
     fail<Error>(what,
                 " needs the value of a tensor that is being traced for compilation, and traced tensors have no "
                 "value yet: a data-dependent call cannot be compiled (move it out of the compiled step)");
-  return t->storage->data();
+  return static_cast<char*>(t->storage->data()) + t->offset * int64_t(itemsize(t->meta.dtype));
+}
+
+int64_t Tensor::storage_numel() const {
+  const TensorImpl* t = checked();
+  return int64_t(t->storage->nbytes() / itemsize(t->meta.dtype));
 }
 
 Tensor& Tensor::set_requires_grad(bool r) {
@@ -56,9 +79,12 @@ Tensor Tensor::detach() const {
   const TensorImpl* t = checked();
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = t->meta;
+  impl->strides = t->strides;
+  impl->offset = t->offset;
   impl->storage = t->storage;
   impl->trace_id = t->trace_id;
   impl->value_id = t->value_id;
+  impl->value_version = t->value_version;
   return Tensor(std::move(impl));
 }
 

@@ -29,11 +29,29 @@ struct TensorMeta {
 
 struct TensorImpl {
   TensorMeta meta;
-  std::shared_ptr<Storage> storage;  // null for a symbolic tensor
+  // Where the elements lie in `storage` (elements, PyTorch's strides and
+  // storage offset).
+  Shape strides;
+  int64_t offset = 0;
+  // A concrete tensor's memory; for a symbolic tensor a placeholder without
+  // memory that its views share (so a trace sees aliasing and writes).
+  std::shared_ptr<Storage> storage;
 
   // Symbolic tensors are values of an active trace: (trace id, value id).
+  // `value_version` is the storage version the value reflects: after a write
+  // through an alias, the trace derives the value anew.
   uint64_t trace_id = 0;
   int64_t value_id = -1;
+  uint64_t value_version = 0;
+
+  // Views (PyTorch's `_base`): the tensor whose memory this one shows,
+  // never itself a view, and the storage version at which grad_fn was
+  // derived from the base's history (a write through an alias makes it
+  // stale). Tensors sharing memory without history (detach(), .data) are
+  // not views: they share the storage only.
+  std::shared_ptr<TensorImpl> view_base;
+  uint64_t view_history_version = 0;
+  bool view_in_grad_mode = true;  // made while gradients were recorded (else it never carries the base's history)
 
   // autograd
   bool requires_grad = false;
@@ -53,9 +71,13 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = {});
+  // A traced value (contiguous, with a placeholder storage of its own).
   static Tensor symbolic(const TensorMeta& meta, uint64_t trace_id, int64_t value_id);
-  // A tensor over existing storage (reshape, detach share memory this way).
+  // A contiguous tensor over the start of existing storage.
   static Tensor from_storage(std::shared_ptr<Storage> storage, const TensorMeta& meta);
+  // A view of `src`'s memory with another layout (shape, strides, offset in
+  // src's storage); symbolic when src is (its value is the caller's to set).
+  static Tensor make_view(const Tensor& src, const Layout& layout);
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
@@ -73,7 +95,13 @@ class Tensor {
 
   bool is_symbolic() const { return checked()->trace_id != 0; }
   const std::shared_ptr<Storage>& storage() const { return checked()->storage; }
-  // Raw data of a concrete tensor; RuntimeError naming `what` for a symbolic one.
+  const Shape& strides() const { return checked()->strides; }
+  int64_t offset() const { return checked()->offset; }
+  Layout layout() const { return {shape(), strides(), offset()}; }
+  bool is_contiguous() const { return lucid::is_contiguous(shape(), strides()); }
+  bool is_view() const { return checked()->view_base != nullptr; }
+  // Address of element [0, ...] of a concrete tensor (laid out as strides()
+  // say); RuntimeError naming `what` for a symbolic one.
   void* raw_data(const char* what = "data access") const;
   template <class T>
   T* data(const char* what = "data access") const {
@@ -81,7 +109,12 @@ class Tensor {
   }
 
   // autograd
-  bool requires_grad() const { return checked()->requires_grad; }
+  // A view made with gradient recording on also requires grad once its base
+  // does (after a write through another view gave the base a history).
+  bool requires_grad() const {
+    const TensorImpl* t = checked();
+    return t->requires_grad || (t->view_base && t->view_in_grad_mode && t->view_base->requires_grad);
+  }
   Tensor& set_requires_grad(bool r);
   bool is_leaf() const { return checked()->grad_fn == nullptr; }
   Tensor grad() const { return Tensor(checked()->grad); }
@@ -91,6 +124,8 @@ class Tensor {
 
   // A tensor sharing this one's data (and symbolic value) with no history.
   Tensor detach() const;
+  // Number of elements the storage holds (in this tensor's dtype).
+  int64_t storage_numel() const;
 
   std::string str() const;  // "Tensor(shape=[2, 3], dtype=float32, device=cpu)"
 

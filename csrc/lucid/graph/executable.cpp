@@ -70,10 +70,14 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
   LUCID_CHECK(bound.size() == bound_captures_.size(), "compiled step: expected ", bound_captures_.size(),
               " buffers bound per call, got ", bound.size());
   for (size_t k = 0; k < bound.size(); ++k) {
+    // A captured buffer is all of a storage, as a 1-D tensor.
     const TensorMeta& want = graph_.values[graph_.captures[bound_captures_[k]].value].meta;
-    LUCID_CHECK_T(Error, !bound[k].is_symbolic(), "compiled step: bound buffer ", k, " is a traced tensor");
-    LUCID_CHECK(bound[k].meta() == want, "compiled step: bound buffer ", k, " is ", meta_str(bound[k].meta()),
-                ", expected ", meta_str(want));
+    const Tensor& b = bound[k];
+    LUCID_CHECK_T(Error, !b.is_symbolic(), "compiled step: bound buffer ", k, " is a traced tensor");
+    LUCID_CHECK(b.dtype() == want.dtype && b.device() == want.device && b.numel() == want.numel() &&
+                    b.offset() == 0 && b.storage_numel() == b.numel() && b.is_contiguous(),
+                "compiled step: bound buffer ", k, " is ", meta_str(b.meta()), ", expected a row-major tensor of ",
+                want.numel(), " elements of dtype ", dtype_name(want.dtype), " owning its memory");
     for (size_t j = 0; j < k; ++j)
       LUCID_CHECK(bound[j].storage() != bound[k].storage(), "compiled step: bound buffers ", j, " and ", k,
                   " share memory");
@@ -86,8 +90,26 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
     key[0] = int64_t(seed);
     key[1] = int64_t(offset);
   }
+  // The executable reads arguments row-major and as they were when the run
+  // began: strided ones, and ones sharing memory with a buffer the run
+  // writes (a parameter passed as an argument), are copied.
+  std::vector<Tensor> dense;
+  const std::vector<Tensor>* args = &inputs;
+  auto written = [&](const Tensor& t) {
+    for (const auto& w : graph_.writebacks)
+      if (graph_.captures[w.capture].storage == t.storage()) return true;
+    for (const Tensor& b : bound)
+      if (b.storage() == t.storage()) return true;
+    return false;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].is_contiguous() || written(inputs[i])) {
+      if (dense.empty()) dense = inputs;
+      dense[i] = clone(inputs[i]);
+      args = &dense;
+    }
   ++t_runs;
-  return execute(inputs, feed_buffers_);
+  return execute(*args, feed_buffers_);
 }
 
 static std::array<Compiler, 3>& compilers() {
@@ -103,6 +125,11 @@ std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> rand
     fail<NotImplementedError>("compiled steps are not available for the ", device_type_name(device), " device");
   optimize(graph);
   return c(std::move(graph), std::move(random_feeds));
+}
+
+std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> random_feeds, const CompileFn& compiler) {
+  optimize(graph);
+  return compiler(std::move(graph), std::move(random_feeds));
 }
 
 }  // namespace lucid::graph

@@ -3,6 +3,7 @@
 // optimizer update) with no Python and no eager dispatch. Backends provide
 // the implementation (backend/cpu/executable.cpp, backend/metal/...).
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,5 +68,9 @@ using Compiler = std::shared_ptr<Executable> (*)(Graph graph, std::vector<Random
 void register_compiler(DeviceType device, Compiler c);
 // Optimises `graph` (passes.h) and compiles it for `device`.
 std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> random_feeds, DeviceType device);
+// Optimises `graph` and hands it to `compiler` instead of a device's: how
+// tests run a backend's lowering on the host (e.g. the Metal plans).
+using CompileFn = std::function<std::shared_ptr<Executable>(Graph, std::vector<RandomKeyFeed>)>;
+std::shared_ptr<Executable> compile(Graph graph, std::vector<RandomKeyFeed> random_feeds, const CompileFn& compiler);
 
 }  // namespace lucid::graph

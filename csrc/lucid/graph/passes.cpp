@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "lucid/ops/dispatch.h"
+#include "lucid/ops/ops.h"
 #include "lucid/ops/primitives.h"
 
 namespace lucid::graph {
@@ -113,6 +114,10 @@ void fold_constants(Graph& g) {
     for (int i : n.inputs) ins.push_back(data.at(i));
     std::vector<Tensor> outs = lucid::apply(n.prim, ins);  // no tracer is active while compiling
     for (size_t j = 0; j < n.outputs.size(); ++j) {
+      // A capture is read from the start of its storage, row-major: a view
+      // (of another constant) gets memory of its own.
+      if (!outs[j].is_contiguous() || outs[j].offset() != 0 || outs[j].storage_numel() != outs[j].numel())
+        outs[j] = clone(outs[j]);
       const int cap = int(g.captures.size());
       const int v = g.add_value(g.values[n.outputs[j]].meta, ValueKind::Capture, -1, cap);
       g.captures.push_back({v, outs[j].storage(), {}});
@@ -162,6 +167,42 @@ void simplify_reshapes(Graph& g) {
     }
     if (in.kind == ValueKind::Node && g.nodes[in.producer].prim->kind() == OpKind::Reshape)
       n.inputs[0] = g.nodes[in.producer].inputs[0];
+  }
+  replace_uses(g, repl);
+}
+
+void eliminate_redundant_copies(Graph& g) {
+  // Values are immutable: a run writes memory in place only into captured
+  // buffers (their new contents). So a copy matters only where what it
+  // copies may be read out of a captured buffer, directly or through views.
+  std::unordered_map<int, int> repl;
+  for (const auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Copy) continue;
+    int root = n.inputs[0];
+    while (g.values[root].kind == ValueKind::Node && g.nodes[g.values[root].producer].prim->is_view())
+      root = g.nodes[g.values[root].producer].inputs[0];
+    if (g.values[root].kind != ValueKind::Capture) repl[n.outputs[0]] = n.inputs[0];
+  }
+  replace_uses(g, repl);
+}
+
+void simplify_permutes(Graph& g) {
+  std::unordered_map<int, int> repl;
+  for (auto& n : g.nodes) {
+    if (n.prim->kind() != OpKind::Permute) continue;
+    for (auto it = repl.find(n.inputs[0]); it != repl.end(); it = repl.find(n.inputs[0])) n.inputs[0] = it->second;
+    std::vector<int> perm = static_cast<const Permute&>(*n.prim).perm;
+    const Value& in = g.values[n.inputs[0]];
+    if (in.kind == ValueKind::Node && g.nodes[in.producer].prim->kind() == OpKind::Permute) {
+      // permute(permute(x, p), q) = permute(x, p[q])
+      const auto& inner = static_cast<const Permute&>(*g.nodes[in.producer].prim).perm;
+      for (auto& d : perm) d = inner[d];
+      n.inputs[0] = g.nodes[in.producer].inputs[0];
+      n.prim = std::make_shared<const Permute>(perm);
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int(i);
+    if (identity) repl[n.outputs[0]] = n.inputs[0];
   }
   replace_uses(g, repl);
 }
@@ -225,6 +266,8 @@ void optimize(Graph& g) {
   concat_scattered_sums(g);  // before folding: it looks for zero-fill nodes
   fold_constants(g);
   simplify_reshapes(g);
+  simplify_permutes(g);
+  eliminate_redundant_copies(g);
   eliminate_common_subexpressions(g);
   fold_transposes_into_matmul(g);
   eliminate_dead_code(g);

@@ -20,6 +20,10 @@ void fold_transposes_into_matmul(Graph& g);
 void concat_scattered_sums(Graph& g);
 // Removes reshapes of reshapes and reshapes to the same shape.
 void simplify_reshapes(Graph& g);
+// Composes permutes of permutes and removes identity permutes.
+void simplify_permutes(Graph& g);
+// Drops copies of values that no run overwrites (all but captured buffers).
+void eliminate_redundant_copies(Graph& g);
 
 // The standard pipeline, in order.
 void optimize(Graph& g);

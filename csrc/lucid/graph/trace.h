@@ -1,9 +1,17 @@
 #pragma once
-// The concrete tracer: records primitive calls into a Graph. Concrete
-// tensors an op touches are captured (bound to their live storage); in-place
-// writes to them become writebacks, and later reads in the same trace see the
-// written value.
+// The concrete tracer: records primitive calls into a Graph.
+//
+// Memory is tracked per storage, as PyTorch's functionalization does: every
+// storage a trace touches (a concrete tensor's memory, captured whole as a
+// 1-D buffer, or a traced value's placeholder) has current contents, and a
+// tensor is a layout in them. Reading a tensor is a view of the contents
+// (free when contiguous); writing through a tensor -- any view of any
+// storage -- replaces the contents, so every alias reads the new values and
+// a captured buffer gets a writeback.
+#include <memory>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "lucid/graph/ir.h"
 #include "lucid/graph/tracer.h"
@@ -16,7 +24,8 @@ class GraphTracer final : public Tracer {
   Tensor add_input(const TensorMeta& meta);
   Tensor add_feed(const TensorMeta& meta);
   void add_output(const Tensor& t);
-  // The value id of a tensor in this trace (capturing a concrete one).
+  // The value id holding `t`'s current contents in this trace (capturing a
+  // concrete tensor's memory).
   int value_of(const Tensor& t);
   // Captures `t` as a buffer supplied on every run instead of at trace time
   // (in the order of these calls): Executable::run's `bound` argument.
@@ -38,16 +47,34 @@ class GraphTracer final : public Tracer {
   // number of draws each one covers.
   const std::vector<std::pair<int, uint64_t>>& random_key_feeds() const { return random_key_feeds_; }
   Graph& graph() { return graph_; }
-  // Drops the bookkeeping of captured storages (the graph keeps its own refs).
+  // Ends the trace: drops what it knew about storages (the graph keeps its
+  // own references to captured ones).
   Graph take_graph();
 
  private:
-  Tensor symbolic(int value);
-  int capture(const Tensor& t);
+  // The current contents of one storage: a 1-D value of all its elements
+  // (`flat`), or a value laid out row-major over all of them (`whole`),
+  // whichever the last write left; the other is derived when needed.
+  struct Contents {
+    std::shared_ptr<Storage> storage;  // kept alive so its address stays unique for the trace
+    TensorMeta flat_meta;              // [elements], dtype, device
+    int capture = -1;                  // concrete memory: its capture
+    int flat = -1;
+    int whole = -1;
+    uint64_t writes = 0;                             // writes recorded so far
+    std::vector<std::pair<Layout, int>> reads;       // values read since the last write, by layout
+  };
+
+  Tensor new_value(int value);  // a symbolic tensor with memory of its own
+  Contents& contents_of(const Tensor& t);
+  int flat_value(Contents& c);
+  int read(Contents& c, const Layout& layout, const TensorMeta& meta);
+  void write(Contents& c, const Layout& layout, int value);
+  int node(const PrimitivePtr& prim, const std::vector<int>& inputs, const TensorMeta& meta);
 
   Graph graph_;
-  std::unordered_map<const Storage*, int> capture_of_;  // storage -> capture index
-  std::unordered_map<const Storage*, int> current_;     // storage -> value holding its contents now
+  std::unordered_map<const Storage*, Contents> contents_;
+  std::vector<const Storage*> storage_of_capture_;
   std::vector<std::pair<int, uint64_t>> random_key_feeds_;  // (feed index, draws)
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/kernels.h"
@@ -27,21 +28,35 @@ static void check_devices(const Primitive& prim, const std::vector<Tensor>& inpu
                       ref->device().str(), " and ", inputs[i].device().str());
 }
 
+// A row-major copy of a strided tensor, on its device.
+static Tensor materialize(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  if (t.numel())
+    find_strided_copy(t.device().type)(out.storage()->data(), out.layout(), t.storage()->data(), t.layout(), t.dtype());
+  ++t_dispatch_count;
+  return out;
+}
+
 static std::vector<Tensor> run_kernel(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
                                       const std::vector<TensorMeta>& metas) {
   for (const auto& t : inputs)
     if (t.is_symbolic())
       fail<Error>(prim->name(), ": a tensor from a compiled step's trace was used outside of it");
-  std::vector<Tensor> outs;
-  outs.reserve(metas.size());
-  // Reshape is a view: the result shares the input's storage.
-  if (prim->kind() == OpKind::Reshape) {
-    outs.push_back(Tensor::from_storage(inputs[0].storage(), metas[0]));
-    return outs;
-  }
+  // Kernels read row-major operands: strided ones are copied once, here.
+  if (prim->kind() == OpKind::Copy && !inputs[0].is_contiguous()) return {materialize(inputs[0])};
+  std::vector<Tensor> dense;
   std::vector<ConstArg> in_args;
   in_args.reserve(inputs.size());
-  for (const auto& t : inputs) in_args.push_back({t.raw_data(), &t.meta()});
+  for (const auto& t : inputs) {
+    if (t.is_contiguous()) {
+      in_args.push_back({t.raw_data(), &t.meta()});
+    } else {
+      dense.push_back(materialize(t));
+      in_args.push_back({dense.back().raw_data(), &t.meta()});
+    }
+  }
+  std::vector<Tensor> outs;
+  outs.reserve(metas.size());
   std::vector<MutArg> out_args;
   out_args.reserve(metas.size());
   for (const auto& m : metas) {
@@ -62,10 +77,18 @@ std::vector<Tensor> apply(const PrimitivePtr& prim, const std::vector<Tensor>& i
   const std::vector<TensorMeta> out_metas = prim->infer(in_metas);
 
   std::vector<Tensor> outs;
-  if (graph::Tracer* tracer = graph::Tracer::current())
+  if (graph::Tracer* tracer = graph::Tracer::current()) {
     outs = tracer->record(prim, inputs, out_metas);
-  else
+  } else if (prim->is_view()) {
+    // A view runs nothing: the output shares input 0's memory.
+    const std::optional<Layout> layout = prim->view_layout(inputs[0].layout());
+    LUCID_CHECK_T(Error, layout && layout->shape == out_metas[0].shape, "internal: ", prim->name(),
+                  " cannot be a view of a tensor laid out with strides ", shape_str(inputs[0].strides()));
+    outs.push_back(Tensor::make_view(inputs[0], *layout));
+    outs.back().impl()->view_in_grad_mode = autograd::GradMode::is_enabled();
+  } else {
     outs = run_kernel(prim, inputs, out_metas);
+  }
   autograd::record_history(prim, inputs, outs);
   return outs;
 }
@@ -81,8 +104,12 @@ void assign_data(const Tensor& target, const Tensor& value) {
   }
   if (value.is_symbolic() || target.is_symbolic())
     fail<Error>("in-place write: a tensor from a compiled step's trace was used outside of it");
-  if (target.storage() != value.storage() || target.raw_data() != value.raw_data())
-    std::memcpy(target.raw_data(), value.raw_data(), target.nbytes());
+  LUCID_CHECK_T(TypeError, target.device() == value.device(), "in-place write of a ", value.device().str(),
+                " tensor into a ", target.device().str(), " tensor");
+  // Into the target's own layout: a write through a view reaches its base.
+  if (target.numel() && !(target.storage() == value.storage() && target.layout() == value.layout()))
+    find_strided_copy(target.device().type)(target.storage()->data(), target.layout(), value.storage()->data(),
+                                            value.layout(), target.dtype());
   target.storage()->bump_version();
 }
 

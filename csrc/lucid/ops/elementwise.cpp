@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/autograd/node.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -414,15 +415,32 @@ Tensor to_device(const Tensor& t, const Device& device) {
   if (t.device() == device) return t;
   // Until non-CPU backends bring their own transfer kernels, devices share
   // host-addressable memory (Metal's unified memory).
+  const Tensor src = contiguous(t);
   Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
-  std::memcpy(out.raw_data("to(device)"), t.raw_data("to(device)"), t.nbytes());
+  std::memcpy(out.raw_data("to(device)"), src.raw_data("to(device)"), t.nbytes());
   return out;
 }
 
 // --------------------------------------------------------------- in-place
 static void check_inplace_target(const Tensor& self) {
-  if (autograd::GradMode::is_enabled() && self.requires_grad() && self.is_leaf())
-    fail<Error>("a leaf Variable that requires grad is being used in an in-place operation.");
+  LUCID_CHECK_T(Error, !has_internal_overlap(self.shape(), self.strides()),
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.");
+  if (!autograd::GradMode::is_enabled()) return;
+  if (!self.is_view()) {
+    if (self.requires_grad() && self.is_leaf())
+      fail<Error>("a leaf Variable that requires grad is being used in an in-place operation.");
+    return;
+  }
+  const TensorImpl* base = self.impl()->view_base.get();
+  if (!base->requires_grad) return;
+  if (!self.impl()->view_in_grad_mode)
+    fail<Error>("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
+                "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
+                "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+                "tracked) or both outside (if you want the inplace to be tracked).");
+  if (!base->grad_fn)
+    fail<Error>("a view of a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 Tensor& assign_(Tensor& self, const Tensor& value) {
@@ -436,6 +454,20 @@ Tensor& assign_(Tensor& self, const Tensor& value) {
   v = cast(v, self.dtype());
   // A value aliasing self's buffer (x.copy_(x.reshape(...))) is copied first.
   if (!v.is_symbolic() && !self.is_symbolic() && v.storage() == self.storage()) v = clone(v);
+  if (self.is_view() && autograd::GradMode::is_enabled()) {
+    Tensor base(self.impl()->view_base);
+    if (v.requires_grad() || base.requires_grad()) {
+      // A write through a view rewrites the base's history (PyTorch's
+      // CopySlices): the base's elements outside the view keep the old
+      // history, the view's take v's; then self is a view of the new base.
+      assign_data(self, v);
+      std::vector<Tensor> outs{base};
+      autograd::record_history(std::make_shared<const ViewScatter>(base.layout(), self.layout(), self.storage_numel()),
+                               {base, v}, outs);
+      autograd::rederive_view_history(self);
+      return self;
+    }
+  }
   if (autograd::GradMode::is_enabled() && self.requires_grad() && !v.requires_grad()) {
     // The new contents do not depend on anything that needs a gradient, but
     // self stays part of the graph (PyTorch's rule): its history becomes a

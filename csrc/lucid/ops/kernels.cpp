@@ -19,4 +19,17 @@ Kernel find_kernel(const Primitive& prim, DeviceType device) {
   return k;
 }
 
+static std::array<StridedCopy, 3>& copies() {
+  static std::array<StridedCopy, 3> t{};
+  return t;
+}
+
+void register_strided_copy(DeviceType device, StridedCopy fn) { copies()[size_t(device)] = fn; }
+
+StridedCopy find_strided_copy(DeviceType device) {
+  StridedCopy fn = copies()[size_t(device)];
+  if (!fn) fail<NotImplementedError>("strided copies are not implemented for the ", device_type_name(device), " device");
+  return fn;
+}
+
 }  // namespace lucid

@@ -24,11 +24,26 @@ void register_kernel(OpKind kind, DeviceType device, Kernel k);
 // NotImplementedError naming the primitive and device when absent.
 Kernel find_kernel(const Primitive& prim, DeviceType device);
 
+// Copies elements between two layouts of one shape on a device (element
+// strides and offsets; `dst`/`src` are the buffers' starts). Every backend
+// registers one: it makes strided operands contiguous for kernels and
+// writes into views.
+using StridedCopy = void (*)(void* dst, const Layout& dst_layout, const void* src, const Layout& src_layout,
+                             DType dtype);
+void register_strided_copy(DeviceType device, StridedCopy fn);
+StridedCopy find_strided_copy(DeviceType device);
+
 struct KernelRegistrar {
   KernelRegistrar(OpKind kind, DeviceType device, Kernel k) { register_kernel(kind, device, k); }
+};
+struct StridedCopyRegistrar {
+  StridedCopyRegistrar(DeviceType device, StridedCopy fn) { register_strided_copy(device, fn); }
 };
 
 }  // namespace lucid
 
+#define LUCID_REGISTER_STRIDED_COPY(device, fn) \
+  static ::lucid::StridedCopyRegistrar lucid_strided_copy_registrar_##fn(::lucid::DeviceType::device, fn)
+
 #define LUCID_REGISTER_KERNEL(kind, device, fn) \
-  static ::lucid::KernelRegistrar lucid_kernel_registrar_##fn(::lucid::OpKind::kind, ::lucid::DeviceType::device, fn)
+  static ::lucid::KernelRegistrar lucid_kernel_registrar_##kind##_##fn(::lucid::OpKind::kind, ::lucid::DeviceType::device, fn)

@@ -50,6 +50,21 @@ std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const std::vector
 
 static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in);
 
+// A GEMM operand as the kernel reads it: row-major, or the transpose of a
+// row-major tensor (x.t(), x.mT), which BLAS takes as a flag instead of a copy.
+static std::pair<Tensor, bool> gemm_operand(const Tensor& t) {
+  if (t.ndim() < 2 || t.is_contiguous()) return {t, false};
+  Tensor tt = transpose(t, -2, -1);
+  if (tt.is_contiguous()) return {tt, true};
+  return {t, false};
+}
+
+static Tensor gemm(const Tensor& a, const Tensor& b) {
+  auto [ga, ta] = gemm_operand(a);
+  auto [gb, tb] = gemm_operand(b);
+  return call<Matmul>({ga, gb}, ta, tb);
+}
+
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   // Under autocast, matmul runs in the lower precision (PyTorch's list).
   const DType low = autocast_lower_dtype(a_in.dtype());
@@ -92,7 +107,7 @@ static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   if (b.ndim() == 2) {
     // Fold a's batch dims into M: one GEMM.
     Shape lead(a.shape().begin(), a.shape().end() - 1);
-    Tensor r = call<Matmul>({reshape(a, {numel(lead), k_a}), b});
+    Tensor r = gemm(a.ndim() == 2 ? a : reshape(a, {numel(lead), k_a}), b);
     lead.push_back(b.shape()[1]);
     out = reshape(r, lead);
   } else {
@@ -103,7 +118,7 @@ static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
     sa.push_back(k_a);
     sb.push_back(k_b);
     sb.push_back(b.shape().back());
-    out = call<Matmul>({broadcast_to(a, sa), broadcast_to(b, sb)});
+    out = gemm(broadcast_to(a, sa), broadcast_to(b, sb));
   }
   if (a_vec) out = squeeze(out, std::vector<int64_t>{out.ndim() - 2});
   if (b_vec) out = squeeze(out, std::vector<int64_t>{out.ndim() - 1});

@@ -150,7 +150,21 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- shape --------------------------------------------------------------------
-Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed
+// Views (outputs share x's memory; PyTorch's view semantics).
+Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed; a copy when the strides do not allow a view
+Tensor view(const Tensor& x, Shape shape);     // like reshape, but never a copy (Error instead)
+Tensor alias(const Tensor& x);                 // a new tensor over the same memory
+Tensor contiguous(const Tensor& x);            // x itself, or a row-major copy
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
+// PyTorch's as_strided: sizes and strides in elements of x's memory,
+// `storage_offset` absolute (default: x's own).
+Tensor as_strided(const Tensor& x, const Shape& size, const Shape& stride, std::optional<int64_t> storage_offset);
+// On a 1-D tensor holding a storage's elements: the tensor at `layout` in it,
+// and the 1-D tensor with the elements at `layout` replaced (accumulate: added).
+Tensor as_strided_flat(const Tensor& flat, const Layout& layout);
+Tensor as_strided_scatter(const Tensor& flat, const Tensor& src, const Layout& layout, bool accumulate);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt);
 Tensor unsqueeze(const Tensor& x, int64_t dim);

@@ -8,6 +8,7 @@
 // compiler can deduplicate nodes and the cache can key on them.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ enum class OpKind : uint8_t {
   TopK,
   NonZero,
   Scan,
+  AsStrided,
+  AsStridedScatter,
+  ViewScatter,
+  ViewOfBase,
+  StridedView,
   Count
 };
 
@@ -75,6 +81,14 @@ class Primitive {
   // What vjp() reads besides metas: autograd keeps only that alive.
   static constexpr uint8_t kSaveInputs = 1, kSaveOutputs = 2;
   virtual uint8_t saved() const { return kSaveInputs | kSaveOutputs; }
+
+  // Views (PyTorch's view ops): the output shares input 0's memory. Given
+  // input 0's layout, the output's; nothing when this call cannot be a view
+  // (a reshape whose strides do not allow it: the op copies first). Eagerly
+  // a view runs no kernel; a compiled step reads the input's buffer in place
+  // where the output layout is contiguous and runs the kernel otherwise.
+  virtual bool is_view() const { return false; }
+  virtual std::optional<Layout> view_layout(const Layout& in) const { return std::nullopt; }
 
   // Attribute equality and hash, for CSE and signatures (kind included).
   virtual bool equals(const Primitive& other) const { return kind_ == other.kind_; }

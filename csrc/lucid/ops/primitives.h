@@ -19,6 +19,10 @@ namespace lucid {
   bool equals(const Primitive& o) const override; \
   size_t hash() const override;
 
+#define LUCID_PRIMITIVE_VIEW                \
+  bool is_view() const override { return true; } \
+  std::optional<Layout> view_layout(const Layout& in) const override;
+
 // ---------------------------------------------------------------- elementwise
 enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Square, Reciprocal, Sin, Cos, Tanh, Sigmoid,
@@ -152,6 +156,7 @@ struct Reshape final : Primitive {
   explicit Reshape(Shape s) : Primitive(OpKind::Reshape), shape(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
   uint8_t saved() const override { return 0; }
 };
 
@@ -160,6 +165,7 @@ struct Permute final : Primitive {
   explicit Permute(std::vector<int> p) : Primitive(OpKind::Permute), perm(std::move(p)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
   uint8_t saved() const override { return 0; }
 };
 
@@ -168,6 +174,7 @@ struct Broadcast final : Primitive {
   explicit Broadcast(Shape s) : Primitive(OpKind::Broadcast), shape(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
   uint8_t saved() const override { return 0; }
 };
 
@@ -182,6 +189,7 @@ struct Slice final : Primitive {
   explicit Slice(SliceSpec s) : Primitive(OpKind::Slice), spec(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
   uint8_t saved() const override { return 0; }
 };
 
@@ -325,6 +333,75 @@ struct Scan final : Primitive {
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return op == ScanOp::Sum ? 0 : kSaveInputs | kSaveOutputs; }
+};
+
+// ---------------------------------------------------------- strided views
+// A view whose strides are linear in the input's (diagonal, unfold): output
+// dim j has stride sum_i coeffs[j][i] * in.strides[i] and the offset moves by
+// sum_i offset_coeffs[i] * in.strides[i].
+struct StridedView final : Primitive {
+  std::string op;  // "diagonal", "unfold": for errors and dumps
+  Shape shape;
+  std::vector<Shape> coeffs;
+  Shape offset_coeffs;
+  StridedView(std::string op, Shape shape, std::vector<Shape> coeffs, Shape offset_coeffs)
+      : Primitive(OpKind::StridedView), op(std::move(op)), shape(std::move(shape)), coeffs(std::move(coeffs)),
+        offset_coeffs(std::move(offset_coeffs)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
+  uint8_t saved() const override { return 0; }
+};
+
+// A 1-D tensor (the elements of a storage) -> the tensor laid out as
+// `layout` in it: how a compiled step reads a tensor out of the memory it
+// shares with others, and as_strided.
+struct AsStrided final : Primitive {
+  Layout layout;
+  explicit AsStrided(Layout l) : Primitive(OpKind::AsStrided), layout(std::move(l)) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  LUCID_PRIMITIVE_VIEW
+  uint8_t saved() const override { return 0; }
+};
+
+// (x 1-D, src) -> x with the elements at `layout` replaced by src (or, with
+// `accumulate`, increased by it: overlapping layouts add up). How a write
+// through a view reaches the memory it shares.
+struct AsStridedScatter final : Primitive {
+  Layout layout;
+  bool accumulate;
+  AsStridedScatter(Layout l, bool accumulate)
+      : Primitive(OpKind::AsStridedScatter), layout(std::move(l)), accumulate(accumulate) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+// Autograd's record of an in-place write through a view (PyTorch's
+// CopySlices): (base before, new view contents) -> base after. Layouts are
+// in the shared storage of `storage_numel` elements. Never run: the write
+// itself is a copy into the view's memory.
+struct ViewScatter final : Primitive {
+  Layout base, view;
+  int64_t storage_numel;
+  ViewScatter(Layout base, Layout view, int64_t n)
+      : Primitive(OpKind::ViewScatter), base(std::move(base)), view(std::move(view)), storage_numel(n) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+// Autograd's record of a view derived anew from its base after the base's
+// history changed: base -> the view at `view` in the shared storage.
+struct ViewOfBase final : Primitive {
+  Layout base, view;
+  int64_t storage_numel;
+  ViewOfBase(Layout base, Layout view, int64_t n)
+      : Primitive(OpKind::ViewOfBase), base(std::move(base)), view(std::move(view)), storage_numel(n) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
 };
 
 }  // namespace lucid

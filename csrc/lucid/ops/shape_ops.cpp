@@ -23,8 +23,13 @@ std::vector<Tensor> Reshape::vjp(const std::vector<Tensor>& in, const std::vecto
                                  const std::vector<Tensor>& cot, const std::vector<int>&) const {
   return {reshape(cot[0], in[0].shape())};
 }
+std::optional<Layout> Reshape::view_layout(const Layout& in) const {
+  Layout out{shape, {}, in.offset};
+  if (!view_strides(in.shape, in.strides, shape, out.strides)) return std::nullopt;
+  return out;
+}
 
-Tensor reshape(const Tensor& x, Shape shape) {
+static Shape infer_shape(const Tensor& x, Shape shape) {
   int64_t known = 1, infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -43,9 +48,34 @@ Tensor reshape(const Tensor& x, Shape shape) {
     shape[infer_at] = x.numel() / known;
   }
   LUCID_CHECK(numel(shape) == x.numel(), "shape '", shape_str(shape), "' is invalid for input of size ", x.numel());
+  return shape;
+}
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  shape = infer_shape(x, std::move(shape));
   if (shape == x.shape()) return x;
+  Shape strides;
+  // A view where the memory order allows one (PyTorch's rule), else a copy.
+  if (view_strides(x.shape(), x.strides(), shape, strides)) return call<Reshape>({x}, shape);
+  // The copy is the result's own memory: not a view of anything (PyTorch's
+  // _unsafe_view of a clone).
+  Tensor out = call<Reshape>({clone(x)}, shape);
+  out.impl()->view_base = nullptr;
+  return out;
+}
+
+Tensor view(const Tensor& x, Shape shape) {
+  shape = infer_shape(x, std::move(shape));
+  Shape strides;
+  LUCID_CHECK_T(Error, view_strides(x.shape(), x.strides(), shape, strides),
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+                "two contiguous subspaces). Use .reshape(...) instead.");
   return call<Reshape>({x}, shape);
 }
+
+Tensor alias(const Tensor& x) { return call<Reshape>({x}, x.shape()); }
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   const int s = normalize_axis(start_dim, x.ndim()), e = normalize_axis(end_dim, x.ndim());
@@ -92,6 +122,14 @@ std::vector<Tensor> Permute::vjp(const std::vector<Tensor>&, const std::vector<T
   for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = int64_t(i);
   return {permute(cot[0], inv)};
 }
+std::optional<Layout> Permute::view_layout(const Layout& in) const {
+  Layout out{{}, {}, in.offset};
+  for (int p : perm) {
+    out.shape.push_back(in.shape[p]);
+    out.strides.push_back(in.strides[p]);
+  }
+  return out;
+}
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
   LUCID_CHECK(int64_t(perm.size()) == x.ndim(), "permute(sparse_coo): number of dimensions in the tensor input does "
@@ -108,15 +146,6 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
     p.push_back(a);
   }
   if (identity) return x;
-  // Moving only size-1 dims does not change the memory order.
-  Shape moved;
-  std::vector<int> nontrivial;
-  for (int a : p)
-    if (x.shape()[a] != 1) nontrivial.push_back(a);
-  if (std::is_sorted(nontrivial.begin(), nontrivial.end())) {
-    for (int a : p) moved.push_back(x.shape()[a]);
-    return reshape(x, moved);
-  }
   return call<Permute>({x}, p);
 }
 
@@ -143,6 +172,13 @@ std::vector<Tensor> Broadcast::vjp(const std::vector<Tensor>& in, const std::vec
                                    const std::vector<Tensor>& cot, const std::vector<int>&) const {
   return {sum_to(cot[0], in[0].shape())};
 }
+std::optional<Layout> Broadcast::view_layout(const Layout& in) const {
+  Layout out{shape, Shape(shape.size(), 0), in.offset};
+  const size_t lead = shape.size() - in.shape.size();
+  for (size_t i = 0; i < in.shape.size(); ++i)
+    out.strides[lead + i] = in.shape[i] == shape[lead + i] ? in.strides[i] : 0;
+  return out;
+}
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
@@ -153,7 +189,6 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     LUCID_CHECK(x.shape()[i] == 1 || x.shape()[i] == shape[lead + i], "the expanded size of the tensor (",
                 shape[lead + i], ") must match the existing size (", x.shape()[i], ") at non-singleton dimension ",
                 lead + i, ".  Target sizes: ", shape_str(shape), ".  Tensor sizes: ", shape_str(x.shape()));
-  if (numel(shape) == x.numel()) return reshape(x, shape);  // only size-1 dims added
   return call<Broadcast>({x}, shape);
 }
 
@@ -190,6 +225,15 @@ std::vector<Tensor> Slice::vjp(const std::vector<Tensor>& in, const std::vector<
                                const std::vector<int>&) const {
   const Tensor& x = in[0];
   return {slice_scatter(zeros(x.shape(), cot[0].dtype(), x.device()), cot[0], spec.starts, spec.stops, spec.steps)};
+}
+std::optional<Layout> Slice::view_layout(const Layout& in) const {
+  Layout out{spec.out_shape(), in.strides, in.offset};
+  if (numel(out.shape) == 0) return out;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    out.offset += spec.starts[d] * in.strides[d];
+    out.strides[d] *= spec.steps[d];
+  }
+  return out;
 }
 
 static SliceSpec make_spec(const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,

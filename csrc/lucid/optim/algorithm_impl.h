@@ -129,8 +129,8 @@ class AlgorithmImpl final : public Algorithm {
 
   void fused_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<double>& scalars,
                     const Hyper& h) const override {
-    if (param.device().type != DeviceType::CPU) {
-      // Other devices run the same rule through their kernels.
+    if (param.device().type != DeviceType::CPU || !param.is_contiguous() || !grad.is_contiguous()) {
+      // Other devices (and strided views) run the same rule through ops.
       std::vector<Tensor> feeds;
       const DType cdt = is_half(param.dtype()) ? DType::Float32 : param.dtype();
       for (double v : scalars) feeds.push_back(scalar_tensor(v, cdt, param.device()));

@@ -36,24 +36,13 @@ struct Location {
   size_t offset = 0;   // Alias: bytes into the aliased value
 };
 
-// A slice that is one contiguous block of its input (leading dims of extent
-// one, then one partial dim with step 1, then full dims) is a view: returns
-// its offset in elements, or -1.
-int64_t contiguous_slice_offset(const Slice& sl, const Shape& in) {
-  const auto& sp = sl.spec;
-  if (lucid::numel(in) == 0) return -1;
-  int64_t offset = 0, stride = lucid::numel(in);
-  size_t d = 0;
-  for (; d < in.size(); ++d) {
-    stride /= in[d];
-    offset += sp.starts[d] * stride;
-    if (sp.stops[d] - sp.starts[d] != 1) break;  // the first dim taking more than one index
-  }
-  if (d == in.size()) return offset;
-  if (sp.steps[d] != 1 || sp.stops[d] == sp.starts[d]) return -1;
-  for (size_t e = d + 1; e < in.size(); ++e)
-    if (sp.starts[e] != 0 || sp.stops[e] != in[e] || sp.steps[e] != 1) return -1;
-  return offset;
+// A view node whose output is one row-major block of its (row-major) input
+// reads the input's bytes in place: returns its offset in elements, or -1.
+int64_t contiguous_view_offset(const graph::Graph& g, const graph::Node& n) {
+  if (!n.prim->is_view()) return -1;
+  const std::optional<Layout> l = n.prim->view_layout(contiguous_layout(g.values[n.inputs[0]].meta.shape));
+  if (!l || !is_contiguous(l->shape, l->strides)) return -1;
+  return l->offset;
 }
 
 // Best-fit allocation of byte ranges in the arena, by lifetime.
@@ -126,14 +115,12 @@ class CpuExecutable final : public graph::Executable {
     for (size_t i = 0; i < graph_.captures.size(); ++i)
       loc_[graph_.captures[i].value] = {Location::Capture, int64_t(i)};
 
-    // Reshapes and contiguous slices are views: their output aliases the
-    // input's bytes.
+    // Views that are contiguous in their input (reshapes, slices of whole
+    // rows, a tensor read out of its storage) alias the input's bytes.
     std::vector<bool> is_view(size_t(nn), false);
     for (int i = 0; i < nn; ++i) {
       const graph::Node& n = graph_.nodes[i];
-      int64_t offset = n.prim->kind() == OpKind::Reshape ? 0 : -1;
-      if (n.prim->kind() == OpKind::Slice)
-        offset = contiguous_slice_offset(static_cast<const Slice&>(*n.prim), graph_.values[n.inputs[0]].meta.shape);
+      const int64_t offset = contiguous_view_offset(graph_, n);
       if (offset < 0) continue;
       is_view[i] = true;
       const TensorMeta& m = graph_.values[n.outputs[0]].meta;
@@ -194,13 +181,20 @@ class CpuExecutable final : public graph::Executable {
 
     // A writeback whose value is made elementwise after every read of the old
     // contents is computed straight into the captured buffer.
+    // (A buffer is captured as one 1-D tensor: the written value is usually
+    // a reshape of the value computed.)
+    auto nbytes = [&](int v) { return size_t(graph_.values[v].meta.numel()) * itemsize(graph_.values[v].meta.dtype); };
     std::vector<int> direct_target(size_t(nv), -1);
     for (const auto& w : graph_.writebacks) {
       const int cap_value = graph_.captures[w.capture].value;
-      const graph::Value& v = graph_.values[w.value];
-      if (v.kind != ValueKind::Node || loc_[w.value].kind == Location::Alias) continue;
+      int value = w.value;
+      while (loc_[value].kind == Location::Alias && loc_[value].offset == 0 && nbytes(int(loc_[value].index)) == nbytes(value))
+        value = int(loc_[value].index);
+      const graph::Value& v = graph_.values[value];
+      if (v.kind != ValueKind::Node || loc_[value].kind == Location::Alias) continue;
       const int producer_step = step_of_node[v.producer];
-      if (!is_elementwise(graph_.nodes[v.producer].prim->kind()) || !(v.meta == graph_.values[cap_value].meta))
+      if (!is_elementwise(graph_.nodes[v.producer].prim->kind()) || nbytes(value) != nbytes(cap_value) ||
+          v.meta.dtype != graph_.values[cap_value].meta.dtype)
         continue;
       if (last_step[cap_value] > producer_step) continue;
       // Inside a fused group, members after the producer must not read the
@@ -213,9 +207,9 @@ class CpuExecutable final : public graph::Executable {
         if (read_later) continue;
       }
       bool shared = false;
-      for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && w2.value == w.value);
-      if (shared) continue;
-      direct_target[w.value] = w.capture;
+      for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && root(w2.value) == root(w.value));
+      if (shared || direct_target[value] >= 0) continue;
+      direct_target[value] = w.capture;
       ++direct_writes_;
     }
 

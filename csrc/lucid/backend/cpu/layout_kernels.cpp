@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "lucid/backend/cpu/dispatch.h"
 #include "lucid/backend/cpu/layout.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/backend/cpu/strided.h"
@@ -278,6 +279,60 @@ void concat_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   }
 }
 LUCID_REGISTER_KERNEL(Concat, CPU, concat_kernel);
+
+// The device's strided copy: makes strided operands contiguous and writes
+// into views.
+void copy_between_layouts(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dt) {
+  strided_copy(dst, dl.strides, dl.offset, src, sl.strides, sl.offset, dl.shape, itemsize(dt));
+}
+LUCID_REGISTER_STRIDED_COPY(CPU, copy_between_layouts);
+
+// A view primitive materialised (a compiled step whose view is not
+// contiguous in its input): its layout over the contiguous input, copied out.
+void view_copy_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const Layout src = *p.view_layout(contiguous_layout(in[0].meta->shape));
+  const Shape& os = out[0].meta->shape;
+  strided_copy(out[0].data, contiguous_strides(os), 0, in[0].data, src.strides, src.offset, os, esize_of(out[0]));
+}
+LUCID_REGISTER_KERNEL(AsStrided, CPU, view_copy_kernel);
+LUCID_REGISTER_KERNEL(StridedView, CPU, view_copy_kernel);
+
+template <class T>
+void add_at_layout(T* dst, const Layout& l, const T* src) {
+  // Serial: overlapping layouts may reach one element from several places.
+  const int64_t n = numel(l.shape);
+  const int nd = int(l.shape.size());
+  std::vector<int64_t> idx(size_t(nd), 0);
+  int64_t off = l.offset;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, bool>) {
+      dst[off] = dst[off] || src[i];
+    } else {
+      store(dst, off, load(dst, off) + load(src, i));
+    }
+    for (int d = nd - 1; d >= 0; --d) {
+      off += l.strides[d];
+      if (++idx[d] < l.shape[d]) break;
+      off -= l.strides[d] * l.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void as_strided_scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sc = static_cast<const AsStridedScatter&>(p);
+  const size_t es = esize_of(out[0]);
+  if (out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, size_t(out[0].meta->numel()) * es);
+  const Shape& ss = in[1].meta->shape;
+  if (!sc.accumulate) {
+    strided_copy(out[0].data, sc.layout.strides, sc.layout.offset, in[1].data, contiguous_strides(ss), 0, ss, es);
+    return;
+  }
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "as_strided_scatter", [&] {
+    add_at_layout(static_cast<T*>(out[0].data), sc.layout, static_cast<const T*>(in[1].data));
+  });
+}
+LUCID_REGISTER_KERNEL(AsStridedScatter, CPU, as_strided_scatter_kernel);
 
 }  // namespace
 

@@ -6,6 +6,8 @@
 #import <Metal/Metal.h>
 #import <MetalPerformanceShadersGraph/MetalPerformanceShadersGraph.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -35,7 +37,9 @@ id<MTLDevice> pick_device() {
   if (dev == nil) return nil;
   // macOS virtual machines (hosted CI runners) expose a paravirtual GPU that
   // cannot run MPSGraph; treat it as no device rather than fail every op.
-  if ([dev.name rangeOfString:@"Paravirtual" options:NSCaseInsensitiveSearch].location != NSNotFound) return nil;
+  std::string name = dev.name.UTF8String ? dev.name.UTF8String : "";
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (name.find("paravirtual") != std::string::npos) return nil;
   return dev;
 }
 
@@ -198,9 +202,7 @@ MPSDataType mps_dtype(DType t, const char* what) {
     case DType::Float16: return MPSDataTypeFloat16;
     case DType::Float32: return MPSDataTypeFloat32;
     case DType::BFloat16:
-#if defined(__MAC_14_0)
       if (@available(macOS 14.0, *)) return MPSDataTypeBFloat16;
-#endif
       fail<TypeError>(what, ": bfloat16 on the metal device needs macOS 14 or newer (MPSGraph has no bfloat16 "
                       "before it); use float16 or float32");
     case DType::Float64:
@@ -213,7 +215,7 @@ MPSDataType mps_dtype(DType t, const char* what) {
 MPSShape* mps_shape(const Shape& s) {
   if (s.empty()) return @[ @1 ];
   NSMutableArray<NSNumber*>* a = [NSMutableArray arrayWithCapacity:s.size()];
-  for (int64_t d : s) [a addObject:@(d)];
+  for (int64_t d : s) [a addObject:@((long long)d)];
   return a;
 }
 

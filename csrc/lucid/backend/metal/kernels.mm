@@ -1,5 +1,5 @@
 // Eager kernels of the metal device. Each op runs as a cached single-op
-// MPSGraph (keyed by primitive, attributes, shapes and dtypes), compiled once
+// MPSGraph (its plan from lower.h, which is also its cache key), compiled once
 // into an MPSGraphExecutable and encoded into one command buffer per call;
 // results stay in the device's buffers. Creation ops (full, arange, the
 // Philox draws) write the shared buffer directly from the host, and copies
@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "lucid/backend/metal/context.h"
+#include "lucid/backend/metal/lower.h"
 #include "lucid/backend/metal/mps_ops.h"
 #include "lucid/backend/metal/program.h"
 #include "lucid/ops/kernels.h"
@@ -62,16 +63,6 @@ ProgramCache& cache() {
   return *c;
 }
 
-void put_meta(std::string& key, const TensorMeta& m) {
-  key += dtype_name(m.dtype);
-  key += '[';
-  for (int64_t d : m.shape) {
-    key += std::to_string(d);
-    key += ',';
-  }
-  key += ']';
-}
-
 size_t nbytes_of(const TensorMeta& m) { return size_t(m.numel()) * itemsize(m.dtype); }
 
 // Copies of `n` bytes between buffers; blits need multiples of 4 on macOS,
@@ -105,56 +96,30 @@ void graph_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
   const std::string name = p.name();
   for (const auto& m : in_metas) mps_dtype(m.dtype, name.c_str());
   for (const auto& m : out_metas) mps_dtype(m.dtype, name.c_str());
-  bool any_output = false;
-  for (const auto& m : out_metas) any_output |= m.numel() > 0;
-  if (!any_output) return;
+  // The plan is every decision; its key is the program cache key.
+  const EagerPlan ep = plan_eager(p, in_metas, out_metas);
+  if (ep.empty()) return;
   check_indices(p, in);
-
-  std::string key = primitive_key(p);
-  key += '|';
-  for (const auto& m : in_metas) put_meta(key, m);
-  key += "->";
-  for (const auto& m : out_metas) put_meta(key, m);
+  const std::string key = ep.key();
 
   ProgramCache& pc = cache();
   std::lock_guard<std::mutex> lock(pc.mu);
   with_pool([&] {
     Context& ctx = checked_context();
     Program& prog = pc.get(key, [&] {
-      MPSGraph* g = [MPSGraph new];
-      std::vector<MPSGraphTensor*> args, placeholders;
-      for (const auto& m : in_metas) {
-        MPSGraphTensor* t = nil;
-        if (m.numel() > 0) {
-          t = [g placeholderWithShape:mps_shape(m.shape) dataType:mps_dtype(m.dtype) name:nil];
-          placeholders.push_back(t);
-        }
-        args.push_back(t);
-      }
-      std::vector<MPSGraphTensor*> results = emit_primitive(g, p, args, in_metas, out_metas), targets;
-      for (size_t k = 0; k < results.size(); ++k) {
-        if (results[k] == nil) continue;
-        // A result that is an input as-is (a reshape) still needs an op to
-        // write the output buffer.
-        bool is_input = false;
-        for (MPSGraphTensor* t : placeholders) is_input |= t == results[k];
-        targets.push_back(is_input ? [g identityWithTensor:results[k] name:nil] : results[k]);
-      }
-      return std::make_unique<Program>(g, placeholders, targets);
+      BuiltGraph bg = build_graph(ep.plan, name.c_str());
+      return std::make_unique<Program>(bg.graph, bg.inputs, bg.targets);
     });
-
     NSMutableArray<MPSGraphTensorData*>* inputs = [NSMutableArray array];
     std::vector<Bound> keep;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (in_metas[i].numel() == 0) continue;
-      keep.push_back(bind(in[i].data, in_metas[i], true));
+    for (int i : ep.input_of_placeholder) {
+      keep.push_back(bind(in[size_t(i)].data, in_metas[size_t(i)], true));
       [inputs addObject:keep.back().data];
     }
     NSMutableArray<MPSGraphTensorData*>* results = [NSMutableArray array];
     std::vector<std::pair<size_t, Bound>> outputs;
-    for (size_t k = 0; k < out.size(); ++k) {
-      if (out_metas[k].numel() == 0) continue;
-      outputs.emplace_back(k, bind(out[k].data, out_metas[k], false));
+    for (int k : ep.output_of_target) {
+      outputs.emplace_back(size_t(k), bind(out[size_t(k)].data, out_metas[size_t(k)], false));
       [results addObject:outputs.back().second.data];
     }
     MPSCommandBuffer* cb = [MPSCommandBuffer commandBufferFromCommandQueue:ctx.queue];
@@ -168,36 +133,9 @@ void graph_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
 
 // ------------------------------------------------------- host-side kernels
 // Creation ops have no inputs to read: the host writes the shared buffer.
-void full_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
-  const TensorMeta& m = *out[0].meta;
-  mps_dtype(m.dtype, "full");
-  const size_t es = itemsize(m.dtype);
-  unsigned char value[8] = {};
-  write_value(value, m.dtype, static_cast<const Full&>(p).value);
-  char* dst = static_cast<char*>(out[0].data);
-  const size_t total = nbytes_of(m);
-  if (total == 0) return;
-  std::memcpy(dst, value, es);
-  for (size_t filled = es; filled < total; filled *= 2)  // doubling copies of the filled prefix
-    std::memcpy(dst + filled, dst, std::min(filled, total - filled));
-}
-
-void arange_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
-  const auto& a = static_cast<const Arange&>(p);
-  const TensorMeta& m = *out[0].meta;
-  mps_dtype(m.dtype, "arange");
-  const size_t es = itemsize(m.dtype);
-  char* dst = static_cast<char*>(out[0].data);
-  for (int64_t i = 0; i < m.numel(); ++i) write_value(dst + size_t(i) * es, m.dtype, a.start + double(i) * a.step);
-}
-
-// The same Philox stream as the CPU kernel: identical numbers on every device.
-void random_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
-  const auto& r = static_cast<const Random&>(p);
-  const TensorMeta& m = *out[0].meta;
-  mps_dtype(m.dtype, r.name().c_str());
-  const int64_t* key = static_cast<const int64_t*>(in[0].data);
-  fill_random(out[0].data, m.dtype, r.dist, uint64_t(key[0]), uint64_t(key[1]), m.numel());
+void host_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  mps_dtype(out[0].meta->dtype, p.name().c_str());
+  fill_host(p, in, out[0].data, *out[0].meta);
 }
 
 void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
@@ -222,20 +160,40 @@ void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::v
   });
 }
 
+// Copies between layouts (strided operands made row-major, writes into
+// views). Eager kernels wait for the GPU before returning and buffers are
+// shared with the host, so the host copies in place.
+void strided_copy(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dtype) {
+  const size_t es = itemsize(dtype);
+  const int64_t n = numel(dl.shape);
+  std::vector<int64_t> idx(dl.shape.size(), 0);
+  int64_t d = dl.offset, s = sl.offset;
+  for (int64_t p = 0; p < n; ++p) {
+    std::memcpy(static_cast<char*>(dst) + d * int64_t(es), static_cast<const char*>(src) + s * int64_t(es), es);
+    for (int k = int(idx.size()) - 1; k >= 0; --k) {
+      d += dl.strides[size_t(k)];
+      s += sl.strides[size_t(k)];
+      if (++idx[size_t(k)] < dl.shape[size_t(k)]) break;
+      d -= dl.strides[size_t(k)] * dl.shape[size_t(k)];
+      s -= sl.strides[size_t(k)] * sl.shape[size_t(k)];
+      idx[size_t(k)] = 0;
+    }
+  }
+}
+
+// One kernel per kind the lowering table gives a Metal form (lower.h).
 struct Registrar {
   Registrar() {
     if (!context()) return;  // no device: the kernel table keeps no metal entries
-    for (OpKind k : {OpKind::Unary, OpKind::Binary, OpKind::Where, OpKind::Cast, OpKind::Reduce, OpKind::ArgReduce,
-                     OpKind::Matmul, OpKind::Reshape, OpKind::Permute, OpKind::Broadcast, OpKind::Slice,
-                     OpKind::SliceScatter, OpKind::Concat, OpKind::Gather, OpKind::ScatterAdd, OpKind::IndexSelect,
-                     OpKind::IndexAdd, OpKind::Softmax, OpKind::Im2Col, OpKind::Col2Im, OpKind::MaxPool2d,
-                     OpKind::MaxPool2dBackward, OpKind::LayerNorm, OpKind::LayerNormBackward,
-                     OpKind::SoftmaxBackward})
-      register_kernel(k, DeviceType::Metal, graph_kernel);
-    register_kernel(OpKind::Full, DeviceType::Metal, full_kernel);
-    register_kernel(OpKind::Arange, DeviceType::Metal, arange_kernel);
-    register_kernel(OpKind::Random, DeviceType::Metal, random_kernel);
-    register_kernel(OpKind::Copy, DeviceType::Metal, copy_kernel);
+    register_strided_copy(DeviceType::Metal, strided_copy);
+    for (int k = 0; k < int(OpKind::Count); ++k) {
+      switch (lowering_of(OpKind(k))) {
+        case Lowering::Graph: register_kernel(OpKind(k), DeviceType::Metal, graph_kernel); break;
+        case Lowering::HostFill: register_kernel(OpKind(k), DeviceType::Metal, host_kernel); break;
+        case Lowering::Blit: register_kernel(OpKind(k), DeviceType::Metal, copy_kernel); break;
+        case Lowering::None: break;
+      }
+    }
   }
 } registrar;
 
