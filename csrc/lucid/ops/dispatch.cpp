@@ -42,14 +42,20 @@ static std::vector<Tensor> run_kernel(const PrimitivePtr& prim, const std::vecto
   for (const auto& t : inputs)
     if (t.is_symbolic())
       fail<Error>(prim->name(), ": a tensor from a compiled step's trace was used outside of it");
-  // Kernels read row-major operands: strided ones are copied once, here.
+  // Kernels read row-major operands unless they say otherwise: strided ones
+  // are copied once, here.
   if (prim->kind() == OpKind::Copy && !inputs[0].is_contiguous()) return {materialize(inputs[0])};
+  const Device dev = metas.empty() ? (inputs.empty() ? Device{} : inputs[0].device()) : metas[0].device;
+  const bool strided_ok = kernel_reads_strided(prim->kind(), dev.type);
   std::vector<Tensor> dense;
+  dense.reserve(inputs.size());
   std::vector<ConstArg> in_args;
   in_args.reserve(inputs.size());
   for (const auto& t : inputs) {
     if (t.is_contiguous()) {
       in_args.push_back({t.raw_data(), &t.meta()});
+    } else if (strided_ok) {
+      in_args.push_back({t.raw_data(), &t.meta(), &t.strides()});
     } else {
       dense.push_back(materialize(t));
       in_args.push_back({dense.back().raw_data(), &t.meta()});
@@ -63,7 +69,6 @@ static std::vector<Tensor> run_kernel(const PrimitivePtr& prim, const std::vecto
     outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));
     out_args.push_back({outs.back().raw_data(), &outs.back().meta()});
   }
-  const Device dev = metas.empty() ? (inputs.empty() ? Device{} : inputs[0].device()) : metas[0].device;
   find_kernel(*prim, dev.type)(*prim, in_args, out_args);
   ++t_dispatch_count;
   return outs;

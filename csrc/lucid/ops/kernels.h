@@ -10,8 +10,11 @@
 namespace lucid {
 
 struct ConstArg {
-  const void* data;
+  const void* data;  // element [0, ...]
   const TensorMeta* meta;
+  // Element strides, for kernels registered as reading strided operands;
+  // null means row-major (every operand of every other kernel).
+  const Shape* strides = nullptr;
 };
 struct MutArg {
   void* data;
@@ -20,9 +23,12 @@ struct MutArg {
 
 using Kernel = void (*)(const Primitive& prim, const std::vector<ConstArg>& inputs, const std::vector<MutArg>& outputs);
 
-void register_kernel(OpKind kind, DeviceType device, Kernel k);
+// `strided_inputs`: the kernel reads operands of any layout (ConstArg::strides),
+// so the dispatcher hands views over as they are instead of copying them.
+void register_kernel(OpKind kind, DeviceType device, Kernel k, bool strided_inputs = false);
 // NotImplementedError naming the primitive and device when absent.
 Kernel find_kernel(const Primitive& prim, DeviceType device);
+bool kernel_reads_strided(OpKind kind, DeviceType device);
 
 // Copies elements between two layouts of one shape on a device (element
 // strides and offsets; `dst`/`src` are the buffers' starts). Every backend
@@ -34,7 +40,9 @@ void register_strided_copy(DeviceType device, StridedCopy fn);
 StridedCopy find_strided_copy(DeviceType device);
 
 struct KernelRegistrar {
-  KernelRegistrar(OpKind kind, DeviceType device, Kernel k) { register_kernel(kind, device, k); }
+  KernelRegistrar(OpKind kind, DeviceType device, Kernel k, bool strided_inputs = false) {
+    register_kernel(kind, device, k, strided_inputs);
+  }
 };
 struct StridedCopyRegistrar {
   StridedCopyRegistrar(DeviceType device, StridedCopy fn) { register_strided_copy(device, fn); }
@@ -44,6 +52,10 @@ struct StridedCopyRegistrar {
 
 #define LUCID_REGISTER_STRIDED_COPY(device, fn) \
   static ::lucid::StridedCopyRegistrar lucid_strided_copy_registrar_##fn(::lucid::DeviceType::device, fn)
+
+#define LUCID_REGISTER_STRIDED_KERNEL(kind, device, fn)                                                  \
+  static ::lucid::KernelRegistrar lucid_kernel_registrar_##kind##_##fn(::lucid::OpKind::kind,             \
+                                                                       ::lucid::DeviceType::device, fn, true)
 
 #define LUCID_REGISTER_KERNEL(kind, device, fn) \
   static ::lucid::KernelRegistrar lucid_kernel_registrar_##kind##_##fn(::lucid::OpKind::kind, ::lucid::DeviceType::device, fn)

@@ -1,7 +1,9 @@
 // Reductions: the Reduce and ArgReduce primitives and the public reductions
 // (mean, var, std, logsumexp, norm are compositions, so their gradients come
 // from the primitives').
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lucid/ops/op_util.h"
 
@@ -86,6 +88,24 @@ std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& in, const std::vector
   }
 }
 
+// The dims of x in memory order when x is a permutation of a row-major
+// layout (a transpose, a permute): x == permute(y, order) with y row-major.
+static std::optional<std::vector<int64_t>> memory_order(const Tensor& x) {
+  const Shape& s = x.shape();
+  const Shape& st = x.strides();
+  std::vector<int64_t> order(s.size());
+  for (size_t i = 0; i < s.size(); ++i) order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+  int64_t expected = 1;
+  for (size_t k = s.size(); k-- > 0;) {
+    const int64_t d = order[k];
+    if (s[d] == 1) continue;
+    if (st[d] != expected) return std::nullopt;
+    expected *= s[d];
+  }
+  return order;
+}
+
 static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   std::vector<int> axes;
   if (dims.empty()) {
@@ -93,6 +113,21 @@ static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
   } else {
     axes = normalize_axes(dims, x.ndim());
     if (x.ndim() == 0) axes.clear();
+  }
+  if (!x.is_contiguous() && x.numel() > 0) {
+    if (auto order = memory_order(x)) {
+      // A permuted tensor is reduced where it lies (the kernel reads
+      // row-major memory); only the small result is put in x's dim order.
+      std::vector<int> base_axes;
+      std::vector<int64_t> inverse(order->size());
+      for (size_t k = 0; k < order->size(); ++k) {
+        inverse[size_t((*order)[k])] = int64_t(k);
+        if (std::find(axes.begin(), axes.end(), int((*order)[k])) != axes.end()) base_axes.push_back(int(k));
+      }
+      Tensor r = permute(call<Reduce>({permute(x, *order)}, op, base_axes, true), inverse);
+      if (!keepdim) r = squeeze(r, detail::to_i64(axes));
+      return contiguous(r);
+    }
   }
   return call<Reduce>({x}, op, axes, keepdim);
 }

@@ -38,6 +38,33 @@ void unary_loop(const T* x, void* out, int64_t n) {
   });
 }
 
+// Calls body(i, j) for output position i (row-major) and element j of a
+// strided operand of the same shape, in parallel runs.
+template <class F>
+void strided_positions(const Shape& shape, const Shape& strides, F&& body) {
+  const Shape dense = contiguous_strides(shape);
+  const Shape* st[2] = {&dense, &strides};
+  StridedLoop<2> loop(shape, st);
+  const int64_t is = loop.inner_stride(1);
+  parallel_for(numel(shape), kElementwiseGrain, [&](int64_t s, int64_t e) {
+    loop.run(s, e, [&](int64_t pos, const int64_t* off, int64_t cnt) {
+      for (int64_t i = 0; i < cnt; ++i) body(pos + i, off[1] + i * is);
+    });
+  });
+}
+
+template <UnaryOp OP, class T>
+void unary_strided(const T* x, const Shape& shape, const Shape& strides, void* out) {
+  using C = compute_t<T>;
+  if constexpr (OP >= UnaryOp::LogicalNot) {
+    bool* o = static_cast<bool*>(out);
+    strided_positions(shape, strides, [&](int64_t i, int64_t j) { o[i] = unary_predicate<OP>(load(x, j)); });
+  } else {
+    T* o = static_cast<T*>(out);
+    strided_positions(shape, strides, [&](int64_t i, int64_t j) { store(o, i, unary_apply<OP>(C(load(x, j)))); });
+  }
+}
+
 void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const UnaryOp op = static_cast<const Unary&>(p).op;
   const int64_t n = out[0].meta->numel();
@@ -49,12 +76,15 @@ void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
       if constexpr (float_only && !is_float_v<T>) {
         fail<TypeError>(unary_op_name(OP), ": not implemented for ", dtype_name(in[0].meta->dtype));
       } else {
-        unary_loop<OP, T>(static_cast<const T*>(in[0].data), out[0].data, n);
+        if (in[0].strides)
+          unary_strided<OP, T>(static_cast<const T*>(in[0].data), in[0].meta->shape, *in[0].strides, out[0].data);
+        else
+          unary_loop<OP, T>(static_cast<const T*>(in[0].data), out[0].data, n);
       }
     });
   });
 }
-LUCID_REGISTER_KERNEL(Unary, CPU, unary_kernel);
+LUCID_REGISTER_STRIDED_KERNEL(Unary, CPU, unary_kernel);
 
 // ------------------------------------------------------------------ Binary
 template <BinaryOp OP, class T>
@@ -70,13 +100,14 @@ void binary_loop(const ConstArg& a, const ConstArg& b, const MutArg& out) {
     else return binary_apply<OP>(x, y);
   };
   const int64_t n = out.meta->numel();
-  if (a.meta->shape == os && b.meta->shape == os) {  // same shape: one flat loop
+  if (a.meta->shape == os && b.meta->shape == os && !a.strides && !b.strides) {  // one flat loop
     parallel_for(n, kElementwiseGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) store(po, i, f(load(pa, i), load(pb, i)));
     });
     return;
   }
-  const Shape sa = broadcast_strides(a.meta->shape, os), sb = broadcast_strides(b.meta->shape, os);
+  const Shape sa = broadcast_strides(a.meta->shape, os, a.strides),
+              sb = broadcast_strides(b.meta->shape, os, b.strides);
   const Shape* strides[2] = {&sa, &sb};
   StridedLoop<2> loop(os, strides);
   const int64_t ia = loop.inner_stride(0), ib = loop.inner_stride(1);
@@ -109,14 +140,14 @@ void binary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
     });
   });
 }
-LUCID_REGISTER_KERNEL(Binary, CPU, binary_kernel);
+LUCID_REGISTER_STRIDED_KERNEL(Binary, CPU, binary_kernel);
 
 // ------------------------------------------------------------------- Where
 template <class T>
 void where_loop(const ConstArg& c, const ConstArg& a, const ConstArg& b, const MutArg& out) {
   const Shape& os = out.meta->shape;
-  const Shape sc = broadcast_strides(c.meta->shape, os), sa = broadcast_strides(a.meta->shape, os),
-              sb = broadcast_strides(b.meta->shape, os);
+  const Shape sc = broadcast_strides(c.meta->shape, os, c.strides), sa = broadcast_strides(a.meta->shape, os, a.strides),
+              sb = broadcast_strides(b.meta->shape, os, b.strides);
   const Shape* strides[3] = {&sc, &sa, &sb};
   StridedLoop<3> loop(os, strides);
   const int64_t ic = loop.inner_stride(0), ia = loop.inner_stride(1), ib = loop.inner_stride(2);
@@ -153,26 +184,33 @@ void where_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::
     case 8: where_loop<uint64_t>(in[0], in[1], in[2], out[0]); break;
   }
 }
-LUCID_REGISTER_KERNEL(Where, CPU, where_kernel);
+LUCID_REGISTER_STRIDED_KERNEL(Where, CPU, where_kernel);
 
 // ------------------------------------------------------------- Cast, Copy
 template <class From, class To>
-void cast_loop(const void* src, void* dst, int64_t n) {
-  const From* s = static_cast<const From*>(src);
+inline void cast_one(const From* s, int64_t j, To* d, int64_t i) {
+  auto v = load(s, j);
+  if constexpr (std::is_same_v<To, bool>) {
+    d[i] = v != decltype(v)(0);
+  } else if constexpr (is_float_v<From> && !is_float_v<To>) {
+    store(d, i, v != v ? To(0) : To(v));  // NaN to integer: 0, not UB
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    store(d, i, float(v));
+  } else {
+    store(d, i, v);
+  }
+}
+
+template <class From, class To>
+void cast_loop(const ConstArg& in, void* dst, int64_t n) {
+  const From* s = static_cast<const From*>(in.data);
   To* d = static_cast<To*>(dst);
+  if (in.strides) {
+    strided_positions(in.meta->shape, *in.strides, [&](int64_t i, int64_t j) { cast_one(s, j, d, i); });
+    return;
+  }
   parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      auto v = load(s, i);
-      if constexpr (std::is_same_v<To, bool>) {
-        d[i] = v != decltype(v)(0);
-      } else if constexpr (is_float_v<From> && !is_float_v<To>) {
-        store(d, i, v != v ? To(0) : To(v));  // NaN to integer: 0, not UB
-      } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-        store(d, i, float(v));
-      } else {
-        store(d, i, v);
-      }
-    }
+    for (int64_t i = b; i < e; ++i) cast_one(s, i, d, i);
   });
 }
 
@@ -181,10 +219,10 @@ void cast_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::v
   const DType to = out[0].meta->dtype;
   LUCID_DISPATCH_ALL(in[0].meta->dtype, "cast", [&] {
     using From = T;
-    LUCID_DISPATCH_ALL(to, "cast", [&] { cast_loop<From, T>(in[0].data, out[0].data, n); });
+    LUCID_DISPATCH_ALL(to, "cast", [&] { cast_loop<From, T>(in[0], out[0].data, n); });
   });
 }
-LUCID_REGISTER_KERNEL(Cast, CPU, cast_kernel);
+LUCID_REGISTER_STRIDED_KERNEL(Cast, CPU, cast_kernel);
 
 void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const size_t nbytes = size_t(out[0].meta->numel()) * itemsize(out[0].meta->dtype);

@@ -9,10 +9,11 @@
 
 namespace lucid::cpu {
 
-// Element strides of `in` broadcast to `out` (0 along broadcast dims).
-inline Shape broadcast_strides(const Shape& in, const Shape& out) {
+// Element strides of `in` broadcast to `out` (0 along broadcast dims), for
+// an operand laid out row-major or with the given strides.
+inline Shape broadcast_strides(const Shape& in, const Shape& out, const Shape* strides = nullptr) {
   Shape st(out.size(), 0);
-  const Shape cs = contiguous_strides(in);
+  const Shape cs = strides ? *strides : contiguous_strides(in);
   const size_t lead = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) st[lead + i] = in[i] == 1 ? 0 : cs[i];
   return st;
