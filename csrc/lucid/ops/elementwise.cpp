@@ -29,6 +29,9 @@ const char* binary_op_name(BinaryOp op) {
   return names[int(op)];
 }
 bool binary_returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
+void integer_division_by_zero(BinaryOp op) {
+  fail<Error>("ZeroDivisionError: ", binary_op_name(op), "() of integer tensors divides by zero");
+}
 
 // ------------------------------------------------------------------ Unary
 std::string Unary::name() const { return unary_op_name(op); }

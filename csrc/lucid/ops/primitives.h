@@ -47,6 +47,9 @@ enum class BinaryOp : uint8_t {
 };
 const char* binary_op_name(BinaryOp op);
 bool binary_returns_bool(BinaryOp op);
+// Integer division or remainder by zero: PyTorch raises (its CPU kernels
+// name the Python exception). Every backend raises this one error.
+[[noreturn]] void integer_division_by_zero(BinaryOp op);
 
 // Broadcasting binary op over two inputs of one dtype.
 struct Binary final : Primitive {

@@ -17,10 +17,6 @@
 
 namespace lucid::cpu {
 
-void integer_division_by_zero(BinaryOp op) {
-  fail<Error>("ZeroDivisionError: ", binary_op_name(op), "() of integer tensors divides by zero");
-}
-
 namespace {
 
 // ------------------------------------------------------------------ Unary

@@ -167,10 +167,6 @@ LUCID_MATH_INLINE C wrap_neg(C x) {
   else return C(-x);
 }
 
-// Integer division or remainder by zero: PyTorch raises (its CPU kernels
-// name the Python exception). Out of line: the loops stay small.
-[[noreturn]] void integer_division_by_zero(BinaryOp op);
-
 template <UnaryOp op, class C>
 inline C unary_apply(C x) {
   if constexpr (std::is_floating_point_v<C>) {
