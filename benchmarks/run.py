@@ -1,7 +1,8 @@
-"""Lucid's benchmark suite: the workloads of shared/BENCHMARKS.md, Lucid's
-variants side by side with PyTorch, JAX and MLX, in one run.
+"""Lucid's benchmark suite: the workloads defined in benchmarks/README.md,
+Lucid's variants side by side with PyTorch, JAX and MLX, in one run.
 
-    python -m benchmarks                      # everything, results in benchmarks/results/
+    python -m benchmarks                      # everything, results in ./lucid-benchmarks/<date-time>/
+    python -m benchmarks -w conv_real --out /tmp/conv   # a group of workloads, into a folder of your choice
     python -m benchmarks --workloads mlp_small,gpt_tiny --variants 'lucid:*,torch:eager'
     python -m benchmarks --scaling            # fixed cost, width/depth growth, optimizer vs bandwidth
     python -m benchmarks --list
@@ -34,7 +35,12 @@ from benchmarks.peers._worker import thread_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results"
+# Reports go to a new folder under this one (in the current directory) unless
+# --out names another; the suite never writes a file that git tracks.
+DEFAULT_OUT_PARENT = "lucid-benchmarks"
+REPORT_FILES = ("results.md", "results.json", "ratios.png", "scaling.md", "scaling.json", "scaling.png")
+# What --update-readme copies into the repository: the README's tables and its charts.
+README_CHARTS = HERE / "results"
 
 # Framework -> modules whose presence the runner checks before spawning.
 _PROBE = {"lucid": ["lucid"], "torch": ["torch"], "jax": ["jax", "jaxlib", "optax"], "mlx": ["mlx"]}
@@ -55,6 +61,11 @@ def machine_info(threads):
         names = re.findall(r"^(?:model name|Model|Hardware)\s*:\s*(.+)$", text, re.M)
         if names:
             info["cpu"] = names[0].strip()
+        # Vendor, family and model too: a hypervisor may report only "AMD EPYC".
+        ident = {k: re.search(rf"^{k}\s*:\s*(.+)$", text, re.M) for k in ("vendor_id", "cpu family", "model")}
+        if all(ident.values()):
+            vendor, family, model = (m.group(1).strip() for m in ident.values())
+            info["cpu"] += f" ({vendor}, family {family} model {model})"
         cores, phys = set(), None
         for line in text.splitlines():
             if line.startswith("physical id"):
@@ -212,6 +223,7 @@ class Runner:
             spec_path, out_path, log_path = (Path(scratch) / n for n in ("spec.json", "out.json", "log.txt"))
             spec_path.write_text(json.dumps(spec))
             cmd = [sys.executable, "-m", "benchmarks.peers._worker", str(spec_path), str(out_path)]
+            busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.args.busy)]
             start = time.perf_counter()
             with open(log_path, "w") as log:
                 # A new session, so a timeout can end the worker and whatever
@@ -226,6 +238,9 @@ class Runner:
                     # Also on success: nothing the worker left behind may run
                     # on into the next measurement (and Ctrl-C ends it too).
                     _kill_group(proc)
+                    for b in busy:
+                        b.kill()
+                        b.wait()
             wall = time.perf_counter() - start
             log_tail = log_path.read_text(errors="replace")[-3000:]
             if rc is None:
@@ -360,6 +375,9 @@ def header(info, args, title):
         f"- Steps: {args.warmup} warm-up, {args.steps} timed; float32; seed {workloads.SEED}; "
         f"compile time is the first call (trace + compile + one step), kept out of the statistics",
     ]
+    if args.busy:
+        lines.append(f"- **Busy machine: {args.busy} other process(es) spinning `while True: pass` beside every "
+                     f"variant** (unpinned; the scheduler shares the cores)")
     if load:
         lines.append(f"- Load average at start: {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}"
                      + (" (a busy machine: figures are noisy)" if load[0] > 0.5 * (info['logical_cpus'] or 1) else ""))
@@ -387,9 +405,9 @@ def versions_lines(results, missing):
 
 
 def results_table(results, wl_by_name, notes):
-    lines = ["| workload | variant | median ms | min ms | p90 ms | ratio | compile / first call s "
+    lines = ["| workload | variant | median ms | min ms | p90 ms | p90 / median | ratio | compile / first call s "
              "| peak RSS MiB | over import MiB | status |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for name in wl_by_name:
         rows = [r for r in results if r["workload"] == name]
         for r in rows:
@@ -408,9 +426,10 @@ def results_table(results, wl_by_name, notes):
             if r.get("peak_rss_mib") is not None and r.get("base_rss_mib") is not None:
                 over = r["peak_rss_mib"] - r["base_rss_mib"]
             ratio = r.get("ratio")
+            spread = r["p90_ms"] / r["median_ms"] if r.get("p90_ms") and r.get("median_ms") else None
             lines.append(
                 f"| {name} | {'**' + vid + '**' if ref else vid} | {fmt(r.get('median_ms'))} | {fmt(r.get('min_ms'))} "
-                f"| {fmt(r.get('p90_ms'))} | {'1 (ref)' if ref and ratio else fmt(ratio, 2)} "
+                f"| {fmt(r.get('p90_ms'))} | {fmt(spread, 2)} | {'1 (ref)' if ref and ratio else fmt(ratio, 2)} "
                 f"| {fmt(r.get('first_call_s'), 2)} | {fmt(r.get('peak_rss_mib'), 0)} | {fmt(over, 0)} | {status} |")
     return lines
 
@@ -540,8 +559,7 @@ def write_report(results, wl_by_name, info, args, out_dir, missing):
     lines += [""]
     if chart_msg:
         lines.append(chart_msg)
-        if chart_path.exists():
-            chart_path.unlink()  # an old chart would not match this table
+        print(chart_msg, file=sys.stderr)
     else:
         lines.append("![ratios](ratios.png)")
     lines += ["", "## Optimizer-only updates and memory bandwidth", ""]
@@ -655,6 +673,8 @@ def write_scaling(sections, results, info, args, out_dir, missing):
                                                        info.get("caches"))
     chart_msg = chart_scaling(sections, get, roofline, info, args, out_dir / "scaling.png")
     lines += ["", chart_msg or "![scaling](scaling.png)"]
+    if chart_msg:
+        print(chart_msg, file=sys.stderr)
     if notes:
         lines += ["", "## Not measured", ""] + [f"{i}. {n}" for i, n in enumerate(notes, 1)]
     lines += [""] + versions_lines(results, missing) + [""]
@@ -733,15 +753,22 @@ def chart_scaling(sections, get, roofline, info, args, path):
 # -- README -------------------------------------------------------------------
 
 def update_readme(out_dir):
-    """Copies the latest reports into benchmarks/README.md between markers."""
+    """Copies the latest reports into benchmarks/README.md between markers,
+    and their charts into benchmarks/results/ (what the READMEs show). The
+    one writer of tracked files, and only when asked (--update-readme)."""
+    import shutil
+
     readme = HERE / "README.md"
     text = readme.read_text()
-    rel = os.path.relpath(out_dir, HERE)
-    for key, name in (("results", "results.md"), ("scaling", "scaling.md")):
+    rel = os.path.relpath(README_CHARTS, HERE)
+    for key, name, chart in (("results", "results.md", "ratios.png"), ("scaling", "scaling.md", "scaling.png")):
         src = out_dir / name
         start, end = f"<!-- {key}:start -->", f"<!-- {key}:end -->"
         if not src.exists() or start not in text or end not in text:
             continue
+        if (out_dir / chart).exists() and out_dir.resolve() != README_CHARTS.resolve():
+            README_CHARTS.mkdir(exist_ok=True)
+            shutil.copyfile(out_dir / chart, README_CHARTS / chart)
         body = src.read_text()
         # The README describes the workloads and variants itself.
         parts = re.split(r"(?m)^(?=## )", body)
@@ -768,7 +795,9 @@ def build_parser():
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-w", "--workloads", action="append",
-                   help=f"comma-separated workload ids (default: all): {', '.join(workloads.ORDER)}")
+                   help=f"comma-separated workload ids or groups (default: all; defined in benchmarks/README.md): "
+                        f"{', '.join(workloads.ORDER)}; groups: "
+                        + ", ".join(f"{g} = {'+'.join(ws)}" for g, ws in workloads.GROUPS.items()))
     p.add_argument("-f", "--frameworks", action="append",
                    help=f"comma-separated frameworks (default: all): {', '.join(peers.FRAMEWORKS)}")
     p.add_argument("-v", "--variants", action="append",
@@ -781,7 +810,11 @@ def build_parser():
     p.add_argument("--timeout", type=float, default=900.0,
                    help="seconds a variant may take in all, first call included (default 900; "
                         "torch.compile on a small CPU box is slow)")
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default benchmarks/results)")
+    p.add_argument("--busy", type=int, default=0,
+                   help="run N busy-loop processes beside every variant: a machine shared with other work")
+    p.add_argument("--out", default=None,
+                   help=f"output folder (default: a new ./{DEFAULT_OUT_PARENT}/<date-time>/); a file git tracks "
+                        "there is never overwritten")
     p.add_argument("--scaling", action="store_true",
                    help="the scaling run instead: fixed cost of a step, width and depth sweeps, "
                         "optimizer-only steps against the measured bandwidth")
@@ -791,11 +824,58 @@ def build_parser():
     p.add_argument("--optim-sizes", default="1000,10000,100000,1000000,3000000",
                    help="scaling: elements per tensor (10 tensors) of the optimizer-only sweep")
     p.add_argument("--update-readme", action="store_true",
-                   help="copy the reports into benchmarks/README.md afterwards")
+                   help="afterwards copy the reports into benchmarks/README.md and their charts into "
+                        "benchmarks/results/ (tracked files, rewritten only with this flag)")
     p.add_argument("--readme-only", action="store_true",
-                   help="only copy the existing reports into benchmarks/README.md")
+                   help="only copy the reports of --out into benchmarks/README.md and benchmarks/results/")
     p.add_argument("--list", action="store_true", help="list workloads and variants, then exit")
     return p
+
+
+def tracked_in(out_dir):
+    """The report files in out_dir that git tracks (none outside a repository)."""
+    try:
+        proc = subprocess.run(["git", "-C", str(out_dir), "ls-files", "--", *REPORT_FILES],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def resolve_out(args):
+    if args.out:
+        return Path(args.out).resolve()
+    if args.readme_only:
+        raise SystemExit("--readme-only needs --out: the folder whose reports to copy")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return (Path.cwd() / DEFAULT_OUT_PARENT / stamp).resolve()
+
+
+def report_missing(missing):
+    """Says up front what will not be measured and why."""
+    for fw, why in missing.items():
+        if why:
+            print(f"{fw}: {why} ({peers.INSTALL_HINT[fw]}); its variants are reported as not run", file=sys.stderr)
+    try:
+        import importlib.util
+
+        has_mpl = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        has_mpl = False
+    if not has_mpl:
+        print("matplotlib is not installed: no charts (pip install matplotlib, or the bench extra)", file=sys.stderr)
+
+
+def expand_workloads(names):
+    out = []
+    for n in names:
+        for m in workloads.GROUPS.get(n, [n]):
+            if m not in workloads.WORKLOADS:
+                raise SystemExit(f"unknown workload {m!r}; known: {', '.join(workloads.ORDER)}; "
+                                 f"groups: {', '.join(workloads.GROUPS)}")
+            if m not in out:
+                out.append(m)
+    return out
 
 
 def list_all():
@@ -826,10 +906,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_term)
-    out_dir = Path(args.out).resolve()
     if args.list:
         list_all()
         return 0
+    out_dir = resolve_out(args)
     if args.readme_only:
         update_readme(out_dir)
         return 0
@@ -844,9 +924,14 @@ def main(argv=None):
     if args.steps < 1 or args.threads < 1:
         raise SystemExit("--steps and --threads must be at least 1")
     out_dir.mkdir(parents=True, exist_ok=True)
+    tracked = tracked_in(out_dir)
+    if tracked:
+        raise SystemExit(f"{out_dir} holds files git tracks ({', '.join(tracked)}); the suite does not overwrite "
+                         "them: name another folder with --out (--update-readme refreshes the README's copies)")
     info = machine_info(args.threads)
     runner = Runner(args)
-    print(f"{machine_line(info)}; {args.threads} threads", file=sys.stderr)
+    print(f"{machine_line(info)}; {args.threads} threads; reports go to {out_dir}", file=sys.stderr)
+    report_missing(runner.missing)
 
     if args.scaling:
         args.widths = [int(x) for x in args.widths.split(",")]
@@ -859,10 +944,7 @@ def main(argv=None):
         write_scaling(sections, results, info, args, out_dir, runner.missing)
         print(f"wrote {out_dir / 'scaling.md'}", file=sys.stderr)
     else:
-        names = parse_list(args.workloads) or workloads.ORDER
-        for n in names:
-            if n not in workloads.WORKLOADS:
-                raise SystemExit(f"unknown workload {n!r}; known: {', '.join(workloads.ORDER)}")
+        names = expand_workloads(parse_list(args.workloads)) or workloads.ORDER
         wl_by_name = {n: workloads.get(n) for n in names}
         plan = [(w, fw, var) for w in wl_by_name.values()
                 for fw, var in select_variants(w["kind"], args.variant_patterns, args.frameworks)]

@@ -132,6 +132,39 @@ def _cnn(w):
     return params, forward
 
 
+def _convnet(w):
+    init = _Init()
+    params = []
+    for layer in w["layers"]:
+        if layer[0] == "conv":
+            _, cin, cout, k = layer
+            bound = 1.0 / math.sqrt(cin * k * k)
+            params.append({"w": init.uniform((cout, cin, k, k), bound), "b": init.uniform((cout,), bound)})
+        elif layer[0] == "linear":
+            params.append(init.linear(layer[1], layer[2]))
+        else:
+            params.append({})
+
+    def forward(params, x):
+        for layer, p in zip(w["layers"], params):
+            if layer[0] == "conv":
+                x = jax.lax.conv_general_dilated(x, p["w"], (1, 1), "VALID",
+                                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                x = x + p["b"][None, :, None, None]
+            elif layer[0] == "relu":
+                x = jax.nn.relu(x)
+            elif layer[0] == "maxpool":
+                k = layer[1]
+                x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, k, k), (1, 1, k, k), "VALID")
+            elif layer[0] == "flatten":
+                x = x.reshape(x.shape[0], -1)
+            else:
+                x = _linear(p, x)
+        return x
+
+    return params, forward
+
+
 def _gpt(w):
     init = _Init()
     d, heads, ctx, vocab = w["d_model"], w["heads"], w["ctx"], w["vocab"]
@@ -173,14 +206,17 @@ def _count(tree):
 
 
 def _train(w, data):
-    params, forward = {"mlp": _mlp, "cnn": _cnn, "gpt": _gpt}[w["model"]](w)
+    params, forward = {"mlp": _mlp, "cnn": _cnn, "gpt": _gpt, "convnet": _convnet}[w["model"]](w)
     tx = _tx(w["optimizer"])
     x = jnp.asarray(data["x"] if w["model"] != "gpt" else data["x"].astype("int32"))
-    y = jnp.asarray(data["y"].astype("int32"))
+    mse = w.get("loss") == "mse"
+    y = jnp.asarray(data["y"] if mse else data["y"].astype("int32"))
 
     def loss_fn(params, x, y):
-        logits = forward(params, x)
-        return _cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        out = forward(params, x)
+        if mse:
+            return ((out - y) ** 2).mean()
+        return _cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
     def train_step(params, opt_state, x, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)

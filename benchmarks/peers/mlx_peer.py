@@ -66,6 +66,11 @@ def _model(w):
             mnn.Linear(64 * 7 * 7, 128), mnn.ReLU(),
             mnn.Linear(128, 10),
         )
+    if w["model"] == "convnet":  # NHWC: MLX's layout
+        make = {"conv": lambda cin, cout, k: mnn.Conv2d(cin, cout, k), "relu": mnn.ReLU,
+                "maxpool": lambda k: mnn.MaxPool2d(k), "flatten": _Flatten,
+                "linear": lambda i, o: mnn.Linear(i, o)}
+        return mnn.Sequential(*[make[layer[0]](*layer[1:]) for layer in w["layers"]])
     if w["model"] == "gpt":
         return _gpt(w)
     raise Unavailable(f"model {w['model']}")
@@ -150,15 +155,21 @@ def _train(w, data):
     mx.eval(model.parameters())
     opt = _optimizer(w["optimizer"])
     x_np = data["x"]
-    if w["model"] == "cnn":
+    mse = w.get("loss") == "mse"
+    y_np = data["y"] if mse else data["y"].astype("int32")
+    if w["model"] in ("cnn", "convnet"):
         x_np = x_np.transpose(0, 2, 3, 1).copy()  # NCHW -> NHWC
+        if mse:
+            y_np = y_np.transpose(0, 2, 3, 1).copy()
     elif w["model"] == "gpt":
         x_np = x_np.astype("int32")
-    x, y = mx.array(x_np), mx.array(data["y"].astype("int32"))
+    x, y = mx.array(x_np), mx.array(y_np)
 
     def loss_fn(model, x, y):
-        logits = model(x)
-        return mnn.losses.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="mean")
+        out = model(x)
+        if mse:
+            return mnn.losses.mse_loss(out, y, reduction="mean")
+        return mnn.losses.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="mean")
 
     loss_and_grad = mnn.value_and_grad(model, loss_fn)
     # Optimizer state is created lazily on the first update; initialise it

@@ -1,4 +1,4 @@
-"""The benchmark workloads of shared/BENCHMARKS.md as plain data.
+"""The benchmark workloads (defined in benchmarks/README.md) as plain data.
 
 A workload is a JSON-able dict, so the runner can hand it to a worker
 subprocess unchanged. Every framework builds its model from the same dict,
@@ -7,6 +7,7 @@ analytic parameter count, so a mismatch in architecture fails loudly instead
 of skewing a ratio.
 """
 import copy
+import math
 
 import numpy as np
 
@@ -38,6 +39,32 @@ WORKLOADS = {
         "what": "conv 1->32 3x3, ReLU, maxpool 2, conv 32->64 3x3, ReLU, maxpool 2, linear 3136->128, "
                 "ReLU, linear 128->10; input 64x1x28x28; SGD(momentum=0.9)",
     },
+    # conv_real: conv stacks on real shapes, no padding (PyTorch's MNIST and
+    # super-resolution examples, a VGG-like stack at 224 pixels).
+    "conv_real_mnist": {
+        "kind": "train", "model": "convnet", "input": [1, 28, 28], "batch": 64, "optimizer": SGD_M,
+        "loss": "cross_entropy",
+        "layers": [["conv", 1, 64, 5], ["relu"], ["maxpool", 2], ["conv", 64, 128, 5], ["relu"], ["maxpool", 2],
+                   ["flatten"], ["linear", 128 * 4 * 4, 10]],
+        "what": "conv 1->64 5x5, ReLU, maxpool 2, conv 64->128 5x5, ReLU, maxpool 2, linear 2048->10; "
+                "input 64x1x28x28, no padding; SGD(momentum=0.9)",
+    },
+    "conv_real_sr": {
+        "kind": "train", "model": "convnet", "input": [1, 96, 96], "batch": 16, "optimizer": SGD_M, "loss": "mse",
+        "layers": [["conv", 1, 64, 5], ["relu"], ["conv", 64, 64, 3], ["relu"], ["conv", 64, 32, 3], ["relu"],
+                   ["conv", 32, 9, 3]],
+        "what": "super-resolution net: conv 1->64 5x5, 64->64 3x3, 64->32 3x3, 32->9 3x3 (ReLU between); "
+                "input 16x1x96x96, no padding, MSE against a 16x9x86x86 target; SGD(momentum=0.9)",
+    },
+    "conv_real_224": {
+        "kind": "train", "model": "convnet", "input": [3, 224, 224], "batch": 1, "optimizer": SGD_M,
+        "loss": "cross_entropy",
+        "layers": [["conv", 3, 64, 3], ["relu"], ["maxpool", 2], ["conv", 64, 128, 3], ["relu"], ["maxpool", 2],
+                   ["conv", 128, 256, 3], ["relu"], ["maxpool", 2], ["conv", 256, 256, 3], ["relu"], ["maxpool", 2],
+                   ["flatten"], ["linear", 256 * 12 * 12, 10]],
+        "what": "VGG-like: conv 3->64, 64->128, 128->256, 256->256 (3x3, each + ReLU + maxpool 2), "
+                "linear 36864->10; input 1x3x224x224, no padding; SGD(momentum=0.9)",
+    },
     "adam_only_10M": {
         "kind": "optim", "tensors": 10, "numel": 1_000_000, "optimizer": ADAM, "bytes_per_param": 28,
         "resident_bytes_per_param": 16,
@@ -58,6 +85,8 @@ for _name, _w in WORKLOADS.items():
     _w["name"] = _name
 
 ORDER = list(WORKLOADS)
+# Names that stand for several workloads on the command line.
+GROUPS = {"conv_real": [n for n in ORDER if n.startswith("conv_real_")]}
 
 
 def get(name):
@@ -102,11 +131,40 @@ def param_count(w):
         return sum(i * o + o for i, o in zip(s[:-1], s[1:]))
     if w["model"] == "cnn":
         return (1 * 32 * 9 + 32) + (32 * 64 * 9 + 64) + (64 * 7 * 7 * 128 + 128) + (128 * 10 + 10)
+    if w["model"] == "convnet":
+        total = 0
+        for layer in w["layers"]:
+            if layer[0] == "conv":
+                _, cin, cout, k = layer
+                total += cin * cout * k * k + cout
+            elif layer[0] == "linear":
+                total += layer[1] * layer[2] + layer[2]
+        return total
     if w["model"] == "gpt":
         d, v, t, h = w["d_model"], w["vocab"], w["ctx"], w["mlp_ratio"] * w["d_model"]
         block = 2 * (2 * d) + (d * 3 * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d)
         return v * d + t * d + w["layers"] * block + 2 * d + d * v
     raise ValueError(f"unknown model {w['model']!r}")
+
+
+def convnet_output_shape(w):
+    """(channels, height, width) or (features,) a convnet's layers produce
+    from its input (no padding: a k x k conv removes k-1 pixels)."""
+    shape = list(w["input"])
+    for layer in w["layers"]:
+        if layer[0] == "conv":
+            c, h, wd = shape
+            shape = [layer[2], h - layer[3] + 1, wd - layer[3] + 1]
+        elif layer[0] == "maxpool":
+            c, h, wd = shape
+            shape = [c, h // layer[1], wd // layer[1]]
+        elif layer[0] == "flatten":
+            shape = [math.prod(shape)]
+        elif layer[0] == "linear":
+            if shape != [layer[1]]:
+                raise ValueError(f"{w['name']}: linear expects {layer[1]} features, gets {shape}")
+            shape = [layer[2]]
+    return shape
 
 
 def working_set(w):
@@ -139,6 +197,13 @@ def make_data(w):
         elif w["model"] == "cnn":
             x = rng.standard_normal((w["batch"], 1, 28, 28), dtype=np.float32)
             y = rng.integers(0, 10, size=(w["batch"],), dtype=np.int64)
+        elif w["model"] == "convnet":
+            x = rng.standard_normal((w["batch"], *w["input"]), dtype=np.float32)
+            out = convnet_output_shape(w)
+            if w["loss"] == "mse":
+                y = rng.standard_normal((w["batch"], *out), dtype=np.float32)
+            else:
+                y = rng.integers(0, out[0], size=(w["batch"],), dtype=np.int64)
         elif w["model"] == "gpt":
             tokens = rng.integers(0, w["vocab"], size=(w["batch"], w["ctx"] + 1), dtype=np.int64)
             x, y = tokens[:, :-1].copy(), tokens[:, 1:].copy()

@@ -30,6 +30,11 @@ def build_model(lib, w):
             nn.Linear(64 * 7 * 7, 128), nn.ReLU(),
             nn.Linear(128, 10),
         )
+    if w["model"] == "convnet":
+        make = {"conv": lambda cin, cout, k: nn.Conv2d(cin, cout, k), "relu": nn.ReLU,
+                "maxpool": lambda k: nn.MaxPool2d(k), "flatten": nn.Flatten,
+                "linear": lambda i, o: nn.Linear(i, o)}
+        return nn.Sequential(*[make[layer[0]](*layer[1:]) for layer in w["layers"]])
     if w["model"] == "gpt":
         return _gpt(lib, nn, F, w)
     raise ValueError(f"unknown model {w['model']!r}")
@@ -96,6 +101,8 @@ def loss_fn(lib, w):
             return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
 
         return next_token_loss
+    if w.get("loss") == "mse":
+        return F.mse_loss
     return F.cross_entropy
 
 

@@ -81,15 +81,20 @@ def can_cast(from_, to):
     return _category(from_) <= _category(to)
 
 
+def _times_alpha(other, alpha):
+    other = _t(other)
+    return other * alpha if is_number(other) else _C.mul(other, alpha)
+
+
 def add(input, other, *, alpha=1, out=None):  # noqa: A002
     if alpha != 1:
-        other = _C.mul(_t(other), alpha)
+        other = _times_alpha(other, alpha)
     return _binary(_C.add)(input, other, out=out)
 
 
 def sub(input, other, *, alpha=1, out=None):  # noqa: A002
     if alpha != 1:
-        other = _C.mul(_t(other), alpha)
+        other = _times_alpha(other, alpha)
     return _binary(_C.sub)(input, other, out=out)
 
 

@@ -565,6 +565,11 @@ def _getitem(self, key):
 @_method("__setitem__")
 def _setitem(self, key, value):
     value = value if isinstance(value, Tensor) else _C.wrap_scalar(value, self) if is_number(value) else _other(value)
+    # PyTorch drops the value's leading size-1 dims before any kind of write
+    # (x[i] = v with v of shape (1, 1, n) writes like v of shape (n,)).
+    lead_ones = next((d for d, n in enumerate(value.shape) if n != 1), value.ndim)
+    if lead_ones:
+        value = _C.reshape(value, list(value.shape)[lead_ones:])
     # A boolean mask over the whole tensor: a select, which also traces.
     if isinstance(key, Tensor) and key.dtype == _C.dtype.bool and tuple(key.shape) == tuple(self.shape):
         _C.assign_(self, _C.where(key, value, _source(self, value)))
@@ -577,8 +582,6 @@ def _setitem(self, key, value):
         # Basic indexing: a write into the view x[key] (PyTorch's copy_ into
         # the view, so the base's history is rewritten, not replaced).
         x, _ = _basic(self, items)
-        while value.ndim > x.ndim and value.shape[0] == 1:  # leading size-1 dims of the value do not count
-            value = _C.squeeze(value, [0])
         _C.assign_(x, value)
         return
     lead = []

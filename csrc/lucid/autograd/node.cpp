@@ -41,7 +41,7 @@ PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& input
                              const std::vector<Tensor>& outputs)
     : prim_(std::move(prim)) {
   const uint8_t saved = prim_->saved();
-  for (const auto& t : inputs) inputs_.emplace_back(t, (saved & Primitive::kSaveInputs) != 0);
+  for (size_t i = 0; i < inputs.size(); ++i) inputs_.emplace_back(inputs[i], prim_->saves_input(int(i)));
   for (const auto& t : outputs) {
     outputs_.emplace_back(t, (saved & Primitive::kSaveOutputs) != 0);
     output_metas_.push_back(t.meta());

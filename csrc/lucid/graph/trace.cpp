@@ -172,6 +172,13 @@ void GraphTracer::assign(const Tensor& target, const Tensor& value) {
     target.impl()->value_id = v;
     target.impl()->value_version = c.writes;
   }
+  // A concrete tensor written whole becomes the capture's owner: the buffer
+  // may first have been seen through a temporary alias (a detached handle),
+  // whose expiry would hide a later `target.data = ...` from bindings_valid().
+  if (!target.is_symbolic() && c.capture >= 0 && covers_all(target.layout(), c.flat_meta.numel())) {
+    Capture& cap = graph_.captures[c.capture];
+    if (!cap.bound_per_call) cap.owner = target.impl_ptr();
+  }
 }
 
 void GraphTracer::guard_writebacks_since(const std::vector<Writeback>& before, const Tensor& cond) {

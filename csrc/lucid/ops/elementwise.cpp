@@ -179,9 +179,14 @@ Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   // x where beta*x > threshold (linear regime), else log1p(exp(beta*x))/beta
+  // (the smooth branch's argument is capped with where, not minimum: at
+  // beta*x == threshold minimum would split the derivative between its tied
+  // operands; PyTorch takes the smooth branch's there)
   Tensor bx = mul(x, beta);
-  Tensor soft = div(log1p(exp(minimum(bx, wrap_scalar(threshold, bx)))), beta);
-  return where(gt(bx, wrap_scalar(threshold, bx)), x, soft);
+  const Tensor t = wrap_scalar(threshold, bx);
+  const Tensor linear = gt(bx, t);
+  Tensor soft = div(log1p(exp(where(linear, t, bx))), beta);
+  return where(linear, x, soft);
 }
 
 // The device of an elementwise result: that of its first input that is not

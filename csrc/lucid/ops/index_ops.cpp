@@ -1,5 +1,7 @@
 // Indexing primitives (Gather, ScatterAdd, IndexSelect, IndexAdd) and the
 // indexing ops built on them, including NumPy-style advanced indexing.
+#include <algorithm>
+
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -151,20 +153,26 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
                 "dtype ", dtype_name(mask.dtype()));
   LUCID_CHECK(value.ndim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
               value.ndim(), " dimension(s).");
-  LUCID_CHECK(broadcast_shapes(x.shape(), mask.shape()) == x.shape(), "masked_fill: mask of shape ",
-              shape_str(mask.shape()), " is not broadcastable to ", shape_str(x.shape()));
+  // Out of place, x and mask broadcast against each other (PyTorch); the
+  // in-place form's write-back rejects a result wider than x.
   return where(mask, cast(value, x.dtype()), x);
 }
 
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
   LUCID_CHECK_T(TypeError, index.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type int64");
+  // Classes are read on the host: a concrete index (a constant captured by a
+  // compiled step included) is checked even while a step is traced, where
+  // amin/amax would be recorded instead of run.
   if (num_classes == -1) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
-    num_classes = *amax(index).data<int64_t>("one_hot with inferred num_classes") + 1;
+    const int64_t* p = index.data<int64_t>("one_hot with inferred num_classes");
+    num_classes = *std::max_element(p, p + index.numel()) + 1;
   } else if (!index.is_symbolic() && index.numel() > 0) {
     // Out-of-range classes would silently give all-zero rows.
-    LUCID_CHECK(*amin(index).data<int64_t>() >= 0, "one_hot: Class values must be non-negative.");
-    LUCID_CHECK(*amax(index).data<int64_t>() < num_classes, "one_hot: Class values must be smaller than num_classes.");
+    const int64_t* p = index.data<int64_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + index.numel());
+    LUCID_CHECK(*lo >= 0, "one_hot: Class values must be non-negative.");
+    LUCID_CHECK(*hi < num_classes, "one_hot: Class values must be smaller than num_classes.");
   }
   Tensor classes = arange(0, double(num_classes), 1, DType::Int64, index.device());
   return cast(eq(unsqueeze(index, -1), classes), DType::Int64);

@@ -81,6 +81,11 @@ class Primitive {
   // What vjp() reads besides metas: autograd keeps only that alive.
   static constexpr uint8_t kSaveInputs = 1, kSaveOutputs = 2;
   virtual uint8_t saved() const { return kSaveInputs | kSaveOutputs; }
+  // Among the inputs, those vjp() reads the values of (the others' metas
+  // suffice): only these are version-checked, as PyTorch saves only what its
+  // formula reads (an index, a condition), so an in-place write to the rest
+  // between forward and backward stays legal.
+  virtual bool saves_input(int i) const { return (saved() & kSaveInputs) != 0; }
 
   // Views (PyTorch's view ops): the output shares input 0's memory. Given
   // input 0's layout, the output's; nothing when this call cannot be a view

@@ -66,6 +66,7 @@ struct Where final : Primitive {
   LUCID_PRIMITIVE_COMMON
   bool differentiable_input(int i) const override { return i != 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 0; }  // the condition
 };
 
 struct Cast final : Primitive {
@@ -225,6 +226,7 @@ struct Gather final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base with src scattered along `axis` at index,
@@ -237,6 +239,7 @@ struct ScatterAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // x.index_select(axis, index) with a 1-D int64 index.
@@ -250,6 +253,7 @@ struct IndexSelect final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // (base, index, src): base.index_add(axis, index, src).
@@ -260,6 +264,7 @@ struct IndexAdd final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i != 1; }
   uint8_t saved() const override { return kSaveInputs; }
+  bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
 // ------------------------------------------------------------------------ nn

@@ -194,8 +194,18 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   return div(ss, std::max(0.0, double(n) - correction));
 }
 
+// f(v) whose derivative is 0 where v == 0: PyTorch's std and norm backward
+// at a zero result (a constant row, a zero vector); the chain rule through
+// sqrt/pow there gives 0 * inf = NaN. The value is f(v) everywhere.
+template <class F>
+static Tensor zero_derivative_at_zero(const Tensor& v, F f) {
+  const Tensor zero = wrap_scalar(0.0, v);
+  const Tensor at_zero = eq(v, zero);
+  return where(at_zero, zero, f(where(at_zero, wrap_scalar(1.0, v), v)));
+}
+
 Tensor std_(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  return sqrt(var(x, dims, correction, keepdim));
+  return zero_derivative_at_zero(var(x, dims, correction, keepdim), [](const Tensor& v) { return sqrt(v); });
 }
 
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -217,8 +227,9 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   if (std::isinf(p)) return p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
   if (p == 0) return sum(cast(ne(x, wrap_scalar(0.0, x)), x.dtype()), dims, keepdim);
   if (p == 1) return sum(abs(x), dims, keepdim);
-  if (p == 2) return sqrt(sum(mul(x, x), dims, keepdim));
-  return pow(sum(pow(abs(x), p), dims, keepdim), 1.0 / p);
+  if (p == 2) return zero_derivative_at_zero(sum(mul(x, x), dims, keepdim), [](const Tensor& v) { return sqrt(v); });
+  return zero_derivative_at_zero(sum(pow(abs(x), p), dims, keepdim),
+                                 [p](const Tensor& v) { return pow(v, 1.0 / p); });
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {

@@ -3,8 +3,8 @@ contract and defaults.
 
 The loss is multiplied by ``scale`` before backward so small gradients do
 not flush to zero in half precision; ``unscale_`` divides the gradients back
-(in float32) and records whether any is inf/NaN; ``step`` skips the
-optimizer step when one is; ``update`` halves the scale after an overflow and
+(in float32, or float64 for float64 gradients) and records whether any is
+inf/NaN; ``step`` skips the optimizer step when one is; ``update`` halves the scale after an overflow and
 doubles it after ``growth_interval`` clean steps. Inside
 ``fused_step(..., grad_scaler=scaler)`` the same contract runs within the
 compiled executable (see lucid.compile).
@@ -24,6 +24,12 @@ class OptState(enum.Enum):
 
 def _f32(x):
     return float(np.float32(x))
+
+
+def unscale_dtype(grad_dtype):
+    """The precision gradients are unscaled in: float32, or float64 for
+    float64 gradients (PyTorch's opmath type)."""
+    return _C.dtype.float64 if grad_dtype == _C.dtype.float64 else _C.dtype.float32
 
 
 class GradScaler:
@@ -100,7 +106,8 @@ class GradScaler:
 
     def unscale_(self, optimizer):
         """Divides optimizer's gradients by the scale (in place, float32
-        math) and records whether any was inf/NaN. Once per step."""
+        math; float64 for float64 gradients) and records whether any was
+        inf/NaN. Once per step."""
         if not self._enabled:
             return
         self._lazy_init()
@@ -116,7 +123,7 @@ class GradScaler:
                 g = p.grad
                 if g is None:
                     continue
-                unscaled = _C.mul(_C.cast(g, _C.dtype.float32), inv_scale)
+                unscaled = _C.mul(_C.cast(g, unscale_dtype(g.dtype)), inv_scale)
                 found = found or not bool(_C.all(_C.isfinite(unscaled)).item())
                 p.grad.copy_(_C.cast(unscaled, g.dtype))
         st["found_inf"] = found
@@ -169,7 +176,10 @@ class GradScaler:
         else:
             self._growth_tracker += 1
             if self._growth_tracker == self._growth_interval:
-                self._scale = _f32(np.float32(self._scale) * np.float32(self._growth_factor))
+                with np.errstate(over="ignore"):
+                    grown = np.float32(self._scale) * np.float32(self._growth_factor)
+                if np.isfinite(grown):  # torch keeps the scale when growing would overflow
+                    self._scale = _f32(grown)
                 self._growth_tracker = 0
 
     # ------------------------------------------------------------ checkpoint

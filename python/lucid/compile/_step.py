@@ -5,6 +5,7 @@ import time
 
 from .. import _C
 from . import _bridge
+from ..amp.grad_scaler import unscale_dtype
 from ._trace import as_tensor_args, describe_change, tensor_meta, tracing
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
@@ -249,10 +250,12 @@ class FusedStep(_TracedStep):
             grads.append(g)
         scaling = self._scaling()
         if scaling:
-            # Unscale in float32 and flag any inf/NaN; the update below is
+            # Unscale (in float32, float64 for float64 grads) and flag any inf/NaN; the update below is
             # then made conditional on the flag.
-            inv = _C.div(1.0, entry.scale_tensor)
-            unscaled = [_C.mul(_C.cast(g, _C.dtype.float32), inv) for g in grads]
+            # 1/scale rounded to float32 from float64, as the eager scaler's inv_scale
+            inv = _C.cast(_C.div(1.0, _C.cast(entry.scale_tensor, _C.dtype.float64)), _C.dtype.float32)
+            unscaled = [_C.mul(_C.cast(g, unscale_dtype(g.dtype)), _C.cast(inv, unscale_dtype(g.dtype)))
+                        for g in grads]
             flags = [_C.any(_C.logical_not(_C.isfinite(u)), None, False) for u in unscaled]
             found_inf = flags[0]
             for f in flags[1:]:

@@ -549,8 +549,16 @@ def relu6(input, inplace=False):  # noqa: A002
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def _inside(x, lo, hi):
+    """x where lo < x < hi, else nothing: the mask of PyTorch's hardtanh /
+    hardsigmoid derivatives, which are 0 at the corners (clamp's is 1)."""
+    return _C.logical_and(_C.gt(x, lo), _C.lt(x, hi))
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.clamp(x, min_val, max_val), inplace)
+    def fn(x):
+        return _C.where(_inside(x, min_val, max_val), x, _C.clamp(x.detach(), min_val, max_val))
+    return _inplace(input, fn, inplace)
 
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
@@ -610,11 +618,20 @@ def logsigmoid(input):  # noqa: A002
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0), inplace)
+    # relu6(x + 3) / 6; the derivative, 1/6, is 0 outside (-3, 3) and at the corners (PyTorch's)
+    def fn(x):
+        return _C.div(_C.where(_inside(x, -3.0, 3.0), _C.add(x, 3.0), _C.clamp(_C.add(x.detach(), 3.0), 0.0, 6.0)),
+                      6.0)
+    return _inplace(input, fn, inplace)
 
 
 def hardswish(input, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.mul(x, _C.div(_C.clamp(_C.add(x, 3.0), 0.0, 6.0), 6.0)), inplace)
+    # x * relu6(x + 3) / 6 rounded in PyTorch's order; the derivative is 0 for
+    # x <= -3, x/3 + 1/2 inside, 1 from x = 3 on (PyTorch's corners)
+    def fn(x):
+        middle = _C.div(_C.mul(x, _C.add(x, 3.0)), 6.0)
+        return _C.where(_C.le(x, -3.0), _C.mul(x.detach(), 0.0), _C.where(_C.lt(x, 3.0), middle, x))
+    return _inplace(input, fn, inplace)
 
 
 def tanh(input):  # noqa: A002
@@ -939,7 +956,14 @@ def _nll(logp, target, weight, ignore_index, reduction, fn):
         return loss, valid, w
     if reduction == "sum":
         return _C.sum(loss, None, False), valid, w
-    return _C.div(_C.sum(loss, None, False), _C.sum(w, None, False)), valid, w
+    return _weighted_mean(_C.sum(loss, None, False), _C.sum(w, None, False)), valid, w
+
+
+def _weighted_mean(total, weight):
+    """total / weight, with PyTorch's answer when every target is ignored
+    (weight 0): a NaN loss whose gradient is zero, not 0 * inf = NaN."""
+    empty = _C.eq(weight, 0)
+    return _C.where(empty, float("nan"), _C.div(total, _C.where(empty, 1.0, weight)))
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -990,7 +1014,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = _C.neg(_C.sum(logp if wb is None else _C.mul(logp, wb), [cdim], False))
     smooth = _C.where(valid, smooth, 0.0)
     if reduction == "mean":
-        smooth = _C.div(_C.sum(smooth, None, False), _C.sum(w, None, False))
+        smooth = _weighted_mean(_C.sum(smooth, None, False), _C.sum(w, None, False))
     elif reduction == "sum":
         smooth = _C.sum(smooth, None, False)
     return _C.add(_C.mul(nll, 1.0 - label_smoothing), _C.mul(smooth, label_smoothing / c))
@@ -1068,6 +1092,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
     return _reduce(loss, reduction)
 
 
+_BCE_EPS = float(np.float32(1e-12))
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     """-(t log x + (1-t) log(1-x)), each log clamped at -100 like PyTorch."""
@@ -1083,9 +1110,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             t = t.detach()
             if not _C.all(_C.logical_and(_C.ge(t, 0.0), _C.le(t, 1.0)), None, False).item():
                 raise _C.InvalidArgument(f"binary_cross_entropy(): all elements of {name} should be between 0 and 1")
-    log_x = _C.clamp(_C.log(input), -100.0, None)
-    log_1mx = _C.clamp(_C.log1p(_C.neg(input)), -100.0, None)
+    x = input.detach()
+    log_x = _C.clamp(_C.log(x), -100.0, None)
+    log_1mx = _C.clamp(_C.log1p(_C.neg(x)), -100.0, None)
     loss = _C.neg(_C.add(_C.mul(target, log_x), _C.mul(_C.sub(1.0, target), log_1mx)))
+    if input.requires_grad:
+        # PyTorch's own derivative, (x - t) / max((1 - x) x, 1e-12 as a
+        # float), instead of the chain rule through the clamped logs, which
+        # gives 0 * inf = NaN where the input saturates at 0 or 1. (The
+        # target's derivative stays that of the clamped logs: finite where
+        # PyTorch's -logit(x) is infinite.)
+        t = target.detach()
+        dx = _C.div(_C.sub(x, t), _C.clamp(_C.mul(_C.sub(1.0, x), x), _BCE_EPS, None))
+        loss = _C.add(loss, _C.mul(_C.sub(input, x), dx))
     if weight is not None:
         loss = _C.mul(loss, weight)
     return _reduce(loss, reduction)

@@ -162,17 +162,18 @@ class RAdam(Optimizer):
             group.setdefault(key, value)
 
 
-def sparse_adam_rule(param, grad, exp_avg, exp_avg_sq, beta1, beta2, eps, step_size, maximize=False):
+def sparse_adam_rule(param, grad, exp_avg, exp_avg_sq, one_minus_beta1, one_minus_beta2, eps, step_size,
+                     maximize=False):
     """One SparseAdam update, in place, through ops: moments and parameter
     change only where the gradient is non-zero. The scalars are numbers
-    (eager) or 0-d tensors (feeds of a compiled step); the rounding is the
-    same either way."""
+    (eager) or 0-d tensors of the parameter's dtype (feeds of a compiled
+    step, cast as an op casts a number); the rounding is the same either way."""
     if maximize:
         grad = -grad
     mask = grad != 0
     # old <- b * old + (1 - b) * new  <=>  old += (1 - b) * (new - old), on the entries present
-    avg_update = (grad - exp_avg) * (1 - beta1)
-    sq_update = (grad * grad - exp_avg_sq) * (1 - beta2)
+    avg_update = (grad - exp_avg) * one_minus_beta1
+    sq_update = (grad * grad - exp_avg_sq) * one_minus_beta2
     numer = avg_update + exp_avg
     denom = _C.sqrt(sq_update + exp_avg_sq) + eps
     _C.assign_(exp_avg, _C.where(mask, exp_avg + avg_update, exp_avg))
@@ -233,10 +234,11 @@ class SparseAdam(Optimizer):
 
     @staticmethod
     def _rule_scalars(group, step):
-        """(beta1, beta2, eps, step_size) for step number `step` (1-based)."""
+        """(1 - beta1, 1 - beta2, eps, step_size) for step number `step`
+        (1-based), computed in double precision."""
         beta1, beta2 = group["betas"]
         step_size = float(group["lr"]) * math.sqrt(1 - beta2**step) / (1 - beta1**step)
-        return float(beta1), float(beta2), float(group["eps"]), step_size
+        return 1 - float(beta1), 1 - float(beta2), float(group["eps"]), step_size
 
     # The compiled step (lucid.compile) runs the same rule with the scalars as
     # feeds; these are its hooks.
@@ -257,6 +259,9 @@ class SparseAdam(Optimizer):
     def _compiled_update(self, gi, i, p, grad, feeds):
         group = self.param_groups[gi]
         state = self.state[p]
+        # A float64 feed would promote the update of a 0-d parameter to
+        # float64; the eager rule's numbers are rounded to the parameter's dtype.
+        feeds = [_C.cast(f, p.dtype) for f in feeds]
         sparse_adam_rule(p, grad, state["exp_avg"], state["exp_avg_sq"], *feeds,
                          maximize=group.get("maximize", False))
 

@@ -5,25 +5,30 @@
 #if defined(LUCID_BLAS_ACCELERATE)
 #include <Accelerate/Accelerate.h>
 #define LUCID_CBLAS(name) cblas_##name
-#elif defined(LUCID_BLAS_OPENBLAS)
-#include <cblas.h>
-#define LUCID_CBLAS(name) scipy_cblas_##name
-#elif defined(LUCID_BLAS_MKL)
-// The `mkl` wheel ships libmkl_rt without headers: the standard CBLAS
-// declarations and MKL's two threading controls are all that is needed.
+#elif defined(LUCID_BLAS_OPENBLAS) || defined(LUCID_BLAS_MKL)
+// The standard CBLAS declarations, written here: the `mkl` wheel ships no
+// headers, and scipy-openblas32's would put a path of pip's temporary build
+// environment into every compile command (a full rebuild on each install).
 extern "C" {
 enum CBLAS_ORDER { CblasRowMajor = 101 };
 enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
-void cblas_sgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*, int, const float*,
-                 int, float, float*, int);
-void cblas_dgemm(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
-                 const double*, int, double, double*, int);
-void cblas_sgemm_batch_strided(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*,
-                               int, long long, const float*, int, long long, float, float*, int, long long, int);
+#if defined(LUCID_BLAS_OPENBLAS)
+// scipy-openblas32 prefixes every symbol (it may share a process with another
+// OpenBLAS) and uses 32-bit integers.
+#define LUCID_CBLAS(name) scipy_cblas_##name
+void scipy_openblas_set_num_threads(int n);
+#else
+#define LUCID_CBLAS(name) cblas_##name
 int MKL_Set_Threading_Layer(int layer);
 void MKL_Set_Num_Threads(int n);
+void cblas_sgemm_batch_strided(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*,
+                               int, long long, const float*, int, long long, float, float*, int, long long, int);
+#endif
+void LUCID_CBLAS(sgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float*, int,
+                        const float*, int, float, float*, int);
+void LUCID_CBLAS(dgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
+                        const double*, int, double, double*, int);
 }
-#define LUCID_CBLAS(name) cblas_##name
 #else
 #error "no BLAS selected"
 #endif

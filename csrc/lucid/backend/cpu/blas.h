@@ -1,7 +1,6 @@
 #pragma once
-// The BLAS the CPU backend calls: MKL (the mkl wheel) on Linux x86_64,
-// OpenBLAS (scipy-openblas32) on other Linux machines,
-// Accelerate on Apple.
+// The BLAS the CPU backend calls: OpenBLAS (scipy-openblas32) on Linux, or
+// MKL (the mkl wheel) when built with LUCID_BLAS=MKL; Accelerate on Apple.
 #include <cstdint>
 
 namespace lucid::cpu::blas {

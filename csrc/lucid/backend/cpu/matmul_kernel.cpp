@@ -1,6 +1,7 @@
 // CPU matmul: BLAS for float32/float64 (16-bit floats through float32),
 // a plain loop for integer dtypes.
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -113,17 +114,27 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
       return;
     case DType::Float16:
     case DType::BFloat16: {
-      // Widen to float32, multiply, round back once.
+      // Widen to float32 (bulk conversions, F16C where built for it),
+      // multiply, round back once. Scratch is uninitialised: it is written
+      // whole before it is read.
       const int64_t na = in[0].meta->numel(), nb = in[1].meta->numel(), nc = out[0].meta->numel();
-      std::vector<float> fa(static_cast<size_t>(na)), fb(static_cast<size_t>(nb)), fc(static_cast<size_t>(nc));
-      LUCID_DISPATCH_FLOAT(dt, "matmul", [&] {
-        const T* a = static_cast<const T*>(in[0].data);
-        const T* b = static_cast<const T*>(in[1].data);
-        for (int64_t i = 0; i < na; ++i) fa[i] = float(load(a, i));
-        for (int64_t i = 0; i < nb; ++i) fb[i] = float(load(b, i));
-        gemm_blas(mm, g, fa.data(), fb.data(), fc.data(), blas::sgemm);
-        T* c = static_cast<T*>(out[0].data);
-        for (int64_t i = 0; i < nc; ++i) store(c, i, fc[i]);
+      std::unique_ptr<float[]> fa(new float[size_t(na)]), fb(new float[size_t(nb)]), fc(new float[size_t(nc)]);
+      auto widen = [](const void* src, float* dst, int64_t n, DType t) {
+        parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+          if (t == DType::Float16)
+            half_to_float(static_cast<const Half*>(src) + b, dst + b, e - b);
+          else
+            bf16_to_float(static_cast<const BFloat16*>(src) + b, dst + b, e - b);
+        });
+      };
+      widen(in[0].data, fa.get(), na, dt);
+      widen(in[1].data, fb.get(), nb, dt);
+      gemm_blas(mm, g, fa.get(), fb.get(), fc.get(), blas::sgemm);
+      parallel_for(nc, kElementwiseGrain, [&](int64_t b, int64_t e) {
+        if (dt == DType::Float16)
+          float_to_half(fc.get() + b, static_cast<Half*>(out[0].data) + b, e - b);
+        else
+          float_to_bf16(fc.get() + b, static_cast<BFloat16*>(out[0].data) + b, e - b);
       });
       return;
     }

@@ -1,0 +1,139 @@
+"""The differential fuzzer's fixed-seed budget (tests/fuzz; the long soak is
+``python -m tests.fuzz --minutes N``).
+
+Each case generates a few random programs from fixed seeds and runs every
+oracle on them: eager Lucid vs PyTorch (forward, gradients, one optimizer
+step), eager backward vs make_step, the eager loop vs fused_step, the eager
+optimizer vs compile_optimizer, and gradient accumulation. A failure prints
+the program and the command that replays and shrinks it. The machinery
+itself (generator, shrinker, printer, and oracles that do catch a planted
+bug) is tested below. The views family waits for strided views and is not
+part of this budget (``python -m tests.fuzz --family views``).
+"""
+import numpy as np
+import pytest
+
+import lucid
+from tests.fuzz import oracles
+from tests.fuzz.generate import OPTIMIZERS, generate
+from tests.fuzz.oracles import ORACLES, check
+from tests.fuzz.program import Leaf, Node, Program, Train
+from tests.fuzz.repro import HEADER, render, standalone
+from tests.fuzz.runtime import Instance, Invalid
+from tests.fuzz.shrink import shrink
+
+pytest.importorskip("torch")
+
+# Two programs per optimizer, the first seeds from 10000 whose program has at
+# most 12 nodes and no tensor above 4096 elements (chosen once and kept: a new
+# seed is a new test). test_the_budget_covers_every_optimizer keeps it honest.
+SEEDS = [10000, 10003, 10004, 10005, 10006, 10007, 10008, 10009, 10010, 10012, 10014, 10015, 10016, 10017, 10019,
+         10020, 10026, 10028, 10030, 10039, 10048, 10053, 10058, 10068, 10072, 10090]
+CHUNKS = [SEEDS[i::6] for i in range(6)]
+
+
+def _report(seed, prog, res):
+    lines = [f"seed {seed} ({prog.dtype}, {prog.train.optimizer}); replay and shrink with "
+             f"`python -m tests.fuzz --seed {seed} --count 1`:", prog.forward_source()]
+    for name, r in res.items():
+        if not isinstance(r, str) and r.found:
+            lines += [str(m) for m in r.found[:3]]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seeds", CHUNKS, ids=[f"chunk{i}" for i in range(len(CHUNKS))])
+def test_random_programs_agree_with_every_oracle(seeds):
+    for seed in seeds:
+        prog = generate(seed)
+        res = check(prog)
+        assert not any(not isinstance(r, str) and r.found for r in res.values()), _report(seed, prog, res)
+
+
+def test_the_budget_covers_every_optimizer():
+    assert sorted({generate(seed).train.optimizer for seed in SEEDS}) == sorted(OPTIMIZERS)
+
+
+def test_views_family_generates_well_formed_programs():
+    # Generation only: the oracles run once views land.
+    for seed in range(8):
+        prog = generate(seed, "views")
+        assert prog.family == "views" and any(nd.stmt for nd in prog.nodes)
+        try:
+            Instance(prog)
+        except Invalid:
+            pass
+
+
+def _tiny_program(dtype="float64"):
+    nodes = [Node("tanh", ["v1"], ["x"], "L.tanh({0})"), Node("mul", ["v2"], ["v1", "p0"], "{0} * {1}"),
+             Node("exp", ["v3"], ["v2"], "L.exp({0})"), Node("sum", ["v4"], ["v3"], "{0}.sum(0)"),
+             Node("sin", ["v5"], ["v4"], "L.sin({0})")]
+    return Program(seed=7, dtype=dtype, x_shape=(4, 3), leaves=[Leaf("p0", "param", (3,))], nodes=nodes, out="v5",
+                   loss="mse", train=Train(steps=3, micro=2, optimizer="Adam", opt_kwargs={"lr": 0.01},
+                                           zero_modes=[True, False]))
+
+
+def test_every_oracle_passes_a_known_good_program():
+    res = check(_tiny_program())
+    for name in ORACLES:
+        assert not isinstance(res[name], str), f"{name} skipped: {res[name]}"
+        assert not res[name].found, res[name].found
+
+
+def test_oracles_catch_a_planted_bug(monkeypatch):
+    """A wrong gradient in eager mode is reported by the torch oracle, and a
+    compiled step that differs from eager by one ulp by make_step's."""
+    prog = _tiny_program()
+    real_sin = lucid.sin
+    monkeypatch.setattr(lucid, "sin", lambda t: real_sin(t * 1.0000001))
+    assert check(prog, ["torch"])["torch"].found
+    monkeypatch.setattr(lucid, "sin", real_sin)
+
+    from lucid.compile import _step
+    real_after = _step.MakeStep._after_run
+
+    def nudged(self, entry, outs):
+        real_after(self, entry, outs)
+        for p in entry.new_grad_params:
+            p.grad = p.grad * (1 + 2.0 ** -40)
+    monkeypatch.setattr(_step.MakeStep, "_after_run", nudged)
+    found = check(prog, ["make_step"])["make_step"].found
+    assert found and "grad" in found[0].what
+
+
+def test_shrinker_reduces_to_the_culprit(monkeypatch):
+    """With an oracle that flags any program containing exp, the shrinker
+    keeps the exp and drops everything else it can."""
+    def flags_exp(inst):
+        led = oracles.Ledger("make_step")
+        if any(nd.op == "exp" for nd in inst.program.nodes):
+            led.found.append(oracles.Mismatch("make_step", "step 0", "grad p0", "planted"))
+        return led
+    monkeypatch.setitem(oracles.RUNNERS, "make_step", flags_exp)
+    prog = _tiny_program()
+    res = check(prog, ["make_step"])["make_step"]
+    small, _ = shrink(prog, res.found, budget_s=60)
+    assert [nd.op for nd in small.nodes] == ["exp"]
+    assert small.train.steps == 1 and small.train.micro == 1
+    assert small.x_shape in ((), (1,), (1, 1)) or np.prod(small.x_shape) <= 2
+
+
+def test_printed_reproductions_run(tmp_path):
+    """The printed form of a passing program runs and passes for every oracle
+    (it is what tests/test_fuzz_regressions.py keeps)."""
+    prog = _tiny_program("float32")
+    for name in ORACLES:
+        src = standalone(prog, name, f"tiny_{name}")
+        ns = {"__name__": "repro"}
+        exec(compile(src, f"<{name}>", "exec"), ns)  # noqa: S102
+        ns[f"test_tiny_{name}"]()
+    assert render(prog, "make_step", "x").startswith("def make_model_x(")
+    assert "def same(" in HEADER
+
+
+def test_generator_is_deterministic():
+    a, b = generate(123), generate(123)
+    assert a.forward_source() == b.forward_source() and repr(a.train) == repr(b.train)
+    ia, ib = Instance(a), Instance(b)
+    for k in ia.leaf_values:
+        np.testing.assert_array_equal(ia.leaf_values[k], ib.leaf_values[k])
