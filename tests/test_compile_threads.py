@@ -18,23 +18,12 @@ from lucid.compile import compile_optimizer, fused_step, make_step
 
 THREADS, CALLS = 4, 6
 
-# The compiled step's per-call bookkeeping lives in Python
-# (python/lucid/compile/): the host scalars of a call (Adam's bias
-# corrections, from the step count) are read before the executable runs and
-# the step count is advanced after it, so two calls that overlap read the same
-# count. Optimizers without step-dependent scalars are not affected.
-STEP_COUNT_RACE = pytest.mark.xfail(
-    reason="step-dependent host scalars are read before the run and the step count advanced after it, in Python "
-           "(python/lucid/compile): overlapping calls use the same step count", strict=False)
-
-
-# A cache miss traces and compiles in Python (python/lucid/compile) with no
-# lock: first calls that overlap trace at the same time over the shared
-# parameters (ghost gradients in .grad, optimizer state created by each
-# trace). Warm calls of the same step (below) agree with the serial run.
-FIRST_CALL_RACE = pytest.mark.xfail(
-    reason="overlapping first calls trace concurrently in Python (python/lucid/compile), over the same parameters' "
-           ".grad and optimizer state", strict=False)
+# Calls of one compiled step (or compiled optimizer) run one at a time: each
+# reads what the previous wrote (parameters, optimizer state, step counts,
+# .grad, the executable cache), while the run itself releases the GIL. Before
+# they were serialised, overlapping calls read the same step count (Adam's bias
+# corrections), traced concurrently over the same parameters on a first call,
+# and each created .grad where all but one sum was lost.
 
 
 def _model(seed=0):
@@ -114,12 +103,9 @@ def _run_fused(kind, warm, threaded):
     return sorted(losses), _params(model), _state(opt)
 
 
-@pytest.mark.parametrize("kind,warm", [
-    ("sgd", True),
-    pytest.param("adam", True, marks=STEP_COUNT_RACE),
-    pytest.param("sgd", False, marks=FIRST_CALL_RACE),
-    pytest.param("adam", False, marks=FIRST_CALL_RACE),
-], ids=["sgd-compiled-first", "adam-compiled-first", "sgd-first-call-in-threads", "adam-first-call-in-threads"])
+@pytest.mark.parametrize("kind,warm", [("sgd", True), ("adam", True), ("sgd", False), ("adam", False)],
+                         ids=["sgd-compiled-first", "adam-compiled-first", "sgd-first-call-in-threads",
+                              "adam-first-call-in-threads"])
 def test_fused_step_from_several_threads_equals_serial(kind, warm):
     serial = _run_fused(kind, warm, threaded=False)
     concurrent = _run_fused(kind, warm, threaded=True)
@@ -139,15 +125,7 @@ def _run_make_step(threaded, warm):
     return sorted(losses), [p.grad.numpy().copy() for p in model.parameters()]
 
 
-# Whether a call creates .grad or accumulates into it is decided in Python
-# before the run (python/lucid/compile/_step.py): calls that overlap before
-# the first has stored its gradients all create, and the last one wins.
-GRAD_CREATION_RACE = pytest.mark.xfail(
-    reason="create-or-accumulate is decided in Python before the run (python/lucid/compile): overlapping first "
-           "calls each create .grad and all but one sum is lost", strict=False)
-
-
-@pytest.mark.parametrize("warm", [True, pytest.param(False, marks=GRAD_CREATION_RACE)],
+@pytest.mark.parametrize("warm", [True, False],
                          ids=["grads-exist", "first-call-in-threads"])
 def test_make_step_from_several_threads_equals_serial(warm):
     serial = _run_make_step(threaded=False, warm=warm)
@@ -169,14 +147,7 @@ def _run_compiled_optimizer(kind, threaded):
     return _params(model), _state(opt)
 
 
-# The same read-before, advance-after pattern as fused_step's; an
-# optimizer-only run is so short that the calls rarely overlap in it.
-OPTIMIZER_STEP_COUNT_RACE = pytest.mark.xfail(
-    reason="compile_optimizer reads the step count before the run and advances it after, in Python "
-           "(python/lucid/compile/_optimizer.py); rarely hit because the run is short", strict=False)
-
-
-@pytest.mark.parametrize("kind", ["sgd", pytest.param("adam", marks=OPTIMIZER_STEP_COUNT_RACE)])
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_compile_optimizer_from_several_threads_equals_serial(kind):
     serial = _run_compiled_optimizer(kind, threaded=False)
     concurrent = _run_compiled_optimizer(kind, threaded=True)

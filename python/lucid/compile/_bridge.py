@@ -50,6 +50,14 @@ class _EngineRules:
         for gi, i in slots:
             self.opt._engines[gi].advance(i, self.hypers[gi])
 
+    def without_state(self):
+        """The slots that have no state yet (a trace creates it)."""
+        return [(gi, i) for gi, e in enumerate(self.opt._engines) for i in range(e.num_params()) if not e.has_state(i)]
+
+    def drop_state(self, slots):
+        for gi, i in slots:
+            self.opt._engines[gi].set_state(i, [])  # empty: no state
+
 
 class _PythonRules:
     """Optimizers whose rule is written with ops in Python (SparseAdam)."""
@@ -80,6 +88,13 @@ class _PythonRules:
     def advance(self, slots):
         for gi, i in slots:
             self.opt._compiled_advance(gi, i)
+
+    def without_state(self):
+        return [p for g in self.opt.param_groups for p in g["params"] if p not in self.opt.state]
+
+    def drop_state(self, params):
+        for p in params:
+            self.opt.state.pop(p, None)
 
 
 def rules(opt):

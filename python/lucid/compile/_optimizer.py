@@ -1,10 +1,11 @@
 """compile_optimizer: an optimizer whose step() runs as one executable over
 every parameter of every group."""
+import threading
 import time
 
 from .. import _C
 from . import _bridge
-from ._trace import outside_trace, tensor_meta
+from ._trace import outside_trace, tensor_meta, uninterruptible
 
 SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
              "Rprop", "SparseAdam")
@@ -23,6 +24,7 @@ class _CompiledStepBase:
         self._cache = _C.ExecutableCache(cache_size)
         self._entries = {}
         self._last_miss = None
+        self._lock = threading.RLock()  # steps run one at a time (see _TracedStep)
 
     @staticmethod
     def _make_rules(optimizer):
@@ -57,11 +59,16 @@ class _CompiledStepBase:
         if closure is not None:
             with _enable_grad():
                 loss = closure()
+        with self._lock:
+            self._step()
+        return loss
+
+    def _step(self):
         rules = self._rules
         structure = rules.prepare()  # validates everything before anything changes
         slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(self.optimizer) if p.grad is not None]
         if not slots:
-            return loss
+            return
         grads_sig = tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots)
         key = repr((grads_sig, structure))
         exe = self._cache.get(key)
@@ -74,9 +81,9 @@ class _CompiledStepBase:
                 self._entries.pop(evicted, None)
             self._entries[key] = exe
         positions = [(gi, i) for gi, i, _ in slots]
-        exe.run([p.grad for _, _, p in slots], rules.host_scalars(positions))
-        rules.advance(positions)
-        return loss
+        with uninterruptible():
+            exe.run([p.grad for _, _, p in slots], rules.host_scalars(positions))
+            rules.advance(positions)
 
     def _compile(self, slots):
         start = time.perf_counter()

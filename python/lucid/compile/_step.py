@@ -1,12 +1,13 @@
 """make_step and fused_step: a training step traced once per signature and
 run as one executable per call."""
 import collections
+import threading
 import time
 
 from .. import _C
 from . import _bridge
 from ..amp.grad_scaler import unscale_dtype
-from ._trace import as_tensor_args, describe_change, tensor_meta, tracing
+from ._trace import as_tensor_args, describe_change, tensor_meta, tracing, uninterruptible
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
 
@@ -34,6 +35,10 @@ class _TracedStep:
         self._last_signature = None
         self._last_miss = None
         self._keys = {}  # fast signature key -> cache key
+        # Calls of one step run one at a time: each reads what the previous
+        # one wrote (parameters, state, step counts, the cache), and a run
+        # releases the GIL. Separate steps still run in parallel.
+        self._lock = threading.RLock()
 
     # -- signature ---------------------------------------------------------
     def _params(self):
@@ -69,17 +74,27 @@ class _TracedStep:
         if not args:
             raise TypeError("a compiled step needs at least the model input")
         args = as_tensor_args(args)
+        with self._lock:
+            return self._call(args)
+
+    def _call(self, args):
         fast = self._signature_key(args)
         key = self._keys.get(fast)
         if key is None:  # not seen in this form: the readable signature decides
             key = repr(tuple(self._signature(args).items()))
         exe = self._cache.get(key)
         entry = self._entries.get(key)
+        stateless = None  # what to undo if this call compiles and then fails
         if exe is None or entry is None or not exe.bindings_valid():
             parts = self._signature(args)
             self._last_miss = describe_change(self._last_signature, parts) if exe is None else \
                 "captured buffers were rebound (e.g. a parameter's .data was replaced)"
-            entry = self._compile(args)
+            stateless = self._without_state()
+            try:
+                entry = self._compile(args)
+            except BaseException:
+                self._drop_state(stateless)
+                raise
             # Tracing may create optimizer state: key the entry by the
             # signature it will be looked up with from now on.
             parts = self._signature(args)
@@ -92,15 +107,32 @@ class _TracedStep:
         if len(self._keys) > 16 * self._cache.capacity:
             self._keys.clear()  # bounded memo; entries are re-found by their readable key
         self._keys[fast] = key
-        scalars = entry.scalar_fn() if entry.scalar_fn else []
-        outs = entry.executable.run(args, scalars, [p.grad for p in entry.bound_grad_params])
-        self._after_run(entry, outs)
-        for f in entry.after_run:
-            f(outs)
+        with uninterruptible():
+            scalars = entry.scalar_fn() if entry.scalar_fn else []
+            try:
+                outs = entry.executable.run(args, scalars, [p.grad for p in entry.bound_grad_params])
+            except BaseException:
+                if stateless is not None:
+                    # A failed call changes nothing (PyTorch's state stays {}
+                    # when a first step fails): the state its trace created
+                    # goes, and with it the executable bound to that state.
+                    self._drop_state(stateless)
+                    self._cache.erase(key)
+                    self._entries.pop(key, None)
+                raise
+            self._after_run(entry, outs)
+            for f in entry.after_run:
+                f(outs)
         return outs[0]
 
     def _backward(self, tracer, loss, entry):
         loss.backward()
+
+    def _without_state(self):
+        return []
+
+    def _drop_state(self, slots):
+        pass
 
     def _bind_grads(self, tracer, params, entry):
         pass
@@ -223,6 +255,12 @@ class FusedStep(_TracedStep):
 
     def _scaling(self):
         return self.grad_scaler is not None and self.grad_scaler.is_enabled()
+
+    def _without_state(self):
+        return self._rules.without_state()
+
+    def _drop_state(self, slots):
+        self._rules.drop_state(slots)
 
     def _backward(self, tracer, loss, entry):
         if not self._scaling():

@@ -149,16 +149,15 @@ class _EngineState(Mapping):
         loc = self._locate(param)
         if loc is None:
             return {}
-        engine = self._opt._engines[loc[0]]
-        return dict(engine.state_entries(loc[1]))
+        return self._opt._param_entries(loc[0], loc[1], param)
 
     def __contains__(self, param):
         loc = self._locate(param)
-        return loc is not None and self._opt._engines[loc[0]].has_state(loc[1])
+        return loc is not None and self._opt._engine_holds(*loc) and self._opt._engines[loc[0]].has_state(loc[1])
 
     def __iter__(self):
         for engine, group in zip(self._opt._engines, self._opt.param_groups):
-            for j, p in enumerate(group["params"]):
+            for j, p in enumerate(group["params"][:engine.num_params()]):
                 if engine.has_state(j):
                     yield p
 
@@ -343,9 +342,15 @@ class Optimizer:
         return loss
 
     # --------------------------------------------------------- state_dict
+    def _engine_holds(self, gi, j):
+        # A parameter appended to group["params"] directly (not through
+        # add_param_group) has no slot in the engine: it has no state, and
+        # step() refuses to run until the group is consistent.
+        return j < self._engines[gi].num_params()
+
     def _param_entries(self, gi, j, param):
         """Parameter j of group gi's state as {key: value} (engine kinds)."""
-        return dict(self._engines[gi].state_entries(j))
+        return dict(self._engines[gi].state_entries(j)) if self._engine_holds(gi, j) else {}
 
     def state_dict(self):
         """The optimizer state in torch.optim's layout:
