@@ -409,3 +409,19 @@ def test_state_dict_after_a_parameter_is_appended_to_a_group():
         sd = opt.state_dict()
         results.append((sd["param_groups"][0]["params"], sorted(sd["state"])))
     assert results[1] == results[0]
+
+
+def test_host_checks_read_index_views_in_their_order():
+    """The bounds checks that read indices on the host (advanced indexing,
+    one_hot) read a view's elements, not its storage from the start: a
+    nonzero() column (stride 2) raised 'index 3 is out of bounds'."""
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    mask = x > 0
+    np.testing.assert_array_equal(lucid.tensor(x)[lucid.tensor(mask)].numpy(), x[mask])
+    rows, cols = lucid.nonzero(lucid.tensor(mask), as_tuple=True)
+    np.testing.assert_array_equal(lucid.tensor(x)[rows, cols].numpy(), x[mask])
+    classes = np.arange(12).reshape(3, 4) % 3
+    for view in (lambda t: t[:, ::2], lambda t: t.t(), lambda t: t[1:, 1:]):
+        got = F.one_hot(view(lucid.tensor(classes)))
+        want = torch.nn.functional.one_hot(view(torch.from_numpy(classes)))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -163,13 +163,15 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   // Classes are read on the host: a concrete index (a constant captured by a
   // compiled step included) is checked even while a step is traced, where
   // amin/amax would be recorded instead of run.
+  // Read in memory order: a view is copied first.
+  const Tensor dense = index.is_symbolic() ? index : contiguous(index);
   if (num_classes == -1) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
-    const int64_t* p = index.data<int64_t>("one_hot with inferred num_classes");
+    const int64_t* p = dense.data<int64_t>("one_hot with inferred num_classes");
     num_classes = *std::max_element(p, p + index.numel()) + 1;
-  } else if (!index.is_symbolic() && index.numel() > 0) {
+  } else if (!dense.is_symbolic() && index.numel() > 0) {
     // Out-of-range classes would silently give all-zero rows.
-    const int64_t* p = index.data<int64_t>();
+    const int64_t* p = dense.data<int64_t>();
     const auto [lo, hi] = std::minmax_element(p, p + index.numel());
     LUCID_CHECK(*lo >= 0, "one_hot: Class values must be non-negative.");
     LUCID_CHECK(*hi < num_classes, "one_hot: Class values must be smaller than num_classes.");
@@ -187,8 +189,10 @@ static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) 
   for (size_t k = 0; k < indices.size(); ++k) {
     Tensor idx = cast(indices[k], DType::Int64);
     const int64_t size = x.shape()[k];
-    if (!idx.is_symbolic()) {
-      const int64_t* p = idx.data<int64_t>();
+    // Read in memory order: a view (a column of nonzero()) is copied first.
+    const Tensor dense = idx.is_symbolic() ? idx : contiguous(idx);
+    if (!dense.is_symbolic()) {
+      const int64_t* p = dense.data<int64_t>();
       for (int64_t i = 0; i < idx.numel(); ++i)
         LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
                       k, " with size ", size);
