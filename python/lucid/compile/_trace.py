@@ -62,8 +62,8 @@ def uninterruptible():
     return and the bookkeeping would leave parameters updated but the step
     count behind. Python handles signals in the main thread only; elsewhere
     there is nothing to defer."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield  # None: a handler installed outside Python, which cannot be put back
         return
     pending = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(frame))
