@@ -425,3 +425,18 @@ def test_host_checks_read_index_views_in_their_order():
         got = F.one_hot(view(lucid.tensor(classes)))
         want = torch.nn.functional.one_hot(view(torch.from_numpy(classes)))
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_fused_step_called_with_an_extra_argument_names_the_loss():
+    """step(x, y, extra) passes `extra` on to loss_fn (cross_entropy's weight):
+    the error is cross_entropy's, not a reshape's, and nothing changes."""
+    model = nn.Linear(3, 4)
+    step = fused_step(model, F.cross_entropy, lucid.optim.SGD(model.parameters(), lr=0.1))
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    with pytest.raises(RuntimeError, match=r"cross_entropy\(\): weight tensor should be defined either for all 4 "
+                                           r"classes or no classes but got weight tensor of shape: \[2\]"):
+        step(lucid.randn(2, 3), lucid.tensor([0, 1]), lucid.randn(2))
+    for b, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(b, p.detach().numpy())
+    with pytest.raises(RuntimeError, match="weight tensor should be defined"):
+        torch.nn.functional.cross_entropy(torch.randn(2, 4), torch.tensor([0, 1]), torch.randn(2))

@@ -919,6 +919,12 @@ def _check_logits(input, target, fn):  # noqa: A002
                                  f"tensor")
 
 
+def _check_class_weight(weight, c, fn):
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise _C.InvalidArgument(f"{fn}(): weight tensor should be defined either for all {c} classes or no classes "
+                                 f"but got weight tensor of shape: {list(weight.shape)}")
+
+
 def _nll(logp, target, weight, ignore_index, reduction, fn):
     """Negative log-likelihood of class indices; class dim 1 (0 if 1-D)."""
     cdim = 0 if logp.ndim == 1 else 1
@@ -939,9 +945,7 @@ def _nll(logp, target, weight, ignore_index, reduction, fn):
             raise _C.InvalidArgument(f"{fn}(): Expected target size {expect} for input of shape "
                                      f"{list(logp.shape)} (classes along dim 1), got {list(target.shape)}")
     c = logp.shape[cdim]
-    if weight is not None and tuple(weight.shape) != (c,):
-        raise _C.InvalidArgument(f"{fn}(): weight tensor should be defined either for all {c} classes or no classes "
-                                 f"but got weight tensor of shape: {list(weight.shape)}")
+    _check_class_weight(weight, c, fn)
     t = _C.cast(target, _C.dtype.int64)
     valid = _C.ne(t, ignore_index)
     safe = _C.where(valid, t, 0)
@@ -989,6 +993,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_logits(input, target, "cross_entropy")
     cdim = 0 if input.ndim == 1 else 1
     c = input.shape[cdim]
+    _check_class_weight(weight, c, "cross_entropy")  # before the reshape below, which would name itself
     logp = _C.log_softmax(input, cdim)
     wb = None if weight is None else _C.reshape(_C.cast(weight, logp.dtype), _bshape(input.ndim, cdim, c))
     if target.dtype.is_floating_point:
