@@ -41,7 +41,7 @@ def main(argv=None):
     x, y = lucid.tensor(data["x"]), lucid.tensor(data["y"])
     for _ in range(3):
         step(x, y)
-    (exe,) = [e.executable for e in step._entries.values()]
+    (exe,) = step.executables()
     exe.set_profiling(True)
     start = time.perf_counter()
     for _ in range(args.steps):

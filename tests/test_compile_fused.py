@@ -196,7 +196,7 @@ def test_bad_inputs_raise_and_change_nothing():
     x, y = batches(1)[0]
     step(x, y)
     before = snapshot(net)
-    exe = next(iter(step._entries.values())).executable
+    exe = step.executables()[0]
     for args, kind in [([lucid.randn(5, 7), y], ValueError), ([x.double(), y], TypeError), ([x], ValueError)]:
         with pytest.raises(kind):
             exe.run(args, [0.0] * exe.num_scalar_feeds)
@@ -319,9 +319,9 @@ def test_eval_mode_is_part_of_the_signature():
 def test_docstring_examples_run():
     import doctest
 
-    from lucid.compile import _optimizer, _step
+    from lucid.compile import _function, _optimizer, _step
 
-    for mod in (_step, _optimizer):
+    for mod in (_step, _optimizer, _function):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, mod.__name__
 
@@ -360,5 +360,5 @@ def test_compiled_update_is_the_eager_fused_loop_bitwise():
         step(x, y)
     for a, b in zip(snapshot(net), snapshot(net_e)):
         np.testing.assert_array_equal(a, b)
-    text = next(iter(step._entries.values())).executable.dump()
+    text = step.executables()[0].dump()
     assert text.count("engine_update(") == 3  # w1, b1, w2: the frozen and unreached parameters get none

@@ -37,7 +37,7 @@ def compiled_vs_eager(model, x):
     step = make_step(model, lambda out: mean_loss(out))
     loss = step(x)
     compiled = [loss.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
-    exe = next(iter(step._entries.values())).executable
+    exe = step.executables()[0]
     exe.set_profiling(True)
     for p in model.parameters():
         p.grad = None  # the same signature as the first call: the same executable

@@ -85,3 +85,17 @@ def test_char_gpt_steps_caps_training():
                       "--layers", "1", "--block-size", "16", "--sample-len", "10", "--temperature", "0", tqdm=False)
     assert "trained 3 steps" in out, out
     assert len(re.findall(r"^epoch \d+:", out, re.M)) == 2, out
+
+
+FINAL_LOSS = re.compile(r"^final loss: (\d+\.\d+)$", re.M)
+
+
+@pytest.mark.parametrize("bf16", [[], ["--bf16"]], ids=["float32", "bf16"])
+def test_train_gpt_compiled_equals_its_eager_loop(bf16):
+    """examples/train_gpt.py: the compiled step (accumulation, clipping,
+    AdamW groups, schedule) ends where its eager loop does."""
+    args = ["--steps", "4", "--accum", "2", "--batch-size", "2", "--block-size", "8", "--d-model", "16",
+            "--layers", "1", "--heads", "2", "--warmup", "1", *bf16]
+    losses = [float(FINAL_LOSS.search(run_example("train_gpt.py", "--mode", mode, *args)).group(1))
+              for mode in ("compiled", "eager")]
+    assert abs(losses[0] - losses[1]) <= 2e-4 * abs(losses[1]), losses

@@ -21,10 +21,13 @@
 //                           options, param groups, step(), zero_grad()
 //   lucid/optim/engine.h    optim::EngineOptimizer: one group's engine and
 //                           state (state_entries / set_state)
-//   lucid/api/compile.h     compile::FusedStep (fused_step) and
+//   lucid/api/compile.h     compile::FusedStep (fused_step/train_step) and
 //                           compile::CompiledOptimizer (compile_optimizer)
-//   lucid/graph/*.h         the tracer, IR, passes, Executable and
-//                           ExecutableCache the compiled steps are built on
+//   lucid/compile/step.h    compile::CompiledStep, the one compiled-step
+//                           object both (and Python) are built on;
+//                           grad_scaler.h its loss-scaling state
+//   lucid/graph/*.h         the tracer, IR, passes and Executable the
+//                           compiled steps are built on
 //   lucid/api/serialization.h  save(), load(), Value, CheckpointError
 //   lucid/checkpoint/*.h    the checkpoint format itself (format.h documents
 //                           it), CRC-32C, safetensors files
@@ -37,12 +40,13 @@
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/backend/cpu/parallel.h"
+#include "lucid/compile/grad_scaler.h"
+#include "lucid/compile/step.h"
 #include "lucid/core/device.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/error.h"
 #include "lucid/core/shape.h"
 #include "lucid/core/tensor.h"
-#include "lucid/graph/cache.h"
 #include "lucid/graph/executable.h"
 #include "lucid/graph/ir.h"
 #include "lucid/graph/passes.h"

@@ -8,6 +8,7 @@
 #include "lucid/core/tensor.h"
 #include "lucid/graph/executable.h"
 #include "lucid/ops/ops.h"
+#include "lucid/optim/hyper.h"
 
 namespace pybind11::detail {
 
@@ -68,6 +69,8 @@ namespace py = pybind11;
 lucid::Device to_device(const py::handle& obj);  // str, lucid.device, or None -> cpu
 py::array to_numpy(const Tensor& t);
 Tensor from_numpy(py::array arr, bool copy);
+// A param group dict's hyper-parameters (optim.cpp).
+optim::Hyper group_hyper(const py::dict& group);
 
 void init_errors(py::module_& m);
 void init_tensor(py::module_& m);

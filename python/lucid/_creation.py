@@ -102,6 +102,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A new tensor of the given size. Unlike torch's, its elements are zeros,
+    not whatever memory held: the contents are never to be relied on either
+    way, and zeros keep runs reproducible."""
     return _factory(size, 0.0, dtype, device, requires_grad)
 
 

@@ -55,9 +55,6 @@ def _binary(fn):
     return op
 
 
-add_ = _C.add
-
-
 def result_type(tensor1, tensor2):
     """The dtype PyTorch's promotion gives an op over the two operands
     (tensors or Python numbers)."""

@@ -1,12 +1,13 @@
 #pragma once
 // Compiled steps for native apps, the C++ counterparts of lucid.compile:
-//   - FusedStep: forward + loss + backward + optimizer update traced once
-//     per signature into one executable (Python's fused_step);
+//   - FusedStep: forward + loss + backward (+ clipping, accumulation, loss
+//     scaling) + optimizer update as one executable (Python's fused_step /
+//     train_step);
 //   - CompiledOptimizer: an optimizer step over every parameter of every
 //     group as one executable (Python's compile_optimizer).
-// Both use the core's GraphTracer, the eager tape run under the tracer for
-// backward, each engine's update_with_ops with host scalar feeds, and
-// graph::compile + graph::ExecutableCache: the same executables Python runs.
+// Both are thin front ends over compile::CompiledStep (lucid/compile/step.h),
+// the object Python's entry points use too: the same signature check,
+// cache, feeds, step counts and executables.
 //
 //   lucid::optim::Optimizer opt("adam", {w, b}, {{"lr", 1e-2}});
 //   lucid::compile::FusedStep step([&](const std::vector<lucid::Tensor>& in) {
@@ -20,14 +21,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "lucid/api/optimizer.h"
+#include "lucid/compile/grad_scaler.h"
+#include "lucid/compile/step.h"
 #include "lucid/core/tensor.h"
-#include "lucid/graph/cache.h"
 #include "lucid/optim/engine.h"
 
 namespace lucid::compile {
@@ -36,14 +37,6 @@ namespace lucid::compile {
 // a scalar tensor. Parameters are captured by the function (closures).
 using StepFunction = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 
-struct CacheInfo {
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-  size_t entries = 0;
-  double compile_seconds = 0;
-  std::string last_miss;  // why the last compile happened ("first call", "inputs changed: ...")
-};
-
 // An engine optimizer (one param group) and its hyper-parameters, read on
 // every call; both must outlive the step that uses them.
 struct EngineGroup {
@@ -51,19 +44,21 @@ struct EngineGroup {
   const optim::Hyper* hyper = nullptr;
 };
 
-namespace detail {
-// A group as one call sees it.
-struct GroupView {
-  optim::EngineOptimizer* engine;
-  optim::Hyper hyper;
+// What a FusedStep does besides the update (Python's fused_step keywords).
+struct StepOptions {
+  size_t cache_size = 8;
+  std::optional<double> clip_grad_norm;  // clip by total norm (the norm is the last result of run())
+  double norm_type = 2.0;
+  std::optional<double> clip_grad_value;
+  int64_t accumulate = 1;                 // micro-batches per call, along every input's dim 0
+  GradScalerState* grad_scaler = nullptr;  // loss scaling; must outlive the step
 };
-using GroupSource = std::function<std::vector<GroupView>()>;
-}  // namespace detail
 
 class FusedStep {
  public:
   // The parameters are the optimizer's.
   FusedStep(StepFunction fn, optim::Optimizer& optimizer, size_t cache_size = 8);
+  FusedStep(StepFunction fn, optim::Optimizer& optimizer, const StepOptions& options);
   // `params`: every parameter the step function uses (frozen ones too; their
   // requires_grad is part of the signature); it must hold every optimized one.
   FusedStep(StepFunction fn, std::vector<Tensor> params, optim::Optimizer& optimizer, size_t cache_size = 8);
@@ -74,30 +69,22 @@ class FusedStep {
   // check happens before anything runs: a bad input or hyper-parameter
   // throws and leaves parameters, state and step counts as they were.
   Tensor operator()(const std::vector<Tensor>& inputs);
+  // The same, returning every result: the loss, then the total gradient
+  // norm when clipping by norm.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
-  CacheInfo cache_info() const;
-  size_t cache_size() const { return cache_.capacity(); }
-  void set_cache_size(size_t n) { cache_.set_capacity(n); }
-  const graph::ExecutableCache& cache() const { return cache_; }
+  CacheInfo cache_info() const { return step_->cache_info(); }
+  size_t cache_size() const { return step_->cache_size(); }
+  void set_cache_size(size_t n) { step_->set_cache_size(n); }
+  CompiledStep& compiled_step() { return *step_; }
 
  private:
-  struct Entry {
-    std::shared_ptr<graph::Executable> executable;
-    double compile_seconds = 0;
-    std::vector<std::pair<size_t, size_t>> slots;  // (group, index) updated by the executable
-  };
-  using Parts = std::vector<std::pair<std::string, std::string>>;
-  std::vector<Tensor> params() const;
-  Parts signature(const std::vector<Tensor>& inputs, const std::vector<detail::GroupView>& groups) const;
-  Entry trace(const std::vector<Tensor>& inputs, const std::vector<detail::GroupView>& groups);
-
-  StepFunction fn_;
+  FusedStep(StepFunction fn, std::function<std::vector<Tensor>()> params,
+            std::function<std::vector<Group>()> groups, const StepOptions& options);
   std::function<std::vector<Tensor>()> params_;
-  detail::GroupSource groups_;
-  graph::ExecutableCache cache_;
-  std::unordered_map<std::string, Entry> entries_;
-  Parts last_signature_;
-  std::string last_miss_;
+  std::function<std::vector<Group>()> groups_;
+  GradScalerState* scaler_;
+  std::unique_ptr<CompiledStep> step_;
 };
 
 class CompiledOptimizer {
@@ -110,18 +97,13 @@ class CompiledOptimizer {
   // the engines' own, so eager and compiled steps can be mixed.
   void step();
 
-  CacheInfo cache_info() const;
-  size_t cache_size() const { return cache_.capacity(); }
-  void set_cache_size(size_t n) { cache_.set_capacity(n); }
+  CacheInfo cache_info() const { return step_->cache_info(); }
+  size_t cache_size() const { return step_->cache_size(); }
+  void set_cache_size(size_t n) { step_->set_cache_size(n); }
 
  private:
-  detail::GroupSource groups_;
-  graph::ExecutableCache cache_;
-  std::string last_miss_;
+  std::function<std::vector<Group>()> groups_;
+  std::unique_ptr<CompiledStep> step_;
 };
-
-// What a compiled update of one group depends on beyond shapes: the
-// structural flags of its rule and the identity of its state buffers.
-std::string engine_structure(const optim::EngineOptimizer& engine, const optim::Hyper& hyper);
 
 }  // namespace lucid::compile

@@ -1,10 +1,12 @@
 #include "lucid/api/optimizer.h"
 
+#include <optional>
 #include <unordered_set>
 
 #include "lucid/api/data.h"
 #include "lucid/core/error.h"
 #include "lucid/ops/ops.h"
+#include "lucid/optim/kind_table.h"
 
 namespace lucid::optim {
 
@@ -13,35 +15,42 @@ double OptionValue::number(size_t index) const {
   return values[index];
 }
 
+namespace {
+
+// A value of the kind table as an option; nothing for None.
+std::optional<OptionValue> option_of(const Default& d) {
+  switch (d.type) {
+    case Default::Type::None: return std::nullopt;
+    case Default::Type::Bool: return OptionValue(d.values[0] != 0);
+    case Default::Type::Int: return OptionValue(int64_t(d.values[0]));
+    case Default::Type::Float: return OptionValue(d.values[0]);
+    case Default::Type::Tuple: {
+      OptionValue v;
+      v.values = d.values;
+      v.integral = d.integral;
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+Options options_of(const std::vector<Default>& ds) {
+  Options out;
+  for (const Default& d : ds)
+    if (auto v = option_of(d)) out.emplace(d.key, *v);
+  return out;
+}
+
+}  // namespace
+
 const Options& default_options(const std::string& kind) {
-  // torch.optim's signatures (torch 2.x), as lucid.optim's constructors have them.
-  static const std::map<std::string, Options> table = {
-      {"sgd", {{"lr", 1e-3}, {"momentum", 0}, {"dampening", 0}, {"weight_decay", 0}, {"nesterov", false},
-               {"maximize", false}, {"differentiable", false}}},
-      {"adam", {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0}, {"amsgrad", false},
-                {"maximize", false}, {"capturable", false}, {"differentiable", false},
-                {"decoupled_weight_decay", false}}},
-      {"adamw", {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 1e-2}, {"amsgrad", false},
-                 {"maximize", false}, {"capturable", false}, {"differentiable", false},
-                 {"decoupled_weight_decay", true}}},
-      {"rmsprop", {{"lr", 1e-2}, {"momentum", 0}, {"alpha", 0.99}, {"eps", 1e-8}, {"centered", false},
-                   {"weight_decay", 0}, {"capturable", false}, {"maximize", false}, {"differentiable", false}}},
-      {"adagrad", {{"lr", 1e-2}, {"lr_decay", 0}, {"eps", 1e-10}, {"weight_decay", 0},
-                   {"initial_accumulator_value", 0}, {"maximize", false}, {"differentiable", false}}},
-      {"adadelta", {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0}, {"maximize", false},
-                    {"capturable", false}, {"differentiable", false}}},
-      {"adamax", {{"lr", 2e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0}, {"maximize", false},
-                  {"differentiable", false}, {"capturable", false}}},
-      {"nadam", {{"lr", 2e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0},
-                 {"momentum_decay", 4e-3}, {"decoupled_weight_decay", false}, {"maximize", false},
-                 {"capturable", false}, {"differentiable", false}}},
-      {"radam", {{"lr", 1e-3}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0}, {"maximize", false},
-                 {"capturable", false}, {"decoupled_weight_decay", false}, {"differentiable", false}}},
-      {"asgd", {{"lr", 1e-2}, {"lambd", 1e-4}, {"alpha", 0.75}, {"t0", 1e6}, {"weight_decay", 0},
-                {"maximize", false}, {"differentiable", false}, {"capturable", false}}},
-      {"rprop", {{"lr", 1e-2}, {"etas", {0.5, 1.2}}, {"step_sizes", {1e-6, 50}}, {"maximize", false},
-                 {"differentiable", false}, {"capturable", false}}},
-  };
+  // The kind table (optim/kind_table.h) is what lucid.optim's constructors read too.
+  static const std::map<std::string, Options> table = [] {
+    std::map<std::string, Options> t;
+    for (const std::string& k : kind_names())
+      if (has_engine(k)) t.emplace(k, options_of(kind_info(k).defaults));
+    return t;
+  }();
   auto it = table.find(kind);
   if (it == table.end()) fail("no engine optimizer named '", kind, "'");
   return it->second;
@@ -69,6 +78,8 @@ Optimizer::Optimizer(const std::string& kind, std::vector<ParamGroup> groups, co
 void Optimizer::add_param_group(ParamGroup group) {
   LUCID_CHECK(!group.params.empty(), "optimizer got an empty parameter list");
   for (const auto& [key, v] : defaults_) group.options.emplace(key, v);
+  for (const auto& [key, v] : options_of(kind_info(kind_).loaded)) group.options.emplace(key, v);
+  for (const auto& [key, v] : options_of(kind_info(kind_).forced)) group.options.insert_or_assign(key, v);
   std::unordered_set<const TensorImpl*> existing;
   for (const auto& g : groups_)
     for (const Tensor& p : g.params) existing.insert(p.impl());
@@ -79,8 +90,7 @@ void Optimizer::add_param_group(ParamGroup group) {
   }
   const Hyper h = to_hyper(group.options);
   auto engine = std::make_unique<EngineOptimizer>(kind_, group.params, h, to_hyper(defaults_));
-  // torch's Adagrad creates its state when it is constructed.
-  if (kind_ == "adagrad" && constructing_)
+  if (kind_info(kind_).state_at_construction && constructing_)
     for (size_t i = 0; i < engine->num_params(); ++i) engine->init_state(i, h);
   groups_.push_back(std::move(group));
   engines_.push_back(std::move(engine));
@@ -117,12 +127,7 @@ const EngineOptimizer& Optimizer::engine(size_t g) const { return const_cast<Opt
 
 Hyper Optimizer::hyper(size_t g) const {
   const ParamGroup& group = param_group(g);
-  const EngineOptimizer& e = *engines_[g];
-  bool same = group.params.size() == e.num_params();
-  for (size_t i = 0; same && i < group.params.size(); ++i) same = group.params[i].same(e.param(i));
-  if (!same)
-    fail<Error>("param_groups[", g, "]['params'] changed after the group was added; "
-                "use add_param_group to optimize more parameters");
+  engines_[g]->set_params(group.params);  // an edited parameter list is followed, as torch reads it each step
   return to_hyper(group.options);
 }
 
@@ -227,6 +232,8 @@ void Optimizer::load_state_dict(const Value& sd) {
       if (from_value(v, o)) options[g][key.string()] = o;
     }
     for (const auto& [key, v] : defaults_) options[g].emplace(key, v);
+    for (const auto& [key, v] : options_of(kind_info(kind_).loaded)) options[g].emplace(key, v);
+    for (const auto& [key, v] : options_of(kind_info(kind_).forced)) options[g].insert_or_assign(key, v);
     validate(kind_, to_hyper(options[g]));
   }
   const Value& saved_state = sd["state"];

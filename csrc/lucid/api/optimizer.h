@@ -42,7 +42,8 @@ using Options = std::map<std::string, OptionValue>;
 
 // torch.optim's constructor defaults for an engine kind ("sgd", "adam",
 // "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "radam",
-// "asgd", "rprop"): the values lucid.optim's constructors take. Options
+// "asgd", "rprop", "sparse_adam"), read from the kind table
+// (optim/kind_table.h) that lucid.optim's constructors read too. Options
 // that are None in Python (foreach, fused) are absent. InvalidArgument for
 // any other kind.
 const Options& default_options(const std::string& kind);
@@ -70,7 +71,8 @@ class Optimizer {
   void add_param_group(ParamGroup group);
   size_t num_groups() const { return groups_.size(); }
   // The group's parameters and options (complete: defaults filled in).
-  // Edit the options between steps; the parameter list is fixed.
+  // Edit either between steps: a parameter still listed keeps its state, a
+  // new one starts without (torch's semantics).
   ParamGroup& param_group(size_t g);
   const ParamGroup& param_group(size_t g) const;
   std::vector<Tensor> params() const;  // every group's, in order
@@ -86,7 +88,8 @@ class Optimizer {
   void zero_grad();
 
   // The engine of group g (state, state_entries/set_state) and the group's
-  // options as the engine reads them.
+  // options as the engine reads them (hyper() also makes the engine follow an
+  // edited parameter list).
   EngineOptimizer& engine(size_t g);
   const EngineOptimizer& engine(size_t g) const;
   Hyper hyper(size_t g) const;

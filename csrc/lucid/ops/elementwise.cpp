@@ -20,15 +20,12 @@ const char* unary_op_name(UnaryOp op) {
                                 "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf"};
   return names[int(op)];
 }
-bool unary_returns_bool(UnaryOp op) { return op >= UnaryOp::LogicalNot; }
-
 const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
                                 "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                                 "logical_or", "logical_xor"};
   return names[int(op)];
 }
-bool binary_returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
 void integer_division_by_zero(BinaryOp op) {
   fail<Error>("ZeroDivisionError: ", binary_op_name(op), "() of integer tensors divides by zero");
 }

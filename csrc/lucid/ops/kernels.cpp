@@ -24,6 +24,8 @@ bool kernel_reads_strided(OpKind kind, DeviceType device) {
   return table()[size_t(kind)][size_t(device)].strided_inputs;
 }
 
+bool has_kernel(OpKind kind, DeviceType device) { return table()[size_t(kind)][size_t(device)].kernel != nullptr; }
+
 Kernel find_kernel(const Primitive& prim, DeviceType device) {
   Kernel k = table()[size_t(prim.kind())][size_t(device)].kernel;
   if (!k)

@@ -28,6 +28,8 @@ using Kernel = void (*)(const Primitive& prim, const std::vector<ConstArg>& inpu
 void register_kernel(OpKind kind, DeviceType device, Kernel k, bool strided_inputs = false);
 // NotImplementedError naming the primitive and device when absent.
 Kernel find_kernel(const Primitive& prim, DeviceType device);
+// Whether `device` has a kernel for `kind` (else callers lower to other ops).
+bool has_kernel(OpKind kind, DeviceType device);
 bool kernel_reads_strided(OpKind kind, DeviceType device);
 
 // Copies elements between two layouts of one shape on a device (element

@@ -30,7 +30,11 @@ enum class UnaryOp : uint8_t {
   Count
 };
 const char* unary_op_name(UnaryOp op);
-bool unary_returns_bool(UnaryOp op);
+// The ops whose result is bool whatever the input dtype, named one by one
+// (not inferred from the enum's order); usable in `if constexpr`.
+constexpr bool unary_returns_bool(UnaryOp op) {
+  return op == UnaryOp::LogicalNot || op == UnaryOp::IsFinite || op == UnaryOp::IsNan || op == UnaryOp::IsInf;
+}
 
 struct Unary final : Primitive {
   UnaryOp op;
@@ -46,7 +50,13 @@ enum class BinaryOp : uint8_t {
   Count
 };
 const char* binary_op_name(BinaryOp op);
-bool binary_returns_bool(BinaryOp op);
+constexpr bool binary_returns_bool(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt:
+    case BinaryOp::Ge: case BinaryOp::LogicalAnd: case BinaryOp::LogicalOr: case BinaryOp::LogicalXor: return true;
+    default: return false;
+  }
+}
 // Integer division or remainder by zero: PyTorch raises (its CPU kernels
 // name the Python exception). Every backend raises this one error.
 [[noreturn]] void integer_division_by_zero(BinaryOp op);

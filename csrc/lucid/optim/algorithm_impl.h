@@ -6,14 +6,15 @@
 //   init_scalars(group), scalars(h, state) -> Scalars<double> (the one
 //   host-side function per kind), advance(state, h), and
 //   rule(param, grad, buffers*, scalars, flags) forwarding to rules.h.
-// Everything else — the fused eager loop, the ops path, state creation — is
-// written here once for all kinds.
+// Everything else — the element loop a backend kernel runs, the ops path,
+// state creation — is written here once for all kinds, without naming a
+// backend.
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/backend/cpu/dispatch.h"
-#include "lucid/backend/cpu/parallel.h"
+#include "lucid/core/element.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
@@ -30,58 +31,60 @@ std::vector<double> scalars_to_vector(const S& s) {
 }
 
 template <class S, class T>
-S scalars_from_vector(const std::vector<T>& v) {
+S scalars_from(const T* v) {
   S s;
   size_t i = 0;
   s.for_each([&](auto& x) { x = std::decay_t<decltype(x)>(v[i++]); });
   return s;
 }
+template <class S, class T>
+S scalars_from_vector(const std::vector<T>& v) {
+  return scalars_from<S>(v.data());
+}
 
-constexpr int kMaxBuffers = 3;
-
-// One fused pass over a parameter's memory with the flags fixed at compile
-// time (Bits), so the rule inlines to straight-line, vectorisable code.
+// The rule over elements [begin, end) with the flags fixed at compile time
+// (Bits), so it inlines to straight-line, vectorisable code.
 template <class Tr, class T, unsigned Bits>
-void fused_kernel(T* param, const T* grad, T* const* bufs, int64_t n,
-                  const typename Tr::template Scalars<cpu::compute_t<T>>& scalars) {
-  using C = cpu::compute_t<T>;
+void element_loop(T* param, const T* grad, void* const* bufs, int64_t begin, int64_t end,
+                  const typename Tr::template Scalars<element::compute_t<T>>& scalars) {
+  using C = element::compute_t<T>;
   constexpr uint32_t need = Tr::needed(Tr::Flags::from_bits(Bits));
-  T* const b0 = bufs[0];
-  T* const b1 = bufs[1];
-  T* const b2 = bufs[2];
-  cpu::parallel_for(n, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    T* __restrict p = param;
-    const T* __restrict g = grad;
-    T* __restrict q0 = b0;
-    T* __restrict q1 = b1;
-    T* __restrict q2 = b2;
-    const auto s = scalars;
-    // Declared here, not captured: the rule sees compile-time constants.
-    constexpr typename Tr::Flags flags = Tr::Flags::from_bits(Bits);
-    for (int64_t i = begin; i < end; ++i) {
-      C pv = cpu::load(p, i);
-      const C gv = cpu::load(g, i);
-      C b[kMaxBuffers] = {};
-      if constexpr ((need & 1) != 0) b[0] = cpu::load(q0, i);
-      if constexpr ((need & 2) != 0) b[1] = cpu::load(q1, i);
-      if constexpr ((need & 4) != 0) b[2] = cpu::load(q2, i);
-      Tr::rule(pv, gv, b, s, flags);
-      cpu::store(p, i, pv);
-      if constexpr ((need & 1) != 0) cpu::store(q0, i, b[0]);
-      if constexpr ((need & 2) != 0) cpu::store(q1, i, b[1]);
-      if constexpr ((need & 4) != 0) cpu::store(q2, i, b[2]);
-    }
-  });
+  T* __restrict p = param;
+  const T* __restrict g = grad;
+  T* __restrict q0 = static_cast<T*>(bufs[0]);
+  T* __restrict q1 = static_cast<T*>(bufs[1]);
+  T* __restrict q2 = static_cast<T*>(bufs[2]);
+  const auto s = scalars;
+  // Declared here, not passed: the rule sees compile-time constants.
+  constexpr typename Tr::Flags flags = Tr::Flags::from_bits(Bits);
+  for (int64_t i = begin; i < end; ++i) {
+    C pv = element::load(p, i);
+    const C gv = element::load(g, i);
+    C b[kMaxEngineBuffers] = {};
+    if constexpr ((need & 1) != 0) b[0] = element::load(q0, i);
+    if constexpr ((need & 2) != 0) b[1] = element::load(q1, i);
+    if constexpr ((need & 4) != 0) b[2] = element::load(q2, i);
+    Tr::rule(pv, gv, b, s, flags);
+    element::store(p, i, pv);
+    if constexpr ((need & 1) != 0) element::store(q0, i, b[0]);
+    if constexpr ((need & 2) != 0) element::store(q1, i, b[1]);
+    if constexpr ((need & 4) != 0) element::store(q2, i, b[2]);
+  }
 }
 
 template <class Tr, class T>
-using FusedKernel = void (*)(T*, const T*, T* const*, int64_t,
-                             const typename Tr::template Scalars<cpu::compute_t<T>>&);
+using ElementLoop = void (*)(T*, const T*, void* const*, int64_t, int64_t,
+                             const typename Tr::template Scalars<element::compute_t<T>>&);
 
 template <class Tr, class T, unsigned... Bits>
-constexpr std::array<FusedKernel<Tr, T>, sizeof...(Bits)> fused_table(std::integer_sequence<unsigned, Bits...>) {
-  return {&fused_kernel<Tr, T, Bits>...};
+constexpr std::array<ElementLoop<Tr, T>, sizeof...(Bits)> loop_table(std::integer_sequence<unsigned, Bits...>) {
+  return {&element_loop<Tr, T, Bits>...};
 }
+
+template <class Tr, class = void>
+struct IntegerStep : std::false_type {};
+template <class Tr>
+struct IntegerStep<Tr, std::void_t<decltype(Tr::kIntegerStep)>> : std::bool_constant<Tr::kIntegerStep> {};
 
 template <class Tr>
 class AlgorithmImpl final : public Algorithm {
@@ -92,6 +95,8 @@ class AlgorithmImpl final : public Algorithm {
 
   AlgorithmImpl() : buffers_(Tr::buffers()), scalar_state_(Tr::scalar_state()) {
     static_assert(Flags::kCount <= 4, "flag bitmask too wide for the dispatch table");
+    LUCID_CHECK(buffers_.size() <= size_t(kMaxEngineBuffers) && Scalars<double>::names().size() <= kMaxEngineScalars,
+                Tr::kName, ": more state buffers or scalars than an EngineUpdate carries");
   }
 
   const char* name() const override { return Tr::kName; }
@@ -99,9 +104,11 @@ class AlgorithmImpl final : public Algorithm {
   const std::vector<std::string>& buffer_names() const override { return buffers_; }
   const std::vector<std::string>& scalar_state_names() const override { return scalar_state_; }
   bool has_step() const override { return Tr::kHasStep; }
+  bool integer_step() const override { return IntegerStep<Tr>::value; }
   uint32_t needed_buffers(const Hyper& h) const override { return Tr::needed(Tr::flags(h)); }
   uint32_t required_buffers() const override { return Tr::needed(Flags{}); }
   uint32_t flag_bits(const Hyper& h) const override { return Tr::flags(h).bits(); }
+  std::vector<const char*> flag_names() const override { return Flags::names(); }
   std::vector<const char*> host_scalar_names() const override { return Scalars<double>::names(); }
 
   void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const override {
@@ -127,32 +134,21 @@ class AlgorithmImpl final : public Algorithm {
     return scalars_to_vector(Tr::scalars(h, st));
   }
 
-  void fused_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<double>& scalars,
-                    const Hyper& h) const override {
-    if (param.device().type != DeviceType::CPU || !param.is_contiguous() || !grad.is_contiguous()) {
-      // Other devices (and strided views) run the same rule through ops.
-      std::vector<Tensor> feeds;
-      const DType cdt = is_half(param.dtype()) ? DType::Float32 : param.dtype();
-      for (double v : scalars) feeds.push_back(scalar_tensor(v, cdt, param.device()));
-      ops_update(param, grad, st, feeds, h);
-      return;
+  void update_elements(DType dtype, uint32_t flag_bits, int64_t begin, int64_t end, void* param, const void* grad,
+                       void* const* buffers, const double* scalars) const override {
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      static constexpr auto table = loop_table<Tr, T>(std::make_integer_sequence<unsigned, 1u << Flags::kCount>{});
+      table[flag_bits](static_cast<T*>(param), static_cast<const T*>(grad), buffers, begin, end,
+                       scalars_from<Scalars<element::compute_t<T>>>(scalars));
+    };
+    switch (dtype) {
+      case DType::Float32: return run(float{});
+      case DType::Float64: return run(double{});
+      case DType::Float16: return run(Half{});
+      case DType::BFloat16: return run(BFloat16{});
+      default: fail<TypeError>(Tr::kName, ": not implemented for ", dtype_name(dtype));
     }
-    const Flags f = Tr::flags(h);
-    const uint32_t need = Tr::needed(f);
-    LUCID_DISPATCH_FLOAT(param.dtype(), Tr::kName, [&] {
-      using Cmp = cpu::compute_t<T>;
-      T* bufs[kMaxBuffers] = {nullptr, nullptr, nullptr};
-      for (size_t k = 0; k < buffers_.size(); ++k)
-        if (need >> k & 1) bufs[k] = st.buffers[k].template data<T>("optimizer state");
-      static constexpr auto table =
-          fused_table<Tr, T>(std::make_integer_sequence<unsigned, 1u << Flags::kCount>{});
-      const auto s = scalars_from_vector<Scalars<Cmp>>(scalars);
-      table[f.bits()](param.template data<T>("optimizer step"), grad.template data<T>("optimizer step"), bufs,
-                      param.numel(), s);
-    });
-    param.storage()->bump_version();
-    for (size_t k = 0; k < buffers_.size(); ++k)
-      if (need >> k & 1) st.buffers[k].storage()->bump_version();
   }
 
   void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
@@ -168,7 +164,7 @@ class AlgorithmImpl final : public Algorithm {
     const DType cdt = is_half(dt) ? DType::Float32 : dt;
     Tensor p = cast(param.detach(), cdt);
     const Tensor g = cast(grad.detach(), cdt);
-    Tensor b[kMaxBuffers];
+    Tensor b[kMaxEngineBuffers];
     for (size_t k = 0; k < buffers_.size(); ++k) {
       if (!(need >> k & 1)) continue;
       LUCID_CHECK(st.buffers[k].defined(), Tr::kName, ": state '", buffers_[k], "' was not created");

@@ -5,10 +5,11 @@
 #include <map>
 
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/backend/cpu/parallel.h"
 #include "lucid/graph/tracer.h"
 #include "lucid/ops/dispatch.h"
+#include "lucid/ops/kernels.h"
 #include "lucid/ops/ops.h"
+#include "lucid/optim/kind_table.h"
 #include "lucid/optim/kinds.h"
 #include "lucid/optim/update_primitive.h"
 
@@ -21,7 +22,8 @@ const std::map<std::string, const Algorithm& (*)()>& registry() {
       {"sgd", &sgd_algorithm},           {"adam", &adam_algorithm},       {"adamw", &adam_algorithm},
       {"rmsprop", &rmsprop_algorithm},   {"adagrad", &adagrad_algorithm}, {"adadelta", &adadelta_algorithm},
       {"adamax", &adamax_algorithm},     {"nadam", &nadam_algorithm},     {"radam", &radam_algorithm},
-      {"asgd", &asgd_algorithm},         {"rprop", &rprop_algorithm},
+      {"asgd", &asgd_algorithm},         {"rprop", &rprop_algorithm},     {"sparse_adam", &sparse_adam_algorithm},
+      {"lbfgs_bb", &lbfgs_bb_algorithm},
   };
   return r;
 }
@@ -50,15 +52,9 @@ const Algorithm& algorithm(const std::string& kind) {
 }
 
 void validate(const std::string& kind, const Hyper& h) {
-  if (kind == "sparse_adam") {
-    if (!(0.0 < h.num("lr"))) fail("Invalid learning rate: ", h.repr("lr"));
-    if (!(0.0 < h.num("eps"))) fail("Invalid epsilon value: ", h.repr("eps"));
-    check_betas(h);
-  } else if (kind == "lbfgs") {
-    check_lr(h);
-  } else {
-    algorithm(kind).validate(h);
-  }
+  if (has_engine(kind)) algorithm(kind).validate(h);
+  else if (kind_info(kind).engine.empty()) check_lr(h);  // LBFGS checks only its learning rate, as torch does
+  else algorithm(kind_info(kind).engine).validate(h);
   if (h.flag("differentiable"))
     fail<NotImplementedError>("differentiable=True is not supported: optimizer steps do not record autograd history");
   if (h.flag("fused") && h.flag("foreach")) fail<Error>("`fused` and `foreach` cannot be `True` together.");
@@ -67,16 +63,32 @@ void validate(const std::string& kind, const Hyper& h) {
 // ------------------------------------------------------------ EngineOptimizer
 EngineOptimizer::EngineOptimizer(const std::string& kind, std::vector<Tensor> params, const Hyper& group,
                                  const Hyper& defaults)
-    : kind_(kind), algo_(&optim::algorithm(kind)), params_(std::move(params)), defaults_(defaults) {
+    : kind_(kind), algo_(&optim::algorithm(kind)), defaults_(defaults) {
   validate(kind_, group);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
+  set_params(params);
+}
+
+bool EngineOptimizer::set_params(const std::vector<Tensor>& params) {
+  bool same = params.size() == params_.size();
+  for (size_t i = 0; same && i < params.size(); ++i) same = params[i].same(params_[i]);
+  if (same) return false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
     LUCID_CHECK_T(TypeError, p.defined(), "optimizer parameter ", i, " is undefined");
     LUCID_CHECK_T(TypeError, is_floating(p.dtype()), "optimizer can only optimize floating-point tensors, but parameter ",
                   i, " is ", dtype_name(p.dtype()));
     if (p.is_symbolic()) fail<Error>("optimizer parameter ", i, " is a tensor from a compiled step's trace");
   }
-  states_.resize(params_.size());
+  std::vector<ParamState> states(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    for (size_t j = 0; j < params_.size(); ++j)
+      if (params[i].same(params_[j])) {
+        states[i] = states_[j];
+        break;
+      }
+  params_ = params;
+  states_ = std::move(states);
+  return true;
 }
 
 const Tensor& EngineOptimizer::param(size_t i) const {
@@ -124,22 +136,40 @@ void EngineOptimizer::step(const Hyper& h) {
     if (params_[i].grad().defined()) active.push_back(i);
   // Allocate first, so that running out of memory leaves every parameter as it was.
   for (size_t i : active) algo_->init_state(states_[i], params_[i], h, defaults_);
-  auto update = [&](size_t i) {
-    algo_->fused_update(params_[i], params_[i].grad(), states_[i], algo_->host_scalars(states_[i], h), h);
-  };
-  // A large parameter splits its own pass over the pool; small ones (too
-  // small to split) are spread over the pool one parameter per task.
-  std::vector<size_t> small;
-  for (size_t i : active) {
-    if (params_[i].numel() < cpu::kElementwiseGrain && params_[i].device().type == DeviceType::CPU)
-      small.push_back(i);
-    else
-      update(i);
-  }
-  cpu::parallel_for(int64_t(small.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) update(small[size_t(k)]);
-  });
+  for (size_t i : active) apply(i, h);
   for (size_t i : active) algo_->advance(states_[i], h);
+}
+
+void EngineOptimizer::apply(size_t i, const Hyper& h) {
+  const Tensor& param = params_[i];
+  const Tensor grad = param.grad();
+  ParamState& st = states_[i];
+  const std::vector<double> scalars = algo_->host_scalars(st, h);
+  if (!algo_->elementwise() || !has_kernel(OpKind::EngineUpdate, param.device().type) || !param.is_contiguous() ||
+      !grad.is_contiguous()) {
+    // A device without a kernel for the update (or a strided view) runs the rule's ops.
+    graph::TraceScope no_trace(nullptr);
+    std::vector<Tensor> feeds;
+    const DType cdt = is_half(param.dtype()) ? DType::Float32 : param.dtype();
+    for (double v : scalars) feeds.push_back(scalar_tensor(v, cdt, param.device()));
+    algo_->ops_update(param, grad, st, feeds, h);
+    return;
+  }
+  const uint32_t need = algo_->needed_buffers(h);
+  const EngineUpdate prim(algo_, algo_->flag_bits(h), need);
+  static const TensorMeta scalar_meta{{}, DType::Float64, Device{}};
+  std::vector<ConstArg> in{{param.raw_data("optimizer step"), &param.meta()}, {grad.raw_data("optimizer step"), &grad.meta()}};
+  std::vector<MutArg> out{{param.raw_data("optimizer step"), &param.meta()}};
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (need >> k & 1) {
+      in.push_back({st.buffers[k].raw_data("optimizer state"), &st.buffers[k].meta()});
+      out.push_back({st.buffers[k].raw_data("optimizer state"), &st.buffers[k].meta()});
+    }
+  for (const double& v : scalars) in.push_back({&v, &scalar_meta});
+  find_kernel(prim, param.device().type)(prim, in, out);  // in place
+  param.storage()->bump_version();
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (need >> k & 1) st.buffers[k].storage()->bump_version();
 }
 
 void EngineOptimizer::init_state(size_t i, const Hyper& h) {
@@ -151,7 +181,8 @@ StateEntries EngineOptimizer::state_entries(size_t i) const {
   StateEntries out;
   if (!st.exists) return out;
   graph::TraceScope no_trace(nullptr);
-  if (algo_->has_step()) out.emplace_back("step", scalar_tensor(st.step, state_dtype()));
+  if (algo_->has_step())
+    out.emplace_back("step", scalar_tensor(st.step, algo_->integer_step() ? DType::Int64 : state_dtype()));
   const auto& snames = algo_->scalar_state_names();
   for (size_t k = 0; k < snames.size() && k < st.scalars.size(); ++k)
     out.emplace_back(snames[k], scalar_tensor(st.scalars[k], state_dtype()));
@@ -265,8 +296,8 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
   LUCID_CHECK(param.shape() == params_[i].shape() && grad.shape() == param.shape(), kind_,
               ": update_with_ops: parameter/gradient shapes ", shape_str(param.shape()), " and ",
               shape_str(grad.shape()), " do not match parameter ", i, "'s ", shape_str(params_[i].shape()));
-  if (graph::Tracer::current() && param.device().type == DeviceType::CPU) {
-    // Compiled on the CPU: one node whose kernel is the eager fused loop.
+  if (graph::Tracer::current() && algo_->elementwise() && has_kernel(OpKind::EngineUpdate, param.device().type)) {
+    // One node whose kernel is the eager step's own (the fused loop on the CPU).
     const uint32_t need = algo_->needed_buffers(h);
     std::vector<Tensor> inputs{param.detach(), grad.detach()};
     std::vector<Tensor*> targets;
@@ -279,7 +310,8 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
       }
     const int nb = int(targets.size());
     for (const auto& s : scalars) inputs.push_back(cast(s, DType::Float64));
-    std::vector<Tensor> outs = lucid::apply(std::make_shared<const EngineUpdate>(algo_, h, nb), inputs);
+    std::vector<Tensor> outs =
+        lucid::apply(std::make_shared<const EngineUpdate>(algo_, algo_->flag_bits(h), need), inputs);
     assign_data(param, outs[0]);
     for (int k = 0; k < nb; ++k) assign_data(*targets[k], outs[1 + k]);
     return;

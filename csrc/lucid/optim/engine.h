@@ -1,11 +1,13 @@
 #pragma once
 // Engine optimizers: one EngineOptimizer per param group. It owns the state
 // of its parameters (named buffers as lucid::Tensor, the step count and any
-// per-parameter host scalars) and runs the group's update, either
-//   - eagerly: per parameter, one fused multi-threaded pass over its memory
-//     applying the kind's rule (rules.h) with V = the compute type, or
-//   - through ops: the same rule with V = Tensor (update_with_ops), which
-//     under a graph::Tracer records the update into the compiled step.
+// per-parameter host scalars) and runs the group's update as one
+// EngineUpdate primitive per parameter (update_primitive.h): eagerly through
+// the device's kernel for it (on the CPU one fused multi-threaded pass over
+// the parameter's memory applying the kind's rule, rules.h, with V = the
+// compute type), and under a graph::Tracer recorded into the compiled step.
+// A device without such a kernel gets the same rule as whole-tensor ops
+// (V = Tensor): no layer here names a backend.
 // A kind (sgd, adam, ...) is an Algorithm; each is implemented once from its
 // traits (kinds_*.cpp) by AlgorithmImpl (algorithm_impl.h).
 #include <cstdint>
@@ -14,10 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "lucid/core/error.h"
 #include "lucid/core/tensor.h"
 #include "lucid/optim/hyper.h"
 
 namespace lucid::optim {
+
+// The most state buffers and host scalars one parameter's update has.
+constexpr int kMaxEngineBuffers = 3;
+constexpr size_t kMaxEngineScalars = 16;
 
 struct ParamState {
   bool exists = false;          // torch would list the parameter in `state`
@@ -40,6 +47,11 @@ class Algorithm {
   virtual const std::vector<std::string>& buffer_names() const = 0;
   virtual const std::vector<std::string>& scalar_state_names() const = 0;
   virtual bool has_step() const = 0;  // "step" is part of the state (all but SGD)
+  // "step" is saved as an integer (torch's SparseAdam keeps a Python int).
+  virtual bool integer_step() const { return false; }
+  // The rule is element-wise (rules.h): a compiled step records it as one
+  // EngineUpdate node. Other rules (the compiled LBFGS) record their ops.
+  virtual bool elementwise() const { return true; }
   // Buffers the group's flags need (bit k = buffer k), and those every state
   // of this kind has whatever the flags.
   virtual uint32_t needed_buffers(const Hyper& h) const = 0;
@@ -47,15 +59,23 @@ class Algorithm {
   // The structural flags the rule branches on (maximize, amsgrad, momentum
   // != 0, ...) as bits: a compiled update is specific to them.
   virtual uint32_t flag_bits(const Hyper& h) const = 0;
+  // What each flag bit means, in the user's terms ("amsgrad", "momentum != 0").
+  virtual std::vector<const char*> flag_names() const = 0;
   // Creates the state the flags need that is missing (concrete tensors, even
   // under a tracer). `defaults` are the optimizer's constructor values.
   virtual void init_state(ParamState& st, const Tensor& param, const Hyper& group, const Hyper& defaults) const = 0;
   virtual std::vector<const char*> host_scalar_names() const = 0;
   // The rule's scalars for the next step, in host_scalar_names() order.
   virtual std::vector<double> host_scalars(const ParamState& st, const Hyper& h) const = 0;
-  // The fused eager pass (CPU memory), given host_scalars().
-  virtual void fused_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<double>& scalars,
-                            const Hyper& h) const = 0;
+  // The rule over elements [begin, end) of host memory, in place: what a
+  // backend's EngineUpdate kernel runs, chunk by chunk (elementwise kinds).
+  // `buffers` has one slot per buffer name (null where the flags need none);
+  // `scalars` are host_scalars().
+  virtual void update_elements(DType dtype, uint32_t flag_bits, int64_t begin, int64_t end, void* param,
+                               const void* grad, void* const* buffers, const double* scalars) const {
+    (void)dtype, (void)flag_bits, (void)begin, (void)end, (void)param, (void)grad, (void)buffers, (void)scalars;
+    fail<Error>(name(), ": the rule is not element-wise");
+  }
   // The same rule through ops; scalars are one-element tensors.
   virtual void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
                           const Hyper& h) const = 0;
@@ -64,12 +84,13 @@ class Algorithm {
 };
 
 // The engine for `kind` ("sgd", "adam", "adamw", "rmsprop", "adagrad",
-// "adadelta", "adamax", "nadam", "radam", "asgd", "rprop"); InvalidArgument
+// "adadelta", "adamax", "nadam", "radam", "asgd", "rprop", "sparse_adam",
+// and "lbfgs_bb", the closure-less step of a compiled LBFGS); InvalidArgument
 // for any other name.
 const Algorithm& algorithm(const std::string& kind);
 bool has_engine(const std::string& kind);
 // Hyper-parameter validation for every optimizer kind, the engine kinds and
-// the Python-level ones ("sparse_adam", "lbfgs"). The one place these rules
+// the Python-level one ("lbfgs"). The one place these rules
 // live: constructors, add_param_group and every step use it.
 void validate(const std::string& kind, const Hyper& h);
 
@@ -82,6 +103,10 @@ class EngineOptimizer {
   const Algorithm& algorithm() const { return *algo_; }
   size_t num_params() const { return params_.size(); }
   const Tensor& param(size_t i) const;
+  // Follows an edit of the group's parameter list, as torch reads the list
+  // on every step: a parameter still listed keeps its state, a new one
+  // starts without. Returns false (changing nothing) when the list is the same.
+  bool set_params(const std::vector<Tensor>& params);
 
   // Validates the hyper-parameters and every gradient; changes nothing.
   void check(const Hyper& h) const;
@@ -111,6 +136,8 @@ class EngineOptimizer {
 
  private:
   ParamState& state_mut(size_t i);
+  // Parameter i's eager update: the device's EngineUpdate kernel, or the ops.
+  void apply(size_t i, const Hyper& h);
   std::string kind_;
   const Algorithm* algo_;
   std::vector<Tensor> params_;

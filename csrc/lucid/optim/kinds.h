@@ -18,6 +18,8 @@ const Algorithm& radam_algorithm();
 const Algorithm& adadelta_algorithm();
 const Algorithm& asgd_algorithm();
 const Algorithm& rprop_algorithm();
+const Algorithm& sparse_adam_algorithm();
+const Algorithm& lbfgs_bb_algorithm();
 
 // `what` is torch's wording, e.g. "learning rate" -> "Invalid learning rate: -1.0".
 inline void check_nonnegative(const Hyper& h, const char* key, const char* what) {

@@ -191,8 +191,49 @@ struct RadamTraits {
   }
 };
 
+// torch stores SparseAdam's step as a Python int.
+struct SparseAdamTraits {
+  using Flags = MaximizeFlags;
+  template <class V>
+  using Scalars = SparseAdamScalars<V>;
+  static constexpr const char* kName = "sparse_adam";
+  static constexpr bool kHasStep = true;
+  static constexpr bool kIntegerStep = true;
+  static std::vector<std::string> buffers() { return {"exp_avg", "exp_avg_sq"}; }
+  static std::vector<std::string> scalar_state() { return {}; }
+  static void validate(const Hyper& h) {
+    if (!(0.0 < h.num("lr"))) fail("Invalid learning rate: ", h.repr("lr"));
+    if (!(0.0 < h.num("eps"))) fail("Invalid epsilon value: ", h.repr("eps"));
+    check_betas(h);
+  }
+  static Flags flags(const Hyper& h) { return {h.flag("maximize")}; }
+  static constexpr uint32_t needed(const Flags&) { return 3u; }
+  static double buffer_init(size_t, const Hyper&, const Hyper&) { return 0; }
+  static std::vector<double> init_scalars(const Hyper&) { return {}; }
+  static void advance(ParamState& st, const Hyper&) { st.step += 1; }
+  template <class V>
+  static void rule(V& p, const V& g, V* b, const Scalars<V>& s, const Flags& f) {
+    sparse_adam_rule(p, g, b[0], b[1], s, f);
+  }
+
+  static SparseAdamScalars<double> scalars(const Hyper& h, const ParamState& st) {
+    const double step = step_of(st), beta1 = h.num("betas", 0), beta2 = h.num("betas", 1);
+    SparseAdamScalars<double> s;
+    s.one_minus_beta1 = 1 - beta1;
+    s.one_minus_beta2 = 1 - beta2;
+    s.eps = h.num("eps");
+    s.neg_step_size = -(h.num("lr") * std::sqrt(1 - std::pow(beta2, step)) / (1 - std::pow(beta1, step)));
+    s.zero = 0;
+    return s;
+  }
+};
+
 }  // namespace
 
+const Algorithm& sparse_adam_algorithm() {
+  static const AlgorithmImpl<SparseAdamTraits> a;
+  return a;
+}
 const Algorithm& adam_algorithm() {
   static const AlgorithmImpl<AdamTraits> a;
   return a;

@@ -90,7 +90,7 @@ struct AsgdTraits {
 };
 
 struct RpropTraits {
-  using Flags = RpropFlags;
+  using Flags = MaximizeFlags;
   template <class V>
   using Scalars = RpropScalars<V>;
   static constexpr const char* kName = "rprop";
@@ -127,8 +127,68 @@ struct RpropTraits {
   }
 };
 
+// The closure-less step of a compiled LBFGS: a per-element Barzilai-Borwein
+// (BB1) quasi-Newton step. With s = x - x_prev and y = g - g_prev, each
+// element's inverse curvature is h = s*s / (s*y) where s*y > 0 (1 elsewhere
+// and on the first step), and x <- x - lr * h * g. A parameter whose
+// gradient is already below tolerance_grad (max-norm) is left as it is,
+// like LBFGS's convergence test. The test reduces over the whole tensor, so
+// the rule is written with ops rather than as an element-wise rule.
+class LbfgsBBAlgorithm final : public Algorithm {
+ public:
+  const char* name() const override { return "lbfgs_bb"; }
+  void validate(const Hyper& h) const override { check_lr(h); }
+  const std::vector<std::string>& buffer_names() const override { return buffers_; }
+  const std::vector<std::string>& scalar_state_names() const override { return scalar_state_; }
+  bool has_step() const override { return true; }
+  bool elementwise() const override { return false; }
+  uint32_t needed_buffers(const Hyper&) const override { return 3u; }
+  uint32_t required_buffers() const override { return 3u; }
+  uint32_t flag_bits(const Hyper&) const override { return 0; }
+  std::vector<const char*> flag_names() const override { return {}; }
+  void init_state(ParamState& st, const Tensor& param, const Hyper&, const Hyper&) const override {
+    graph::TraceScope no_trace(nullptr);
+    autograd::NoGradGuard no_grad;
+    st.buffers.resize(2);
+    for (Tensor& b : st.buffers)
+      if (!b.defined()) b = full(param.shape(), 0.0, param.dtype(), param.device());
+    st.exists = true;
+  }
+  std::vector<const char*> host_scalar_names() const override { return {"lr", "first", "tolerance_grad"}; }
+  std::vector<double> host_scalars(const ParamState& st, const Hyper& h) const override {
+    return {h.num("lr"), st.step == 0 ? 1.0 : 0.0, h.num("tolerance_grad")};
+  }
+  void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
+                  const Hyper&) const override {
+    LUCID_CHECK(scalars.size() == 3, "lbfgs_bb: expected 3 scalars, got ", scalars.size());
+    autograd::NoGradGuard no_grad;
+    const DType dt = param.dtype();
+    const Tensor x = param.detach(), g = cast(grad.detach(), dt);
+    const Tensor lr = cast(scalars[0], dt), first = cast(scalars[1], dt), tol = cast(scalars[2], dt);
+    const Tensor one = wrap_scalar(1.0, x), zero = wrap_scalar(0.0, x);
+    Tensor& prev = st.buffers[0];
+    Tensor& prev_grad = st.buffers[1];
+    const Tensor s = x - prev, y = g - prev_grad, sy = s * y;
+    const Tensor curvature_ok = gt(sy * (one - first), zero);  // never on the first step
+    const Tensor h = where(curvature_ok, (s * s) / where(curvature_ok, sy, one), one);
+    const Tensor next = x - (g * h) * lr;
+    const Tensor converged = le(amax(abs(g)), tol);
+    assign_data(prev, x);
+    assign_data(prev_grad, g);
+    assign_data(param, where(converged, x, next));
+  }
+  void advance(ParamState& st, const Hyper&) const override { st.step += 1; }
+
+ private:
+  std::vector<std::string> buffers_{"prev", "prev_grad"}, scalar_state_{};
+};
+
 }  // namespace
 
+const Algorithm& lbfgs_bb_algorithm() {
+  static const LbfgsBBAlgorithm a;
+  return a;
+}
 const Algorithm& adadelta_algorithm() {
   static const AlgorithmImpl<AdadeltaTraits> a;
   return a;

@@ -46,7 +46,8 @@ namespace lucid::optim {
   };
 
 // Flags structs convert to and from a bitmask (bit i = i-th member), which
-// the eager loop turns into a template argument.
+// the eager loop turns into a template argument, and name their members in
+// the user's terms (cache-miss reports: "amsgrad: False -> True").
 
 template <class V>
 inline V signed_grad(const V& grad, bool maximize) {
@@ -61,6 +62,7 @@ struct SgdFlags {
     return unsigned(maximize) | unsigned(weight_decay) << 1 | unsigned(momentum) << 2 | unsigned(nesterov) << 3;
   }
   static constexpr SgdFlags from_bits(unsigned b) { return {bool(b & 1), bool(b & 2), bool(b & 4), bool(b & 8)}; }
+  static std::vector<const char*> names() { return {"maximize", "weight_decay != 0", "momentum != 0", "nesterov"}; }
 };
 // buf_decay/grad_coef are momentum/(1 - dampening), or 0/1 on the step that
 // creates the buffer (torch: buf = grad.clone()).
@@ -87,6 +89,9 @@ struct AdamFlags {
     return unsigned(maximize) | unsigned(weight_decay) << 1 | unsigned(decoupled) << 2 | unsigned(amsgrad) << 3;
   }
   static constexpr AdamFlags from_bits(unsigned b) { return {bool(b & 1), bool(b & 2), bool(b & 4), bool(b & 8)}; }
+  static std::vector<const char*> names() {
+    return {"maximize", "weight_decay != 0", "decoupled_weight_decay", "amsgrad"};
+  }
 };
 #define LUCID_ADAM_SCALARS(X)                                                                           \
   X(weight_decay) X(decay_factor) X(one_minus_beta1) X(beta2) X(one_minus_beta2) X(bias_correction2_sqrt) \
@@ -119,6 +124,7 @@ struct RmspropFlags {
   static constexpr RmspropFlags from_bits(unsigned b) {
     return {bool(b & 1), bool(b & 2), bool(b & 4), bool(b & 8)};
   }
+  static std::vector<const char*> names() { return {"maximize", "weight_decay != 0", "centered", "momentum > 0"}; }
 };
 #define LUCID_RMSPROP_SCALARS(X) X(weight_decay) X(alpha) X(one_minus_alpha) X(eps) X(momentum) X(neg_lr)
 LUCID_OPTIM_SCALARS(RmspropScalars, LUCID_RMSPROP_SCALARS)
@@ -153,6 +159,7 @@ struct DecayFlags {  // optimizers whose only switches are maximize and weight d
   static constexpr int kCount = 2;
   constexpr unsigned bits() const { return unsigned(maximize) | unsigned(weight_decay) << 1; }
   static constexpr DecayFlags from_bits(unsigned b) { return {bool(b & 1), bool(b & 2)}; }
+  static std::vector<const char*> names() { return {"maximize", "weight_decay != 0"}; }
 };
 #define LUCID_ADAGRAD_SCALARS(X) X(weight_decay) X(eps) X(neg_clr)
 LUCID_OPTIM_SCALARS(AdagradScalars, LUCID_ADAGRAD_SCALARS)
@@ -203,6 +210,7 @@ struct DecoupledFlags {  // maximize, weight decay, and whether it is decoupled
     return unsigned(maximize) | unsigned(weight_decay) << 1 | unsigned(decoupled) << 2;
   }
   static constexpr DecoupledFlags from_bits(unsigned b) { return {bool(b & 1), bool(b & 2), bool(b & 4)}; }
+  static std::vector<const char*> names() { return {"maximize", "weight_decay != 0", "decoupled_weight_decay"}; }
 };
 
 template <class V, class S>
@@ -269,17 +277,18 @@ void asgd_rule(V& param, const V& grad, V& ax, const AsgdScalars<V>& s, const De
 }
 
 // ----------------------------------------------------------------- Rprop
-struct RpropFlags {
+struct MaximizeFlags {  // optimizers whose only switch is maximize
   bool maximize = false;
   static constexpr int kCount = 1;
   constexpr unsigned bits() const { return unsigned(maximize); }
-  static constexpr RpropFlags from_bits(unsigned b) { return {bool(b & 1)}; }
+  static constexpr MaximizeFlags from_bits(unsigned b) { return {bool(b & 1)}; }
+  static std::vector<const char*> names() { return {"maximize"}; }
 };
 #define LUCID_RPROP_SCALARS(X) X(etaminus) X(etaplus) X(step_size_min) X(step_size_max) X(zero) X(one)
 LUCID_OPTIM_SCALARS(RpropScalars, LUCID_RPROP_SCALARS)
 
 template <class V>
-void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScalars<V>& s, const RpropFlags& f) {
+void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScalars<V>& s, const MaximizeFlags& f) {
   V g = signed_grad(grad, f.maximize);
   const V prod = g * prev;
   const V factor = where(gt(prod, s.zero), s.etaplus, where(lt(prod, s.zero), s.etaminus, s.one));
@@ -290,6 +299,28 @@ void rprop_rule(V& param, const V& grad, V& prev, V& step_size, const RpropScala
   g = where(lt(prod, s.zero), s.zero, g);  // a sign change: no step this time
   param = param - sign(g) * step_size;
   prev = g;
+}
+
+// ------------------------------------------------------------ SparseAdam
+// torch's SparseAdam on a dense gradient whose non-zero entries are the
+// sparse ones: moments and parameter change only where the gradient is
+// non-zero (an all-zero gradient changes nothing; the step still counts).
+// neg_step_size = -lr sqrt(1 - beta2^t) / (1 - beta1^t).
+#define LUCID_SPARSE_ADAM_SCALARS(X) X(one_minus_beta1) X(one_minus_beta2) X(eps) X(neg_step_size) X(zero)
+LUCID_OPTIM_SCALARS(SparseAdamScalars, LUCID_SPARSE_ADAM_SCALARS)
+
+template <class V>
+void sparse_adam_rule(V& param, const V& grad, V& exp_avg, V& exp_avg_sq, const SparseAdamScalars<V>& s,
+                      const MaximizeFlags& f) {
+  const V g = signed_grad(grad, f.maximize);
+  const V avg_update = (g - exp_avg) * s.one_minus_beta1;
+  const V sq_update = (g * g - exp_avg_sq) * s.one_minus_beta2;
+  const V numer = avg_update + exp_avg;
+  const V denom = sqrt(sq_update + exp_avg_sq) + s.eps;
+  const auto absent = eq(g, s.zero);
+  exp_avg = where(absent, exp_avg, V(exp_avg + avg_update));
+  exp_avg_sq = where(absent, exp_avg_sq, V(exp_avg_sq + sq_update));
+  param = where(absent, param, V(param + (numer / denom) * s.neg_step_size));
 }
 
 }  // namespace lucid::optim

@@ -6,12 +6,12 @@
 // finds the scalar overloads here, argument-dependent lookup finds the tensor
 // ops of ops.h.
 //
-// The scalar definitions are the CPU kernels' own (backend/cpu/math.h), so an
-// op gives bit-identical results in both instantiations (NaN handling of
-// sign/maximum/minimum included).
+// The scalar definitions are the element functions the host kernels use
+// (core/element.h), so an op gives bit-identical results in both
+// instantiations (NaN handling of sign/maximum/minimum included).
 #include <type_traits>
 
-#include "lucid/backend/cpu/math.h"
+#include "lucid/core/element.h"
 #include "lucid/ops/ops.h"
 
 namespace lucid::optim {
@@ -21,23 +21,23 @@ using if_scalar = std::enable_if_t<std::is_floating_point_v<C>, C>;
 
 template <class C>
 inline if_scalar<C> sqrt(C x) {
-  return cpu::unary_apply<UnaryOp::Sqrt>(x);
+  return element::sqrt(x);
 }
 template <class C>
 inline if_scalar<C> abs(C x) {
-  return cpu::unary_apply<UnaryOp::Abs>(x);
+  return element::abs(x);
 }
 template <class C>
 inline if_scalar<C> sign(C x) {
-  return cpu::unary_apply<UnaryOp::Sign>(x);
+  return element::sign(x);
 }
 template <class C>
 inline if_scalar<C> maximum(C a, C b) {
-  return cpu::binary_apply<BinaryOp::Maximum>(a, b);
+  return element::maximum(a, b);
 }
 template <class C>
 inline if_scalar<C> minimum(C a, C b) {
-  return cpu::binary_apply<BinaryOp::Minimum>(a, b);
+  return element::minimum(a, b);
 }
 template <class C>
 inline std::enable_if_t<std::is_floating_point_v<C>, bool> gt(C a, C b) {

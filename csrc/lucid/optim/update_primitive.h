@@ -1,10 +1,13 @@
 #pragma once
 // EngineUpdate: one engine optimizer's update of one parameter as a single
-// graph node. A compiled step on the CPU records this instead of the rule's
-// ops, so its kernel is the very fused loop the eager step runs (the rule
-// instantiated with V = the compute type): the same math, one pass over
-// memory. Inputs: param, grad, the state buffers the flags need (in buffer
-// order), then the rule's scalars as 0-d feeds. Outputs: the new param and
+// primitive. The eager step runs it through the device's kernel, and a
+// compiled step records it as one graph node, so on the CPU the compiled
+// update is the very fused loop the eager step runs (the rule instantiated
+// with V = the compute type; backend/cpu/optim_kernels.cpp): the same math,
+// one pass over memory. A device without a kernel for it gets the rule's
+// whole-tensor ops instead (EngineOptimizer decides, through has_kernel).
+// Inputs: param, grad, the state buffers the flags need (in buffer order),
+// then the rule's scalars as float64 0-d tensors. Outputs: the new param and
 // buffers, which the executable writes straight into the captured buffers.
 #include "lucid/ops/primitive.h"
 #include "lucid/optim/engine.h"
@@ -13,10 +16,11 @@ namespace lucid::optim {
 
 struct EngineUpdate final : Primitive {
   const Algorithm* algo;
-  Hyper hyper;  // the flags the rule branches on (numbers come from the scalar inputs)
+  uint32_t flags;  // the structural flags the rule branches on (numbers come from the scalar inputs)
+  uint32_t need;   // the buffers those flags need (bit k = buffer k)
   int num_buffers;
-  EngineUpdate(const Algorithm* algo, Hyper hyper, int num_buffers)
-      : Primitive(OpKind::EngineUpdate), algo(algo), hyper(std::move(hyper)), num_buffers(num_buffers) {}
+  EngineUpdate(const Algorithm* algo, uint32_t flags, uint32_t need)
+      : Primitive(OpKind::EngineUpdate), algo(algo), flags(flags), need(need), num_buffers(__builtin_popcount(need)) {}
   std::string name() const override;
   std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
   bool differentiable_input(int) const override { return false; }

@@ -8,6 +8,9 @@ inf/NaN; ``step`` skips the optimizer step when one is; ``update`` halves the sc
 doubles it after ``growth_interval`` clean steps. Inside
 ``fused_step(..., grad_scaler=scaler)`` the same contract runs within the
 compiled executable (see lucid.compile).
+
+The numbers live in a C++ ``lucid._C.GradScalerState`` (``_core``), so a
+compiled step updates the scale in the same C++ call that runs the step.
 """
 import enum
 
@@ -26,13 +29,27 @@ def _f32(x):
     return float(np.float32(x))
 
 
+def _core_attr(name):
+    return property(lambda self: getattr(self._core, name), lambda self, v: setattr(self._core, name, v))
+
+
 def unscale_dtype(grad_dtype):
     """The precision gradients are unscaled in: float32, or float64 for
-    float64 gradients (PyTorch's opmath type)."""
+    float64 gradients (PyTorch's opmath type); the compiled step's C++ trace
+    makes the same choice."""
     return _C.dtype.float64 if grad_dtype == _C.dtype.float64 else _C.dtype.float32
 
 
 class GradScaler:
+    _enabled = _core_attr("enabled")
+    _init_scale = _core_attr("init_scale")
+    _scale = _core_attr("scale")  # None until the first use
+    _growth_factor = _core_attr("growth_factor")
+    _backoff_factor = _core_attr("backoff_factor")
+    _growth_interval = _core_attr("growth_interval")
+    _init_growth_tracker = _core_attr("init_growth_tracker")
+    _growth_tracker = _core_attr("growth_tracker")  # None until the first use
+
     def __init__(self, device="cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
         if growth_factor <= 1.0:
@@ -41,6 +58,8 @@ class GradScaler:
             raise ValueError("The backoff factor must be < 1.0.")
         if not isinstance(growth_interval, int) or growth_interval <= 0:
             raise ValueError("The growth interval must be a positive integer.")
+        self._core = _C.GradScalerState(float(init_scale), float(growth_factor), float(backoff_factor),
+                                        growth_interval, bool(enabled))
         self._device = str(device)
         self._enabled = bool(enabled)
         self._init_scale = float(init_scale)
@@ -57,14 +76,10 @@ class GradScaler:
         return self._enabled
 
     def _lazy_init(self):
-        if self._scale is None:
-            self._scale = _f32(self._init_scale)
-            self._growth_tracker = self._init_growth_tracker
+        self._core.lazy_init()
 
     def get_scale(self):
-        if not self._enabled:
-            return 1.0
-        return self._init_scale if self._scale is None else self._scale
+        return self._core.get_scale()
 
     def get_growth_factor(self):
         return self._growth_factor
@@ -169,18 +184,7 @@ class GradScaler:
         self._per_optimizer = {}
 
     def _update_scale(self, found_inf):
-        # torch's _amp_update_scale_: float32 scale arithmetic
-        if found_inf:
-            self._scale = _f32(np.float32(self._scale) * np.float32(self._backoff_factor))
-            self._growth_tracker = 0
-        else:
-            self._growth_tracker += 1
-            if self._growth_tracker == self._growth_interval:
-                with np.errstate(over="ignore"):
-                    grown = np.float32(self._scale) * np.float32(self._growth_factor)
-                if np.isfinite(grown):  # torch keeps the scale when growing would overflow
-                    self._scale = _f32(grown)
-                self._growth_tracker = 0
+        self._core.update(bool(found_inf))  # torch's _amp_update_scale_: float32 scale arithmetic
 
     # ------------------------------------------------------------ checkpoint
     def state_dict(self):

@@ -1,5 +1,5 @@
-"""Compiled training steps: the whole step traced once per signature and run
-as one executable per call.
+"""Compiled training steps (the whole step traced once per signature and run
+as one executable per call) and compiled forwards (``lucid.compile(model)``).
 
 A trace records the path Python took on the first call with a given
 signature (like ``torch.jit.trace``): data-dependent Python branches are
@@ -7,7 +7,22 @@ baked in, and reading a value inside the step (``.item()``, ``.numpy()``)
 raises. ``loss_fn`` is part of the signature by identity, so passing a fresh
 lambda on every call recompiles every time.
 """
-from ._optimizer import compile_optimizer
-from ._step import fused_step, make_step
+import sys as _sys
+import types as _types
 
-__all__ = ["compile_optimizer", "fused_step", "make_step"]
+from ._function import CompiledFunction, compile
+from ._optimizer import compile_optimizer
+from ._step import fused_step, make_step, train_step
+
+__all__ = ["CompiledFunction", "compile", "compile_optimizer", "fused_step", "make_step", "train_step"]
+
+
+class _CallableModule(_types.ModuleType):
+    """``lucid.compile(model)`` compiles a forward, as torch.compile does;
+    ``lucid.compile.fused_step`` etc. stay importable from the same name."""
+
+    def __call__(self, fn, *, cache_size=8):
+        return compile(fn, cache_size=cache_size)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

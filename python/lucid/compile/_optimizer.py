@@ -1,243 +1,141 @@
 """compile_optimizer: an optimizer whose step() runs as one executable over
 every parameter of every group."""
-import threading
-import time
-
 from .. import _C
-from . import _bridge
-from ._trace import outside_trace, tensor_meta, uninterruptible
-
-SUPPORTED = ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-             "Rprop", "SparseAdam")
+from ..autograd import enable_grad
+from ..optim.optimizer import Optimizer, _EngineState, _export, _to_lucid
+from ._step import CacheInfo
 
 
-class _CompiledStepBase:
-    """A drop-in for the optimizer it wraps: ``step``, ``zero_grad``,
-    ``param_groups``, ``state``, ``state_dict`` and ``load_state_dict``. The
-    state is the wrapped optimizer's engine state, updated in place, so
-    checkpoints keep PyTorch's layout and move freely between eager and
-    compiled runs."""
+class _CompiledOptimizer(Optimizer):
+    """An Optimizer (``isinstance(opt, lucid.optim.Optimizer)``, and of the
+    wrapped class) that shares the wrapped optimizer's ``param_groups``,
+    ``defaults`` and state, so checkpoints keep PyTorch's layout and move
+    freely between eager and compiled runs, and LR schedulers drive either.
+    Its ``step()`` is one ``lucid._C.CompiledStep`` call: the update, the step
+    counts and the signature check in C++."""
 
-    def __init__(self, optimizer, cache_size=8):
-        self.optimizer = optimizer
-        self._rules = self._make_rules(optimizer)
-        self._cache = _C.ExecutableCache(cache_size)
-        self._entries = {}
-        self._last_miss = None
-        self._lock = threading.RLock()  # steps run one at a time (see _TracedStep)
+    param_groups = property(lambda self: self._optimizer.param_groups,
+                            lambda self, v: setattr(self._optimizer, "param_groups", v))
+    defaults = property(lambda self: self._optimizer.defaults,
+                        lambda self, v: setattr(self._optimizer, "defaults", v))
+    state = property(lambda self: self._optimizer.state, lambda self, v: setattr(self._optimizer, "state", v))
+    optimizer = property(lambda self: self._optimizer, doc="The wrapped (eager) optimizer.")
+    _engines = property(lambda self: self._optimizer._engines)
+    _uses_engine = property(lambda self: self._optimizer._uses_engine)
+
+    def __init__(self, optimizer, cache_size=8):  # noqa: D107 - not Optimizer.__init__: the state is shared
+        self._optimizer = optimizer
+        self._compiled_step = _C.CompiledStep(_C.StepMode.optimizer_update, None, None, self._rules_owner(optimizer), None,
+                                     cache_size)
 
     @staticmethod
-    def _make_rules(optimizer):
-        return _bridge.rules(optimizer)
+    def _rules_owner(optimizer):
+        return optimizer
 
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def defaults(self):
-        return self.optimizer.defaults
-
-    @property
-    def state(self):
-        return self.optimizer.state
-
-    def zero_grad(self, set_to_none=True):
-        self.optimizer.zero_grad(set_to_none)
-
-    def add_param_group(self, group):
-        self.optimizer.add_param_group(group)
-
-    def state_dict(self):
-        return _uncompiled(self.optimizer, type(self.optimizer).state_dict)
-
-    def load_state_dict(self, state_dict):
-        return _uncompiled(self.optimizer, type(self.optimizer).load_state_dict, state_dict)
+    def __getattr__(self, name):  # anything else the wrapped optimizer has (LBFGS's settings...)
+        if name == "_optimizer":
+            raise AttributeError(name)
+        return getattr(self._optimizer, name)
 
     def step(self, closure=None):
         loss = None
         if closure is not None:
-            with _enable_grad():
+            with enable_grad():
                 loss = closure()
-        with self._lock:
-            self._step()
+        self._compiled_step()
         return loss
 
-    def _step(self):
-        rules = self._rules
-        structure = rules.prepare()  # validates everything before anything changes
-        slots = [(gi, i, p) for gi, i, p in _bridge.param_slots(self.optimizer) if p.grad is not None]
-        if not slots:
-            return
-        grads_sig = tuple((gi, i, tensor_meta(p.grad)) for gi, i, p in slots)
-        key = repr((grads_sig, structure))
-        exe = self._cache.get(key)
-        if exe is None or not exe.bindings_valid():
-            self._last_miss = "first call" if not self._entries else "signature changed"
-            exe = self._compile(slots)
-            # tracing may create state: key by the signature later calls see
-            key = repr((grads_sig, rules.prepare()))
-            for evicted in self._cache.put(key, exe, self._compile_seconds):
-                self._entries.pop(evicted, None)
-            self._entries[key] = exe
-        positions = [(gi, i) for gi, i, _ in slots]
-        with uninterruptible():
-            exe.run([p.grad for _, _, p in slots], rules.host_scalars(positions))
-            rules.advance(positions)
-
-    def _compile(self, slots):
-        start = time.perf_counter()
-        tracer = _C.GraphTracer()
-        sym = [tracer.input(list(p.grad.shape), p.grad.dtype, str(p.grad.device)) for _, _, p in slots]
-        tracer.enter()
-        try:
-            with _no_grad():
-                for (gi, i, p), g in zip(slots, sym):
-                    self._rules.emit(tracer, gi, i, p, g)
-        finally:
-            tracer.exit()
-        exe = tracer.compile(str(slots[0][2].device))
-        self._compile_seconds = time.perf_counter() - start
-        return exe
-
     def cache_info(self):
-        from ._step import CacheInfo
-
-        return CacheInfo(self._cache.hits, self._cache.misses, len(self._cache), self._cache.compile_seconds,
-                         self._last_miss)
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self.optimizer!r})"
-
-
-def _uncompiled(opt, method, *args):
-    """Runs the optimizer's own (eager) method, bypassing the delegation to
-    this wrapper: the state is shared, only the step differs."""
-    compiled = opt.__dict__.pop("_compiled", None)
-    try:
-        return method(opt, *args)
-    finally:
-        opt._compiled = compiled
-
-
-def _enable_grad():
-    from ..autograd import enable_grad
-
-    return enable_grad()
-
-
-def _no_grad():
-    from ..autograd import no_grad
-
-    return no_grad()
-
-
-def lbfgs_bb_rule(param, grad, prev_param, prev_grad, lr, first, tolerance_grad):
-    """The closure-less step of a compiled LBFGS, in place, through ops.
-
-    A per-element Barzilai-Borwein (BB1) quasi-Newton step: with
-    ``s = x - x_prev`` and ``y = g - g_prev``, the inverse curvature of each
-    element is estimated as ``h = s*s / (s*y)`` where ``s*y > 0`` (and 1
-    elsewhere, or on the first step), and ``x <- x - lr * h * g``. A
-    parameter whose gradient is already below ``tolerance_grad`` (max-norm)
-    is left unchanged, like LBFGS's convergence test. ``lr``, ``first`` (1.0
-    on the first step) and ``tolerance_grad`` are numbers or 0-d feeds.
-    """
-    s = param - prev_param
-    y = grad - prev_grad
-    sy = s * y
-    curvature_ok = (sy * (1 - first)) > 0  # never on the first step
-    h = _C.where(curvature_ok, (s * s) / _C.where(curvature_ok, sy, 1.0), 1.0)
-    new = param - (grad * h) * lr
-    converged = _C.amax(_C.abs(grad), None, False) <= tolerance_grad
-    _C.assign_(prev_param, param)
-    _C.assign_(prev_grad, grad)
-    _C.assign_(param, _C.where(converged, param, new))
-
-
-class _LBFGSRules:
-    """The compiled LBFGS: its own state (previous parameter and gradient per
-    parameter, and a step count), separate from the eager optimizer's."""
-
-    def __init__(self, opt):
-        self.opt = opt
-        self.state = {}  # id(param) -> {"step", "prev", "prev_grad"}
-
-    def prepare(self):
-        for group in self.opt.param_groups:
-            self.opt._validate(group)
-        return tuple(id(s["prev"]) for s in self.state.values())
-
-    def emit(self, tracer, gi, i, param, grad):
-        st = self.state.get(id(param))
-        if st is None:
-            with outside_trace(tracer):  # state buffers are real tensors
-                st = self.state[id(param)] = {
-                    "step": 0,
-                    "prev": _C.full(list(param.shape), 0.0, param.dtype, param.device),
-                    "prev_grad": _C.full(list(param.shape), 0.0, param.dtype, param.device),
-                }
-        lr, first, tol = (tracer.feed([], _C.dtype.float64) for _ in range(3))
-        with _no_grad():
-            lbfgs_bb_rule(param, grad, st["prev"], st["prev_grad"], lr, first, tol)
-
-    def host_scalars(self, slots):
-        out = []
-        for gi, i in slots:
-            group = self.opt.param_groups[gi]
-            st = self.state[id(group["params"][i])]
-            out += [float(group["lr"]), 1.0 if st["step"] == 0 else 0.0, float(group["tolerance_grad"])]
-        return out
-
-    def advance(self, slots):
-        for gi, i in slots:
-            self.state[id(self.opt.param_groups[gi]["params"][i])]["step"] += 1
-
-
-class _CompiledLBFGSBase(_CompiledStepBase):
-    """LBFGS compiles to a different algorithm (lbfgs_bb_rule): the eager
-    optimizer keeps its own state and methods; this wrapper's state is its
-    own and is not part of the eager optimizer's state_dict."""
-
-    _make_rules = staticmethod(_LBFGSRules)
+        return CacheInfo(*self._compiled_step._cache_counters())
 
     @property
-    def state(self):
-        return self._rules.state
+    def cache_size(self):
+        return self._compiled_step.cache_size
+
+    @cache_size.setter
+    def cache_size(self, n):
+        self._compiled_step.cache_size = n
+
+    def executables(self):
+        return self._compiled_step.executables()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._optimizer!r})"
+
+
+class _LBFGSEngines:
+    """The compiled LBFGS's own engines (kind "lbfgs_bb", one per group: the
+    per-element Barzilai-Borwein step of csrc/lucid/optim/kinds_misc.cpp)
+    over the eager optimizer's param groups, whose state stays apart."""
+
+    _uses_engine = True
+
+    def __init__(self, opt):
+        self._opt = opt
+        self._engines = [_C.optim.EngineOptimizer("lbfgs_bb", g["params"], g, opt.defaults)
+                         for g in opt.param_groups]
+
+    @property
+    def param_groups(self):
+        return self._opt.param_groups
+
+
+class _CompiledLBFGS(_CompiledOptimizer):
+    """LBFGS compiles to a different algorithm (a per-element
+    Barzilai-Borwein step): the eager optimizer keeps its own state and
+    methods; this wrapper's state is its own and is not part of the eager
+    optimizer's state_dict."""
+
+    state = property(lambda self: _EngineState(self._lbfgs))
+    _engines = property(lambda self: self._lbfgs._engines)
+    _uses_engine = property(lambda self: True)
+
+    def _rules_owner(self, optimizer):
+        self._lbfgs = _LBFGSEngines(optimizer)
+        return self._lbfgs
 
     def state_dict(self):
-        index = {id(p): k for k, (_, _, p) in enumerate(_bridge.param_slots(self.optimizer))}
-        state = {index[pid]: {"step": s["step"], "prev": s["prev"].numpy().copy(),
-                              "prev_grad": s["prev_grad"].numpy().copy()} for pid, s in self._rules.state.items()}
-        return {"state": state, "param_groups": [{k: v for k, v in g.items() if k != "params"}
-                                                 for g in self.optimizer.param_groups]}
+        state, k = {}, 0
+        for engine in self._lbfgs._engines:
+            for j in range(engine.num_params()):
+                if engine.has_state(j):
+                    state[k] = {name: _export(v) for name, v in engine.state_entries(j)}
+                k += 1
+        return {"state": state, "param_groups": [{key: v for key, v in g.items() if key != "params"}
+                                                 for g in self.param_groups]}
 
     def load_state_dict(self, state_dict):
-        params = [p for _, _, p in _bridge.param_slots(self.optimizer)]
-        new = {}
-        for k, s in state_dict["state"].items():
-            p = params[int(k)]
-            entry = {"step": int(s["step"])}
-            for name in ("prev", "prev_grad"):
-                arr = s[name]
-                if tuple(arr.shape) != tuple(p.shape):
-                    raise ValueError(f"compiled LBFGS state '{name}' of parameter {k} has shape "
-                                     f"{tuple(arr.shape)}, expected {tuple(p.shape)}")
-            for name in ("prev", "prev_grad"):
-                entry[name] = _C.cast(_C.from_numpy_copy(s[name]), p.dtype)
-            new[id(p)] = entry
-        self._rules.state = new
+        where = [(e, j) for e in self._lbfgs._engines for j in range(e.num_params())]
+        saved = state_dict["state"]
+        converted = []
+        for k, (engine, j) in enumerate(where):
+            entries = [(str(n), _to_lucid(v, n)) for n, v in saved.get(k, {}).items()]
+            engine.check_state(j, entries)  # everything is checked before anything changes
+            converted.append(entries)
+        for (engine, j), entries in zip(where, converted):
+            engine.set_state(j, entries)
 
 
 _wrapper_classes = {}
 
 
+def _wrapper_class(optimizer):
+    cls = type(optimizer)
+    base = _CompiledLBFGS if cls.__name__ == "LBFGS" else _CompiledOptimizer
+    if cls not in _wrapper_classes:
+        _wrapper_classes[cls] = type(f"_Compiled{cls.__name__}", (base, cls), {"__module__": __name__})
+    return _wrapper_classes[cls]
+
+
 def compile_optimizer(optimizer, *, cache_size=8):
     """Returns a drop-in optimizer whose ``step()`` is one executable.
 
-    Compiling the same optimizer again returns the same wrapper; from then on
-    ``optimizer.step()``, ``state_dict()`` and ``load_state_dict()`` act on
-    the wrapper's (shared) state.
+    The result is an Optimizer of the same class (schedulers and
+    ``isinstance`` checks accept it) that shares ``param_groups`` and state
+    with ``optimizer``. Compiling the same optimizer again returns the same
+    wrapper; from then on ``optimizer.step()``, ``state_dict()`` and
+    ``load_state_dict()`` act through the wrapper too. LBFGS compiles to a
+    closure-less per-element Barzilai-Borwein step with its own state.
 
     >>> import lucid, lucid.optim
     >>> from lucid.compile import compile_optimizer
@@ -248,25 +146,18 @@ def compile_optimizer(optimizer, *, cache_size=8):
     >>> w.tolist()
     [0.5, 0.5, 0.5]
     """
-    name = type(optimizer).__name__
     existing = getattr(optimizer, "_compiled_wrapper", None)
     if existing is not None:
         return existing
-    if name == "LBFGS":
-        if not any(g["params"] for g in optimizer.param_groups):
-            raise ValueError("compile_optimizer: the optimizer has no parameters")
-        cls = _wrapper_classes.setdefault(name, type("_CompiledLBFGS", (_CompiledLBFGSBase,), {}))
-        wrapper = cls(optimizer, cache_size)
-        optimizer._compiled_wrapper = wrapper  # the eager optimizer keeps its own step and state
-        return wrapper
-    if name not in SUPPORTED:
-        raise TypeError(f"compile_optimizer does not support {name}; supported: {', '.join(SUPPORTED + ('LBFGS',))}")
+    if not isinstance(optimizer, Optimizer) or not (getattr(optimizer, "_uses_engine", False)
+                                                     or type(optimizer).__name__ == "LBFGS"):
+        raise TypeError(f"compile_optimizer does not support {type(optimizer).__name__}; supported: the optimizers "
+                        "of lucid.optim (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, "
+                        "Rprop, SparseAdam, LBFGS)")
     if not any(g["params"] for g in optimizer.param_groups):
         raise ValueError("compile_optimizer: the optimizer has no parameters")
-    cls = _wrapper_classes.get(name)
-    if cls is None:
-        cls = _wrapper_classes[name] = type(f"_Compiled{name}", (_CompiledStepBase,), {})
-    wrapper = cls(optimizer, cache_size)
-    optimizer._compiled = wrapper  # opt.step/state_dict/load_state_dict now go to the wrapper
+    wrapper = _wrapper_class(optimizer)(optimizer, cache_size)
+    if not isinstance(wrapper, _CompiledLBFGS):
+        optimizer._compiled = wrapper  # opt.step/state_dict/load_state_dict now go through the wrapper
     optimizer._compiled_wrapper = wrapper
     return wrapper

@@ -1,223 +1,89 @@
-"""make_step and fused_step: a training step traced once per signature and
-run as one executable per call."""
+"""make_step, fused_step and train_step: a training step traced once per
+signature and run as one executable per call.
+
+Each is a thin subclass of ``lucid._C.CompiledStep``, the one C++ object
+that checks a call's signature, keeps the executable cache, feeds the
+hyper-parameters, runs the executable with the GIL released and does the
+bookkeeping (step counts, the GradScaler's scale) before it returns. Python
+only runs the user's model and loss under the tracer when a signature is
+seen for the first time.
+"""
 import collections
-import threading
-import time
 
 from .. import _C
-from . import _bridge
-from ..amp.grad_scaler import unscale_dtype
-from ._trace import as_tensor_args, describe_change, tensor_meta, tracing, uninterruptible
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries compile_seconds last_miss")
 
 
-class _Entry:
-    """What a compiled signature needs besides its executable."""
-
-    def __init__(self):
-        self.executable = None
-        self.compile_seconds = 0.0
-        self.new_grad_params = []  # params whose new .grad is an output of the run
-        self.bound_grad_params = []  # params whose existing .grad is accumulated into, bound per call
-        self.scalar_fn = None      # gives the host scalar feeds of one call, in trace order
-        self.after_run = []        # host bookkeeping after a successful run (step counts)
-
-
-class _TracedStep:
-    def __init__(self, model, loss_fn, cache_size):
-        if not callable(loss_fn):
-            raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
-        self.model = model
-        self.loss_fn = loss_fn
-        self._cache = _C.ExecutableCache(cache_size)
-        self._entries = {}
-        self._last_signature = None
-        self._last_miss = None
-        self._keys = {}  # fast signature key -> cache key
-        # Calls of one step run one at a time: each reads what the previous
-        # one wrote (parameters, state, step counts, the cache), and a run
-        # releases the GIL. Separate steps still run in parallel.
-        self._lock = threading.RLock()
-
-    # -- signature ---------------------------------------------------------
-    def _params(self):
-        return list(self.model.parameters())
-
-    def _signature(self, args):
-        """The signature in readable form (for cache-miss reports)."""
-        parts = {
-            "inputs": tuple(tensor_meta(a) for a in args),
-            "parameters": tuple((id(p), p.requires_grad, tensor_meta(p)) for p in self._params()),
-            "training": getattr(self.model, "training", None),
-            "loss_fn": id(self.loss_fn),
-            "autocast": _autocast_state(),
-        }
-        parts.update(self._extra_signature())
-        return parts
-
-    def _signature_key(self, args):
-        """The same facts as _signature, cheaply: checked on every call."""
-        params = self._params()
-        return (_C.tensor_key(args), tuple(map(id, params)), _C.tensor_key(params),
-                getattr(self.model, "training", None), id(self.loss_fn), _C.autocast_state(),
-                self._extra_key())
-
-    def _extra_key(self):
-        return tuple(self._extra_signature().values())
-
-    def _extra_signature(self):
-        return {}
-
-    # -- calls ---------------------------------------------------------------
-    def __call__(self, *args):
-        if not args:
-            raise TypeError("a compiled step needs at least the model input")
-        args = as_tensor_args(args)
-        with self._lock:
-            return self._call(args)
-
-    def _call(self, args):
-        fast = self._signature_key(args)
-        key = self._keys.get(fast)
-        if key is None:  # not seen in this form: the readable signature decides
-            key = repr(tuple(self._signature(args).items()))
-        exe = self._cache.get(key)
-        entry = self._entries.get(key)
-        stateless = None  # what to undo if this call compiles and then fails
-        if exe is None or entry is None or not exe.bindings_valid():
-            parts = self._signature(args)
-            self._last_miss = describe_change(self._last_signature, parts) if exe is None else \
-                "captured buffers were rebound (e.g. a parameter's .data was replaced)"
-            stateless = self._without_state()
-            try:
-                entry = self._compile(args)
-            except BaseException:
-                self._drop_state(stateless)
-                raise
-            # Tracing may create optimizer state: key the entry by the
-            # signature it will be looked up with from now on.
-            parts = self._signature(args)
-            key = repr(tuple(parts.items()))
-            fast = self._signature_key(args)
-            for evicted in self._cache.put(key, entry.executable, entry.compile_seconds):
-                self._entries.pop(evicted, None)
-            self._entries[key] = entry
-            self._last_signature = parts
-        if len(self._keys) > 16 * self._cache.capacity:
-            self._keys.clear()  # bounded memo; entries are re-found by their readable key
-        self._keys[fast] = key
-        with uninterruptible():
-            scalars = entry.scalar_fn() if entry.scalar_fn else []
-            try:
-                outs = entry.executable.run(args, scalars, [p.grad for p in entry.bound_grad_params])
-            except BaseException:
-                if stateless is not None:
-                    # A failed call changes nothing (PyTorch's state stays {}
-                    # when a first step fails): the state its trace created
-                    # goes, and with it the executable bound to that state.
-                    self._drop_state(stateless)
-                    self._cache.erase(key)
-                    self._entries.pop(key, None)
-                raise
-            self._after_run(entry, outs)
-            for f in entry.after_run:
-                f(outs)
-        return outs[0]
-
-    def _backward(self, tracer, loss, entry):
-        loss.backward()
-
-    def _without_state(self):
-        return []
-
-    def _drop_state(self, slots):
-        pass
-
-    def _bind_grads(self, tracer, params, entry):
-        pass
-
-    def _compile(self, args):
-        start = time.perf_counter()
-        tracer = _C.GraphTracer()
-        device = str(args[0].device)
-        sym = [tracer.input(list(a.shape), a.dtype, str(a.device)) for a in args]
-        entry = _Entry()
-        params = [p for p in self._params() if p.requires_grad]
-        saved_grads = {id(p): p.grad for p in params}
-        self._bind_grads(tracer, params, entry)
-        try:
-            with tracing(tracer):
-                out = self.model(sym[0])
-                loss = self.loss_fn(out, *sym[1:])
-                if not isinstance(loss, _C.Tensor) or loss.numel() != 1:
-                    raise RuntimeError("loss_fn must return a scalar tensor to compile a training step")
-                self._prepare_grads(params)
-                self._backward(tracer, loss, entry)
-                tracer.output(loss.detach())
-                self._trace_update(tracer, params, saved_grads, entry)
-        finally:
-            for p in params:
-                p.grad = saved_grads[id(p)]
-        entry.executable = tracer.compile(device)
-        entry.compile_seconds = time.perf_counter() - start
-        return entry
-
+class _CompiledStep(_C.CompiledStep):
     def cache_info(self):
-        return CacheInfo(self._cache.hits, self._cache.misses, len(self._cache), self._cache.compile_seconds,
-                         self._last_miss)
-
-    @property
-    def cache_size(self):
-        return self._cache.capacity
-
-    @cache_size.setter
-    def cache_size(self, n):
-        self._cache.capacity = n
+        """Hits, misses, entries, total compile seconds, and why the last
+        compile happened (in your terms: ``input 0 shape [64, 784] -> [32, 784]``)."""
+        return CacheInfo(*self._cache_counters())
 
 
-def _autocast_state():
-    try:
-        from ..amp import autocast_state
-    except ImportError:
-        return None
-    return autocast_state()
+def _scalar_loss(loss, who):
+    if not isinstance(loss, _C.Tensor) or loss.numel() != 1:
+        raise RuntimeError(f"{who} must return a scalar tensor to compile a training step")
+    return loss
 
 
-class MakeStep(_TracedStep):
+def _model_and_loss(model, loss_fn):
+    """The forward of make_step/fused_step: ``loss_fn(model(x), *targets)``.
+    A trace with a different number of arguments than the ones that worked
+    says so when it fails (an extra argument otherwise surfaces as whatever
+    loss_fn makes of it)."""
+    traced = set()
+
+    def forward(args):
+        try:
+            loss = _scalar_loss(loss_fn(model(args[0]), *args[1:]), "loss_fn")
+        except Exception as e:
+            if traced and len(args) not in traced:
+                counts = " or ".join(str(n) for n in sorted(traced))
+                raise type(e)(f"the compiled step was called with {len(args)} arguments (the model input and "
+                              f"{len(args) - 1} targets for loss_fn), but earlier calls had {counts}; tracing the "
+                              f"new call failed: {e}") from e
+            raise
+        traced.add(len(args))
+        return [loss]
+
+    return forward
+
+
+def _check_loss_fn(loss_fn):
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+
+
+def _check_optimizer(optimizer, who):
+    if not getattr(optimizer, "_uses_engine", False) or not getattr(optimizer, "_engines", None):
+        raise TypeError(f"{who}: {type(optimizer).__name__} has no update rule that can be compiled")
+
+
+def _scaler(grad_scaler):
+    if grad_scaler is not None and not hasattr(grad_scaler, "_core"):
+        raise TypeError(f"grad_scaler must be a lucid.amp.GradScaler, got {type(grad_scaler).__name__}")
+    return grad_scaler
+
+
+def _clipping(clip_grad_norm, norm_type, clip_grad_value, accumulate):
+    if accumulate is None or int(accumulate) != accumulate or accumulate < 1:
+        raise ValueError(f"accumulate must be a positive number of micro-batches, got {accumulate!r}")
+    norm = None if clip_grad_norm is None else float(clip_grad_norm)
+    value = None if clip_grad_value is None else float(clip_grad_value)
+    return dict(clip_norm=norm, norm_type=float(norm_type), clip_value=value, accumulate=int(accumulate))
+
+
+class MakeStep(_CompiledStep):
     """Forward + loss + backward as one executable; gradients land in .grad
     as loss.backward() would leave them (accumulating into existing ones)."""
 
     def __init__(self, model, loss_fn, cache_size=8):
-        super().__init__(model, loss_fn, cache_size)
-
-    def _bind_grads(self, tracer, params, entry):
-        # An existing .grad is accumulated into in place; zero_grad() and the
-        # runs that create gradients replace the tensor between calls, so the
-        # buffer is bound on each call rather than at trace time.
-        for p in params:
-            if p.grad is not None:
-                tracer.bind_per_call(p.grad)
-                entry.bound_grad_params.append(p)
-
-    def _extra_signature(self):
-        # Whether each parameter already has a gradient decides accumulate vs create.
-        return {"grads": tuple(None if p.grad is None else tensor_meta(p.grad) for p in self._params())}
-
-    def _prepare_grads(self, params):
-        pass  # existing .grad buffers are captured and accumulated into in place
-
-    def _trace_update(self, tracer, params, saved_grads, entry):
-        # A parameter that had no .grad gets a new one, returned by the run;
-        # an existing .grad was accumulated into in place (a writeback).
-        for p in params:
-            if saved_grads[id(p)] is None and p.grad is not None:
-                tracer.output(p.grad)
-                entry.new_grad_params.append(p)
-
-    def _after_run(self, entry, outs):
-        for p, g in zip(entry.new_grad_params, outs[1:]):
-            p.grad = g
+        _check_loss_fn(loss_fn)
+        super().__init__(_C.StepMode.gradients, _model_and_loss(model, loss_fn), model, None, None, cache_size)
+        self.model = model
+        self.loss_fn = loss_fn
 
 
 def make_step(model, loss_fn, *, cache_size=8):
@@ -230,103 +96,38 @@ def make_step(model, loss_fn, *, cache_size=8):
     return MakeStep(model, loss_fn, cache_size)
 
 
-class FusedStep(_TracedStep):
+class FusedStep(_CompiledStep):
     """Forward + loss + backward + optimizer update as one executable."""
 
-    def __init__(self, model, loss_fn, optimizer, grad_scaler=None, cache_size=8):
-        super().__init__(model, loss_fn, cache_size)
-        self.grad_scaler = grad_scaler
-        self._rules = _bridge.rules(optimizer)
+    def __init__(self, model, loss_fn, optimizer, grad_scaler=None, cache_size=8, clip_grad_norm=None, norm_type=2.0,
+                 clip_grad_value=None, accumulate=1):
+        _check_loss_fn(loss_fn)
+        _check_optimizer(optimizer, "fused_step")
         model_params = {id(p) for p in model.parameters()}
-        for _, _, p in _bridge.param_slots(optimizer):
-            if id(p) not in model_params:
-                raise RuntimeError("fused_step: the optimizer holds a parameter that is not one of the model's "
-                                   "parameters; pass the model that owns every optimized parameter")
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in model_params:
+                    raise RuntimeError("fused_step: the optimizer holds a parameter that is not one of the model's "
+                                       "parameters; pass the model that owns every optimized parameter")
+        clip = _clipping(clip_grad_norm, norm_type, clip_grad_value, accumulate)
+        super().__init__(_C.StepMode.update, _model_and_loss(model, loss_fn), model, optimizer, _scaler(grad_scaler),
+                         cache_size, single_result=clip["clip_norm"] is None, **clip)
+        self.model = model
+        self.loss_fn = loss_fn
         self.optimizer = optimizer
-
-    def _extra_signature(self):
-        opt = self.optimizer
-        return {
-            "groups": tuple(tuple(id(p) for p in g["params"]) for g in opt.param_groups),
-            # validates the hyper-parameters before anything runs
-            "optimizer": self._rules.prepare(),
-            "grad_scaler": self._scaling(),
-        }
-
-    def _scaling(self):
-        return self.grad_scaler is not None and self.grad_scaler.is_enabled()
-
-    def _without_state(self):
-        return self._rules.without_state()
-
-    def _drop_state(self, slots):
-        self._rules.drop_state(slots)
-
-    def _backward(self, tracer, loss, entry):
-        if not self._scaling():
-            loss.backward()
-            return
-        # The scale is a feed: a changing scale never recompiles.
-        self.grad_scaler._lazy_init()
-        scale = tracer.feed([], _C.dtype.float32)
-        _C.mul(loss, _C.cast(scale, loss.dtype)).backward()
-        entry.scale_tensor = scale
-
-    def _prepare_grads(self, params):
-        # The eager loop starts from zero_grad(): every gradient is fresh.
-        for p in params:
-            p.grad = None
-
-    def _trace_update(self, tracer, params, saved_grads, entry):
-        rules = self._rules
-        slots, grads = [], []
-        for gi, i, p in _bridge.param_slots(self.optimizer):
-            g = p.grad
-            if g is None or not p.requires_grad:
-                continue  # no gradient: skipped entirely, as in the eager step
-            slots.append((gi, i, p))
-            grads.append(g)
-        scaling = self._scaling()
-        if scaling:
-            # Unscale (in float32, float64 for float64 grads) and flag any inf/NaN; the update below is
-            # then made conditional on the flag.
-            # 1/scale rounded to float32 from float64, as the eager scaler's inv_scale
-            inv = _C.cast(_C.div(1.0, _C.cast(entry.scale_tensor, _C.dtype.float64)), _C.dtype.float32)
-            unscaled = [_C.mul(_C.cast(g, unscale_dtype(g.dtype)), _C.cast(inv, unscale_dtype(g.dtype)))
-                        for g in grads]
-            flags = [_C.any(_C.logical_not(_C.isfinite(u)), None, False) for u in unscaled]
-            found_inf = flags[0]
-            for f in flags[1:]:
-                found_inf = _C.logical_or(found_inf, f)
-            grads = [_C.cast(u, g.dtype) for u, g in zip(unscaled, grads)]
-            before = tracer.writebacks()
-        for (gi, i, p), g in zip(slots, grads):
-            rules.emit(tracer, gi, i, p, g)
-        positions = [(gi, i) for gi, i, _ in slots]
-        scaler = self.grad_scaler
-        if scaling:
-            tracer.guard_writebacks_since(before, found_inf)
-            tracer.output(found_inf)
-            # the scale feed was made first (in backward), then the update's
-            entry.scalar_fn = lambda: [scaler.get_scale()] + rules.host_scalars(positions)
-        else:
-            entry.scalar_fn = lambda: rules.host_scalars(positions)
-        entry.after_run.append(lambda outs: self._finish(rules, positions, outs, scaling))
-
-    def _finish(self, rules, positions, outs, scaling):
-        if not scaling:
-            rules.advance(positions)
-            return
-        found_inf = bool(outs[1].item())
-        if not found_inf:  # an overflow step does not count, as with scaler.step(opt)
-            rules.advance(positions)
-        self.grad_scaler._update_scale(found_inf)
-
-    def _after_run(self, entry, outs):
-        pass
+        self.grad_scaler = grad_scaler
 
 
-def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, cache_size=8):
+class _FusedStepWithNorm(FusedStep):
+    """A fused step clipping by norm: returns (loss, total_norm)."""
+
+    def __call__(self, *args):
+        loss, norm = _C.CompiledStep.__call__(self, *args)
+        return loss, norm
+
+
+def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, clip_grad_norm=None, norm_type=2.0,
+               clip_grad_value=None, accumulate=1, cache_size=8):
     """Compiles the whole training step into one executable.
 
     ``step = fused_step(model, loss_fn, opt)`` then ``loss = step(x, *targets)``
@@ -334,6 +135,15 @@ def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, cache_size=8):
     loss.backward(); opt.step()`` — parameters and optimizer state are updated
     in place and the loss is returned — but runs as one executable per call.
     Hyper-parameters are read from ``optimizer.param_groups`` on every call.
+
+    With ``clip_grad_norm=max_norm`` the gradients are clipped by their total
+    norm before the update (``nn.utils.clip_grad_norm_``, after unscaling with
+    a GradScaler) and the step returns ``(loss, total_norm)``;
+    ``clip_grad_value`` clamps them (``clip_grad_value_``). With
+    ``accumulate=k`` every argument carries k micro-batches along dim 0:
+    the gradients of ``loss_i / k`` are summed before one update, and the
+    mean of the k losses is returned. See :func:`train_step` for steps that
+    are not ``loss_fn(model(x), *targets)``.
 
     >>> import lucid, lucid.nn as nn, lucid.nn.functional as F, lucid.optim
     >>> from lucid.compile import fused_step
@@ -344,4 +154,84 @@ def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, cache_size=8):
     >>> loss.shape
     ()
     """
-    return FusedStep(model, loss_fn, optimizer, grad_scaler, cache_size)
+    cls = FusedStep if clip_grad_norm is None else _FusedStepWithNorm
+    return cls(model, loss_fn, optimizer, grad_scaler, cache_size, clip_grad_norm, norm_type, clip_grad_value,
+               accumulate)
+
+
+class TrainStep(_CompiledStep):
+    """A user's step function (batch -> loss, or (loss, *outputs)) with
+    backward, clipping, accumulation and the optimizer update, as one
+    executable."""
+
+    def __init__(self, fn, optimizer, grad_scaler=None, cache_size=8, clip_grad_norm=None, norm_type=2.0,
+                 clip_grad_value=None, accumulate=1, model=None):
+        if not callable(fn):
+            raise TypeError(f"train_step needs a callable, got {type(fn).__name__}")
+        _check_optimizer(optimizer, "train_step")
+        clip = _clipping(clip_grad_norm, norm_type, clip_grad_value, accumulate)
+        shape = self._shape = {}
+        name = getattr(fn, "__name__", "the step function")
+
+        def forward(args):
+            out = fn(*args)
+            if isinstance(out, (tuple, list)):
+                if not out or not all(isinstance(t, _C.Tensor) for t in out):
+                    raise TypeError(f"{name} must return the loss or a tuple (loss, *tensors), got "
+                                    f"{type(out).__name__} of {[type(t).__name__ for t in out]}")
+                shape["kind"] = type(out)
+                shape["n"] = len(out)
+                return [_scalar_loss(out[0], name), *out[1:]]
+            shape["kind"] = None
+            return [_scalar_loss(out, name)]
+
+        super().__init__(_C.StepMode.update, forward, model, optimizer, _scaler(grad_scaler), cache_size,
+                         single_result=False, **clip)
+        self.fn = fn
+        self.model = model
+        self.optimizer = optimizer
+        self.grad_scaler = grad_scaler
+        self._with_norm = clip["clip_norm"] is not None
+
+    def __call__(self, *args):
+        outs = _C.CompiledStep.__call__(self, *args)
+        kind = self._shape["kind"]
+        if self._with_norm:
+            *outs, norm = outs
+        result = outs[0] if kind is None else kind(outs)
+        return (result, norm) if self._with_norm else result
+
+
+def train_step(fn, optimizer, grad_scaler=None, *, clip_grad_norm=None, norm_type=2.0, clip_grad_value=None,
+               accumulate=1, model=None, cache_size=8):
+    """Compiles a training step written as a function of the batch.
+
+    ``fn(*batch)`` returns the loss, or a tuple whose first element is the
+    loss and whose others are tensors to hand back (logits for a metric, an
+    RNN's hidden state for the next call: they come back detached, as
+    ``repackage_hidden`` would leave them). ``step = train_step(fn, opt)``
+    then ``step(*batch)`` behaves like ``opt.zero_grad(); out = fn(*batch);
+    loss.backward(); opt.step()`` and returns what ``fn`` returned, as one
+    executable per call. The parameters are the optimizer's.
+
+    ``grad_scaler``, ``clip_grad_norm``/``norm_type``/``clip_grad_value``
+    and ``accumulate`` work as in :func:`fused_step` (with ``clip_grad_norm``
+    the step returns ``(result, total_norm)``; with ``accumulate=k`` extra
+    outputs are stacked along a new first dimension). Pass ``model=`` when
+    the model switches between ``train()`` and ``eval()``: its ``training``
+    flag is then part of the signature.
+
+    >>> import lucid, lucid.nn as nn, lucid.nn.functional as F, lucid.optim
+    >>> from lucid.compile import train_step
+    >>> model = nn.Linear(4, 2)
+    >>> opt = lucid.optim.SGD(model.parameters(), lr=0.1)
+    >>> def step_fn(x, y):
+    ...     logits = model(x)
+    ...     return F.cross_entropy(logits, y), logits
+    >>> step = train_step(step_fn, opt, clip_grad_norm=1.0)
+    >>> (loss, logits), norm = step(lucid.ones(3, 4), lucid.tensor([0, 1, 1]))
+    >>> logits.shape, norm.shape
+    ((3, 2), ())
+    """
+    return TrainStep(fn, optimizer, grad_scaler, cache_size, clip_grad_norm, norm_type, clip_grad_value, accumulate,
+                     model)

@@ -1,7 +1,5 @@
 """Tracing helpers shared by the compiled entry points."""
 import contextlib
-import signal
-import threading
 
 from .. import _C
 
@@ -52,27 +50,3 @@ def describe_change(old, new):
     if not changed:
         return "captured buffers were rebound (e.g. a parameter's .data was replaced)"
     return "; ".join(f"{name} changed: {old.get(name)!r} -> {new[name]!r}" for name in changed)
-
-
-@contextlib.contextmanager
-def uninterruptible():
-    """Defers Ctrl-C (SIGINT) until the block has finished: a run and its host
-    bookkeeping (step counts, the scaler's update) happen together or not at
-    all. The run releases the GIL, and a KeyboardInterrupt raised between its
-    return and the bookkeeping would leave parameters updated but the step
-    count behind. Python handles signals in the main thread only; elsewhere
-    there is nothing to defer."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield  # None: a handler installed outside Python, which cannot be put back
-        return
-    pending = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(frame))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if pending:  # now that the step is whole
-            if callable(previous):
-                previous(signal.SIGINT, pending[0])  # KeyboardInterrupt by default
-            elif previous == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)

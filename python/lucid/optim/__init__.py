@@ -2,9 +2,9 @@
 arguments, defaults, math, errors and state_dict layout.
 
 The element-wise optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta,
-Adamax, NAdam, RAdam, ASGD, Rprop) run on engine optimizers: their update
-rules are written once in C++ (csrc/lucid/optim/rules.h) and applied in one
-fused, multi-threaded pass over each parameter. SparseAdam and LBFGS run
+Adamax, NAdam, RAdam, ASGD, Rprop, SparseAdam) run on engine optimizers:
+their update rules are written once in C++ (csrc/lucid/optim/rules.h) and
+applied in one fused, multi-threaded pass over each parameter. LBFGS runs
 eagerly with whole-tensor ops.
 """
 from . import lr_scheduler

@@ -18,24 +18,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        defaults = {
-            "lr": lr,
-            "momentum": momentum,
-            "alpha": alpha,
-            "eps": eps,
-            "centered": centered,
-            "weight_decay": weight_decay,
-            "capturable": capturable,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("momentum", 0), ("centered", False), ("foreach", None), ("maximize", False),
-                           ("differentiable", False), ("capturable", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class Adagrad(Optimizer):
@@ -50,30 +33,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        defaults = {
-            "lr": lr,
-            "lr_decay": lr_decay,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "initial_accumulator_value": initial_accumulator_value,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-            "fused": fused,
-        }
-        self._constructing = True
-        super().__init__(params, defaults)
-        self._constructing = False
-
-    def _group_added(self, group):
-        if self._constructing:
-            engine = self._engines[-1]
-            for j in range(engine.num_params()):
-                engine.init_state(j, group)
-
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False), ("fused", None)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class Adadelta(Optimizer):
@@ -83,19 +43,5 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        defaults = {
-            "lr": lr,
-            "rho": rho,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "maximize": maximize,
-            "capturable": capturable,
-            "foreach": foreach,
-            "differentiable": differentiable,
-        }
-        super().__init__(params, defaults)
+        super().__init__(params, self._defaults_from(locals()))
 
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                           ("capturable", False)):
-            group.setdefault(key, value)

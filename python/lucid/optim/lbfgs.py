@@ -130,16 +130,7 @@ class LBFGS(Optimizer):
                  history_size=100, line_search_fn=None):
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        defaults = {
-            "lr": lr,
-            "max_iter": max_iter,
-            "max_eval": max_eval,
-            "tolerance_grad": tolerance_grad,
-            "tolerance_change": tolerance_change,
-            "history_size": history_size,
-            "line_search_fn": line_search_fn,
-        }
-        super().__init__(params, defaults)
+        super().__init__(params, self._defaults_from(locals()))
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]

@@ -43,17 +43,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _materialize(optimizer):
-    # Lazy backends compute on demand; after an update the parameters must
-    # hold their new values. CPU tensors always do.
-    sync = getattr(_C, "materialize", None)
-    if sync is None:
-        return
-    tensors = [p for g in optimizer.param_groups for p in g["params"] if p.device.type != "cpu"]
-    if tensors:
-        sync(tensors)
-
-
 def _wrap_step(step):
     if getattr(step, "_lucid_step", False):
         return step
@@ -63,9 +52,7 @@ def _wrap_step(step):
         compiled = self.__dict__.get("_compiled")
         if compiled is not None:
             return compiled.step(*args, **kwargs)
-        out = step(self, *args, **kwargs)
-        _materialize(self)
-        return out
+        return step(self, *args, **kwargs)
 
     wrapper._lucid_step = True
     return wrapper
@@ -98,8 +85,11 @@ def _to_lucid(value, name, dtype=None):
 
 def _export(t):
     """An engine state tensor as a NumPy array (sharing memory where NumPy can
-    represent the dtype, as torch's state_dict shares its tensors)."""
+    represent the dtype, as torch's state_dict shares its tensors); an
+    integer step count (SparseAdam's) as a Python int, as torch keeps it."""
     t = t.detach()
+    if t.dtype == _C.dtype.int64 and t.ndim == 0:
+        return int(t.item())
     if t.dtype == _C.dtype.bfloat16:
         return _C.cast(t, _C.dtype.float32).numpy()
     return t.numpy()
@@ -145,19 +135,25 @@ class _EngineState(Mapping):
                     return gi, j
         return None
 
+    def _engines(self):
+        # a group's list edited by hand is followed, as torch reads it each time
+        for engine, group in zip(self._opt._engines, self._opt.param_groups):
+            engine.set_params(group["params"])
+        return self._opt._engines
+
     def __getitem__(self, param):
         loc = self._locate(param)
         if loc is None:
             return {}
-        return self._opt._param_entries(loc[0], loc[1], param)
+        return dict(self._engines()[loc[0]].state_entries(loc[1]))
 
     def __contains__(self, param):
         loc = self._locate(param)
-        return loc is not None and self._opt._engine_holds(*loc) and self._opt._engines[loc[0]].has_state(loc[1])
+        return loc is not None and self._engines()[loc[0]].has_state(loc[1])
 
     def __iter__(self):
-        for engine, group in zip(self._opt._engines, self._opt.param_groups):
-            for j, p in enumerate(group["params"][:engine.num_params()]):
+        for engine, group in zip(self._engines(), self._opt.param_groups):
+            for j, p in enumerate(group["params"]):
                 if engine.has_state(j):
                     yield p
 
@@ -166,6 +162,13 @@ class _EngineState(Mapping):
 
     def __repr__(self):
         return repr({f"param {i}": v for i, v in enumerate(self.values())})
+
+
+@functools.lru_cache(maxsize=None)
+def _kind_info(kind):
+    """The kind's table (csrc/lucid/optim/kind_table.h): defaults, the keys a
+    loaded group gets, forced values, state at construction."""
+    return _C.optim.kind_info(kind)
 
 
 class Optimizer:
@@ -177,8 +180,10 @@ class Optimizer:
             override ``defaults``).
         defaults: the default value of every hyper-parameter.
 
-    Subclasses set ``_kind``, the name of their hyper-parameter rules (and of
-    their engine optimizer for the element-wise kinds).
+    Subclasses set ``_kind``, the name of their entry in the C++ kind table
+    (csrc/lucid/optim/kind_table.h: defaults, validation, state layout), and
+    build ``defaults`` with ``_defaults_from(locals())``: their signature
+    states the values once, the table names the keys and their order.
     """
 
     _kind: str | None = None
@@ -208,8 +213,12 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
-        for group in param_groups:
-            self.add_param_group(group)
+        self._constructing = True
+        try:
+            for group in param_groups:
+                self.add_param_group(group)
+        finally:
+            self._constructing = False
 
     # ------------------------------------------------------------- groups
     def _validate(self, group):
@@ -219,8 +228,20 @@ class Optimizer:
         if self._kind is not None:
             _C.optim.validate(self._kind, group)
 
+    def _defaults_from(self, given):
+        """The constructor's hyper-parameters (its ``locals()``) in the kind's order."""
+        return {key: given[key] for key, _ in _kind_info(self._kind)["defaults"]}
+
     def _group_defaults(self, group):
-        """Fills keys added in later versions (torch's __setstate__)."""
+        """Fills keys added in later versions (torch's __setstate__) and the
+        values the kind forces (AdamW's decoupled weight decay)."""
+        if self._kind is None:
+            return
+        info = _kind_info(self._kind)
+        for key, value in info["loaded"]:
+            group.setdefault(key, value)
+        for key, value in info["forced"]:
+            group[key] = value
 
     def add_param_group(self, param_group):
         """Adds a param group. Every check happens before anything changes."""
@@ -289,7 +310,11 @@ class Optimizer:
         self._group_added(param_group)
 
     def _group_added(self, group):
-        """Hook for subclasses (Adagrad creates its state here)."""
+        # torch's Adagrad creates the state of its constructor's parameters at once.
+        if self._uses_engine and self._constructing and _kind_info(self._kind)["state_at_construction"]:
+            engine = self._engines[-1]
+            for j in range(engine.num_params()):
+                engine.init_state(j, group)
 
     # --------------------------------------------------------------- step
     def zero_grad(self, set_to_none: bool = True):
@@ -312,12 +337,8 @@ class Optimizer:
         """Validates every group's hyper-parameters and gradients; returns
         what the engines read."""
         hypers = []
-        for i, (engine, group) in enumerate(zip(self._engines, self.param_groups)):
-            if len(group["params"]) != engine.num_params():
-                raise RuntimeError(
-                    f"param_groups[{i}]['params'] changed after the group was added; "
-                    "use add_param_group to optimize more parameters"
-                )
+        for engine, group in zip(self._engines, self.param_groups):
+            engine.set_params(group["params"])  # an edited list takes effect, as in torch
             h = _C.optim.Hyper(group)
             engine.check(h)
             hypers.append(h)
@@ -342,15 +363,12 @@ class Optimizer:
         return loss
 
     # --------------------------------------------------------- state_dict
-    def _engine_holds(self, gi, j):
-        # A parameter appended to group["params"] directly (not through
-        # add_param_group) has no slot in the engine: it has no state, and
-        # step() refuses to run until the group is consistent.
-        return j < self._engines[gi].num_params()
-
     def _param_entries(self, gi, j, param):
-        """Parameter j of group gi's state as {key: value} (engine kinds)."""
-        return dict(self._engines[gi].state_entries(j)) if self._engine_holds(gi, j) else {}
+        """Parameter j of group gi's state as {key: value} (engine kinds); a
+        parameter appended to the group's list since the last step has none."""
+        engine = self._engines[gi]
+        engine.set_params(self.param_groups[gi]["params"])
+        return dict(engine.state_entries(j))
 
     def state_dict(self):
         """The optimizer state in torch.optim's layout:
@@ -417,6 +435,9 @@ class Optimizer:
             self._group_defaults(s)
             self._validate(s)
             new_groups.append(s)
+        if self._uses_engine:
+            for engine, group in zip(self._engines, groups):
+                engine.set_params(group["params"])  # follow a hand-edited list, as torch does
         saved_state = state_dict["state"]
         for key in saved_state:
             if key not in where:

@@ -17,23 +17,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        defaults = {
-            "lr": lr,
-            "momentum": momentum,
-            "dampening": dampening,
-            "weight_decay": weight_decay,
-            "nesterov": nesterov,
-            "maximize": maximize,
-            "foreach": foreach,
-            "differentiable": differentiable,
-            "fused": fused,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("nesterov", False), ("maximize", False), ("foreach", None),
-                           ("differentiable", False), ("fused", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class ASGD(Optimizer):
@@ -46,23 +30,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        defaults = {
-            "lr": lr,
-            "lambd": lambd,
-            "alpha": alpha,
-            "t0": t0,
-            "weight_decay": weight_decay,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-            "capturable": capturable,
-        }
-        super().__init__(params, defaults)
-
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                           ("capturable", False)):
-            group.setdefault(key, value)
+        super().__init__(params, self._defaults_from(locals()))
 
 
 class Rprop(Optimizer):
@@ -75,18 +43,5 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
-        defaults = {
-            "lr": lr,
-            "etas": etas,
-            "step_sizes": step_sizes,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-            "capturable": capturable,
-        }
-        super().__init__(params, defaults)
+        super().__init__(params, self._defaults_from(locals()))
 
-    def _group_defaults(self, group):
-        for key, value in (("foreach", None), ("maximize", False), ("differentiable", False),
-                           ("capturable", False)):
-            group.setdefault(key, value)

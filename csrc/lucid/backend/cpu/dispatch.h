@@ -5,58 +5,15 @@
 #include <type_traits>
 
 #include "lucid/core/dtype.h"
+#include "lucid/core/element.h"
 #include "lucid/core/error.h"
 
 namespace lucid::cpu {
 
-template <class T>
-struct Compute {
-  using type = T;
-};
-template <>
-struct Compute<Half> {
-  using type = float;
-};
-template <>
-struct Compute<BFloat16> {
-  using type = float;
-};
-template <class T>
-using compute_t = typename Compute<T>::type;
-
-template <class T>
-inline compute_t<T> load(const T* p, int64_t i) {
-  return p[i];
-}
-template <>
-inline float load<Half>(const Half* p, int64_t i) {
-  return half_to_float(p[i].bits);
-}
-template <>
-inline float load<BFloat16>(const BFloat16* p, int64_t i) {
-  return bf16_to_float(p[i].bits);
-}
-
-template <class T, class V>
-inline void store(T* p, int64_t i, V v) {
-  p[i] = static_cast<T>(v);
-}
-template <>
-inline void store<Half, float>(Half* p, int64_t i, float v) {
-  p[i].bits = float_to_half(v);
-}
-template <>
-inline void store<BFloat16, float>(BFloat16* p, int64_t i, float v) {
-  p[i].bits = float_to_bf16(v);
-}
-template <>
-inline void store<Half, double>(Half* p, int64_t i, double v) {
-  p[i].bits = float_to_half(float(v));
-}
-template <>
-inline void store<BFloat16, double>(BFloat16* p, int64_t i, double v) {
-  p[i].bits = float_to_bf16(float(v));
-}
+// Element types and conversions are shared with the other host loops (core/element.h).
+using element::compute_t;
+using element::load;
+using element::store;
 
 template <class T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;

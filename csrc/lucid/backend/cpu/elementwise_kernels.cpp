@@ -24,7 +24,7 @@ template <UnaryOp OP, class T>
 void unary_loop(const T* x, void* out, int64_t n) {
   using C = compute_t<T>;
   parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    if constexpr (OP >= UnaryOp::LogicalNot) {
+    if constexpr (unary_returns_bool(OP)) {
       bool* o = static_cast<bool*>(out);
       for (int64_t i = b; i < e; ++i) o[i] = unary_predicate<OP>(load(x, i));
     } else {
@@ -52,7 +52,7 @@ void strided_positions(const Shape& shape, const Shape& strides, F&& body) {
 template <UnaryOp OP, class T>
 void unary_strided(const T* x, const Shape& shape, const Shape& strides, void* out) {
   using C = compute_t<T>;
-  if constexpr (OP >= UnaryOp::LogicalNot) {
+  if constexpr (unary_returns_bool(OP)) {
     bool* o = static_cast<bool*>(out);
     strided_positions(shape, strides, [&](int64_t i, int64_t j) { o[i] = unary_predicate<OP>(load(x, j)); });
   } else {
@@ -68,7 +68,7 @@ void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
     with_op<UnaryOp, int(UnaryOp::Count)>(op, [&](auto op_c) {
       constexpr UnaryOp OP = decltype(op_c)::value;
       constexpr bool float_only = OP != UnaryOp::Neg && OP != UnaryOp::Abs && OP != UnaryOp::Sign &&
-                                  OP != UnaryOp::Square && OP != UnaryOp::Relu && OP < UnaryOp::LogicalNot;
+                                  OP != UnaryOp::Square && OP != UnaryOp::Relu && !unary_returns_bool(OP);
       if constexpr (float_only && !is_float_v<T>) {
         fail<TypeError>(unary_op_name(OP), ": not implemented for ", dtype_name(in[0].meta->dtype));
       } else {
@@ -86,13 +86,13 @@ LUCID_REGISTER_STRIDED_KERNEL(Unary, CPU, unary_kernel);
 template <BinaryOp OP, class T>
 void binary_loop(const ConstArg& a, const ConstArg& b, const MutArg& out) {
   using C = compute_t<T>;
-  using O = std::conditional_t<(OP >= BinaryOp::Eq), bool, T>;
+  using O = std::conditional_t<binary_returns_bool(OP), bool, T>;
   const T* pa = static_cast<const T*>(a.data);
   const T* pb = static_cast<const T*>(b.data);
   O* po = static_cast<O*>(out.data);
   const Shape& os = out.meta->shape;
   auto f = [](C x, C y) {
-    if constexpr (OP >= BinaryOp::Eq) return binary_predicate<OP>(x, y);
+    if constexpr (binary_returns_bool(OP)) return binary_predicate<OP>(x, y);
     else return binary_apply<OP>(x, y);
   };
   const int64_t n = out.meta->numel();

@@ -264,10 +264,11 @@ class CpuExecutable final : public graph::Executable {
   }
 
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
-    std::vector<ConstArg> in_args;
-    std::vector<MutArg> out_args;
-    std::vector<const void*> fin;
-    std::vector<void*> fout;
+    // Argument lists reused from run to run (no allocation per step).
+    thread_local std::vector<ConstArg> in_args;
+    thread_local std::vector<MutArg> out_args;
+    thread_local std::vector<const void*> fin;
+    thread_local std::vector<void*> fout;
     using Clock = std::chrono::steady_clock;
     Clock::time_point t0;
     for (size_t si = 0; si < steps_.size(); ++si) {

@@ -193,7 +193,7 @@ namespace {
 
 template <UnaryOp OP>
 void run_unary(float* d, const float* a, int64_t n) {
-  if constexpr (OP >= UnaryOp::LogicalNot) {
+  if constexpr (unary_returns_bool(OP)) {
     for (int64_t i = 0; i < n; ++i) d[i] = unary_predicate<OP>(a[i]) ? 1.f : 0.f;
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = unary_apply<OP>(a[i]);
@@ -202,7 +202,7 @@ void run_unary(float* d, const float* a, int64_t n) {
 
 template <BinaryOp OP>
 void run_binary(float* d, const float* a, const float* b, int64_t n) {
-  if constexpr (OP >= BinaryOp::Eq) {
+  if constexpr (binary_returns_bool(OP)) {
     for (int64_t i = 0; i < n; ++i) d[i] = binary_predicate<OP>(a[i], b[i]) ? 1.f : 0.f;
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = binary_apply<OP>(a[i], b[i]);
@@ -248,29 +248,31 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
   // float32 inputs are read in place and float32 outputs written in place:
   // only scalars, bools and intermediates live in tile buffers.
   parallel_for(grp.numel, 16384, [&](int64_t begin, int64_t end) {
-    std::vector<float> regs(size_t(grp.num_regs) * kTile);
+    // Registers as long as the chunk needs (a tiny group fills a few floats, not whole tiles).
+    const int64_t tile = std::min(kTile, end - begin);
+    std::vector<float> regs(size_t(grp.num_regs) * size_t(tile));
     std::vector<float*> ptr(size_t(grp.num_regs));
-    for (int r = 0; r < grp.num_regs; ++r) ptr[r] = regs.data() + size_t(r) * kTile;
+    for (int r = 0; r < grp.num_regs; ++r) ptr[r] = regs.data() + size_t(r) * tile;
     bool scalars_filled = false;
-    for (int64_t t0 = begin; t0 < end; t0 += kTile) {
-      const int64_t n = std::min(kTile, end - t0);
+    for (int64_t t0 = begin; t0 < end; t0 += tile) {
+      const int64_t n = std::min(tile, end - t0);
       for (size_t k = 0; k < grp.inputs.size(); ++k) {
         const FusedInput& in = grp.inputs[k];
-        float* r = regs.data() + size_t(in.reg) * kTile;
+        float* r = regs.data() + size_t(in.reg) * tile;
         if (in.broadcast()) {
           if (in.is_bool) gather_broadcast(in, static_cast<const bool*>(in_ptrs[k]), t0, n, r);
           else gather_broadcast(in, static_cast<const float*>(in_ptrs[k]), t0, n, r);
         } else if (in.is_bool) {
           const bool* p = static_cast<const bool*>(in_ptrs[k]);
           if (in.scalar) {
-            if (!scalars_filled) std::fill(r, r + kTile, p[0] ? 1.f : 0.f);
+            if (!scalars_filled) std::fill(r, r + tile, p[0] ? 1.f : 0.f);
           } else {
             for (int64_t i = 0; i < n; ++i) r[i] = p[t0 + i] ? 1.f : 0.f;
           }
         } else {
           const float* p = static_cast<const float*>(in_ptrs[k]);
           if (in.scalar) {
-            if (!scalars_filled) std::fill(r, r + kTile, p[0]);
+            if (!scalars_filled) std::fill(r, r + tile, p[0]);
           } else {
             ptr[in.reg] = const_cast<float*>(p + t0);
           }

@@ -1,5 +1,6 @@
-"""Uninitialised parameter storage with the factory kwargs (device, dtype)
-every layer accepts."""
+"""Parameter storage with the factory kwargs (device, dtype) every layer
+accepts. It is zero-filled (torch leaves it uninitialised): every layer then
+initialises it in reset_parameters, and a zero fill keeps runs reproducible."""
 from ... import _C
 from ..._utils import to_dtype
 

@@ -66,6 +66,49 @@ def _parse_to(args, kwargs):
     return device, dtype
 
 
+class _Registry(OrderedDict):
+    """A module's parameters or children. Every change bumps one counter in
+    the core (``_C.module_structure_version``), so a compiled step can reuse
+    the ``model.parameters()`` it read last while nothing changed."""
+
+    def __setitem__(self, key, value):
+        _C._bump_module_structure()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        _C._bump_module_structure()
+        super().__delitem__(key)
+
+    def clear(self):
+        _C._bump_module_structure()
+        super().clear()
+
+    def pop(self, *args):
+        _C._bump_module_structure()
+        return super().pop(*args)
+
+    def popitem(self, last=True):
+        _C._bump_module_structure()
+        return super().popitem(last)
+
+    def setdefault(self, key, default=None):
+        _C._bump_module_structure()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        _C._bump_module_structure()
+        super().update(*args, **kwargs)
+
+    def __reduce__(self):
+        # Pickled as the OrderedDict it is (Module.__setstate__ makes it a
+        # registry again), so a saved module names no private class.
+        return OrderedDict, (), None, None, iter(self.items())
+
+    def move_to_end(self, key, last=True):
+        _C._bump_module_structure()
+        super().move_to_end(key, last)
+
+
 class Module:
     """Base class for all neural network modules; subclasses define
     `forward` and assign parameters, buffers and sub-modules as attributes."""
@@ -78,10 +121,10 @@ class Module:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_parameters", _Registry())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", _Registry())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -231,6 +274,9 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for key in ("_parameters", "_modules"):
+            if key in self.__dict__ and not isinstance(self.__dict__[key], _Registry):
+                self.__dict__[key] = _Registry(self.__dict__[key])
 
     def __deepcopy__(self, memo):
         # Tensors are cloned (parameters stay Parameters); everything else
@@ -241,7 +287,9 @@ class Module:
         memo[id(self)] = new
         for k, v in self.__dict__.items():
             if k == "_parameters":
-                v = OrderedDict((n, None if p is None else copy.deepcopy(p, memo)) for n, p in v.items())
+                v = _Registry((n, None if p is None else copy.deepcopy(p, memo)) for n, p in v.items())
+            elif k == "_modules":
+                v = _Registry((n, copy.deepcopy(m, memo)) for n, m in v.items())
             elif k == "_buffers":
                 v = OrderedDict((n, _clone_tensor(b, memo)) for n, b in v.items())
             else:
