@@ -7,8 +7,8 @@ step), eager backward vs make_step, the eager loop vs fused_step, the eager
 optimizer vs compile_optimizer, and gradient accumulation. A failure prints
 the program and the command that replays and shrinks it. The machinery
 itself (generator, shrinker, printer, and oracles that do catch a planted
-bug) is tested below. The views family waits for strided views and is not
-part of this budget (``python -m tests.fuzz --family views``).
+bug) is tested below. Programs of the views family (in-place writes through
+views, setitem, .data writes) run every oracle too.
 """
 import numpy as np
 import pytest
@@ -33,8 +33,9 @@ CHUNKS = [SEEDS[i::6] for i in range(6)]
 
 
 def _report(seed, prog, res):
+    family = "" if prog.family == "graph" else f" --family {prog.family}"
     lines = [f"seed {seed} ({prog.dtype}, {prog.train.optimizer}); replay and shrink with "
-             f"`python -m tests.fuzz --seed {seed} --count 1`:", prog.forward_source()]
+             f"`python -m tests.fuzz --seed {seed} --count 1{family}`:", prog.forward_source()]
     for name, r in res.items():
         if not isinstance(r, str) and r.found:
             lines += [str(m) for m in r.found[:3]]
@@ -53,15 +54,23 @@ def test_the_budget_covers_every_optimizer():
     assert sorted({generate(seed).train.optimizer for seed in SEEDS}) == sorted(OPTIMIZERS)
 
 
-def test_views_family_generates_well_formed_programs():
-    # Generation only: the oracles run once views land.
-    for seed in range(8):
-        prog = generate(seed, "views")
-        assert prog.family == "views" and any(nd.stmt for nd in prog.nodes)
-        try:
-            Instance(prog)
-        except Invalid:
-            pass
+# Every kind of write: from 20000, each seed whose program (at most 12 nodes,
+# well-formed) adds a kind not yet covered (chosen once and kept).
+VIEW_SEEDS = [20000, 20001, 20006, 20010]
+VIEW_WRITES = ["augmented", "data_write", "inplace_base", "inplace_view", "setitem", "setitem_index", "setitem_mask"]
+
+
+@pytest.mark.parametrize("seed", VIEW_SEEDS)
+def test_random_view_programs_agree_with_every_oracle(seed):
+    prog = generate(seed, "views")
+    res = check(prog)
+    assert not any(not isinstance(r, str) and r.found for r in res.values()), _report(seed, prog, res)
+    assert not isinstance(res["make_step"], str), res["make_step"]
+
+
+def test_the_view_budget_covers_every_kind_of_write():
+    writes = {nd.op for seed in VIEW_SEEDS for nd in generate(seed, "views").nodes if nd.stmt}
+    assert sorted(writes) == VIEW_WRITES
 
 
 def _tiny_program(dtype="float64"):
@@ -139,3 +148,11 @@ def test_generator_is_deterministic():
     ia, ib = Instance(a), Instance(b)
     for k in ia.leaf_values:
         np.testing.assert_array_equal(ia.leaf_values[k], ib.leaf_values[k])
+
+
+def test_comparisons_take_nans_in_the_same_places_as_equal():
+    a = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
+    assert oracles.close_diff(a, a.copy(), 1e-6) is None
+    assert oracles.bitwise_diff(a, a.copy()) is None
+    assert oracles.close_diff(a, np.array([1.0, 0.0, np.inf, -2.0], np.float32), 1e-6) is not None
+    assert oracles.close_diff(a, np.array([1.0, np.nan, -np.inf, -2.0], np.float32), 1e-6) is not None

@@ -408,25 +408,42 @@ def _cumsum_gemm_variant_grads():
 
 
 def test_cumsum_gemm_variant_bitwise():
-    """cumsum was a triangular matmul of x.transpose(d, -1): for d != -1 eager
-    passed the reshaped transposed view of x as a transposed operand, while
-    the compiled graph's pass fold_transposes_into_matmul took the transpose
-    back off as the flag, running NT where eager ran TT, so the last bit of
-    some sums differed. cumsum is now a scan primitive with one kernel for
-    eager and compiled runs: bitwise the same. (The GEMM-flag difference
-    itself is not reached through cumsum any more.)
+    """cumsum along a dim that is not the last was a triangular matmul of
+    x.transpose(d, -1): eager mode materialized the transposed operand and
+    ran one GEMM variant, the compiled graph took the transpose as the GEMM's
+    flag and ran another, and the last bit of some sums differed. Eager matmul
+    now takes a transposed view as the flag too, so both run the same GEMM;
+    and cumsum is now a scan primitive with one kernel for eager and compiled
+    runs, so it no longer reaches a GEMM at all.
     (python -m tests.fuzz --seed 1206 --count 1 (make_step))"""
     got, want = _cumsum_gemm_variant_grads()
     same(got, want, "grad p")
 
 
-def test_cumsum_gemm_variant_within_tolerance():
-    """The two GEMM variants sum the same products in different orders: each
-    result is a correctly computed float32 sum of 8 terms, so they differ by
-    at most a few ulps of the terms' magnitude, well inside the fuzzer's
-    op-count tolerance (Tolerance.rtol: 2**-20 * (8 + nodes))."""
-    got, want = _cumsum_gemm_variant_grads()
-    close(got, want, 2.0 ** -20 * 10, "grad p")
+@pytest.mark.parametrize("form", ["x.transpose(1, 2) @ p", "x.mT.transpose(1, 2).mT @ p", "(x.mT @ p.mT.t()) * 1.0"])
+def test_matmul_of_transposed_views_bitwise(form):
+    """A transpose feeding a matmul runs the same GEMM variant eagerly (a
+    strided operand passed as the flag) and compiled (the graph pass
+    fold_transposes_into_matmul): compiled gradients equal eager's bit for bit."""
+    rng = np.random.default_rng(3)
+    x = lucid.tensor(rng.standard_normal((2, 9, 5)).astype(np.float32))
+    p0 = rng.standard_normal((9, 7)).astype(np.float32)
+
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor(p0))
+
+        def forward(self, x):
+            return eval(form, {"x": x, "p": self.p})  # noqa: S307
+
+    def loss_fn(out):
+        return (out * out).sum()
+
+    eager, compiled = Model(), Model()
+    loss_fn(eager(x)).backward()
+    make_step(compiled, loss_fn)(x)
+    same(compiled.p.grad, eager.p.grad, "grad p")
 
 
 def make_model_state_after_a_skipped_first_fused_step(L, F, nn, drop):

@@ -351,6 +351,39 @@ def test_bce_with_logits_is_stable_and_exact_at_zero():
     check(lambda m, a: nnf(m).binary_cross_entropy_with_logits(a, m.tensor(t), reduction="none"), x)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_bce_with_logits_and_logsigmoid_keep_exp_x_below_minus_20(dtype):
+    # exp(x) for x in (-37, -20) is above float64's resolution of the loss: a
+    # softplus thresholded at 20 dropped it (relative error 1e-10 in float64).
+    x = np.array([-36.0, -30.0, -21.13, -20.0, -5.0, -1e-8, 0.0, 1e-8, 5.0, 21.13, 40.0, -700.0, 700.0])
+    for t in (0.0, 1.0, 0.3):
+        for pw in (None, 2.5):
+            a = lucid.tensor(x, dtype=getattr(lucid, dtype), requires_grad=True)
+            ta = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
+            got = F.binary_cross_entropy_with_logits(a, lucid.full_like(a, t), reduction="none",
+                                                     pos_weight=None if pw is None else lucid.tensor(pw, dtype=a.dtype))
+            want = torch.nn.functional.binary_cross_entropy_with_logits(
+                ta, torch.full_like(ta, t), reduction="none", pos_weight=None if pw is None else torch.tensor(pw, dtype=ta.dtype))
+            got.sum().backward()
+            want.sum().backward()
+            g, w = got.detach().numpy().astype(np.float64), want.detach().numpy().astype(np.float64)
+            if dtype == "float16":
+                # computed in float32 and rounded once; PyTorch rounds (1 - t) x to half before adding
+                # -log_sigmoid(x): within half an ulp of the terms' magnitude
+                assert np.all(np.abs(g - w) <= 2.0 ** -10 * np.maximum(np.abs(x), 1.0)), (g, w)
+            else:
+                np.testing.assert_array_equal(g, w)
+            # d/dx = (1 + (pw - 1) t) sigmoid(x) - pw t, and 1/2 - t at 0; in float16 PyTorch's
+            # sigmoid(x) - t is rounded twice, the float32 one once: an ulp of the terms apart
+            assert_close(a.grad, ta.grad, atol=2.0 ** -9 if dtype == "float16" else None)
+    a = lucid.tensor(x, requires_grad=True)
+    ta = torch.tensor(x, requires_grad=True)
+    F.logsigmoid(a).sum().backward()
+    torch.nn.functional.logsigmoid(ta).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy()[x == 0], [0.5])
+    assert_close(a.grad, ta.grad)
+
+
 @pytest.mark.filterwarnings("ignore:reduction. 'mean' divides")
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 @pytest.mark.parametrize("log_target", [False, True])

@@ -9,8 +9,7 @@ nodes (abs + c, sigmoid + c, tanh * c) instead of producing inf/NaN.
 
 Families:
 - ``graph``: DAGs of the ops below, a loss and a training recipe.
-- ``views``: in-place ops on views, ``x[idx] = ...``, ``.data`` writes
-  (waits for strided views in Lucid; checked against PyTorch only).
+- ``views``: in-place ops on views, ``x[idx] = ...``, ``.data`` writes.
 """
 from __future__ import annotations
 
@@ -1229,7 +1228,10 @@ def op_view_write(b: Builder):
                        "add_({1})", "mul_({1})", "copy_({1})"])
         ins = [t]
         if "{1}" in op:
-            sub = tuple(eval(view.format("b.meta[t.name]"), {"b": b, "t": t}).shape)  # noqa: S307
+            try:
+                sub = tuple(eval(view.format("b.meta[t.name]"), {"b": b, "t": t}).shape)  # noqa: S307
+            except RuntimeError as e:  # PyTorch rejects the view (.view(-1) of a clone that kept its strides)
+                raise Reject(str(e)) from None
             ins.append(b.operand(b.broadcast_partner_shape(sub) if sub else ()))
         return b.emit_stmt("inplace_view", ins, view + "." + op)
     if form == "setitem_index":

@@ -20,7 +20,6 @@ compared with a tolerance (see ``Tolerance``).
 from __future__ import annotations
 
 import contextlib
-import re
 import traceback
 from dataclasses import dataclass
 
@@ -115,8 +114,8 @@ def close_diff(a, b, rtol, slack=None, scale=None):
     scale = max(float(np.abs(b64[fin]).max()), scale or 0.0)
     tol = rtol * scale + (0.0 if slack is None else slack)
     bad = fin & (np.abs(a64 - b64) > tol)
-    if (~fin).any():
-        bad |= ~fin & (a64 != b64)
+    if (~fin).any():  # infs of the same sign, NaNs anywhere the other has one
+        bad |= ~fin & (a64 != b64) & ~(np.isnan(a64) & np.isnan(b64))
     if bad.any():
         return _describe(a, b, bad)
     return None
@@ -126,16 +125,6 @@ def close_diff(a, b, rtol, slack=None, scale=None):
 # reported as "known", each pinned by a strict xfail in
 # tests/test_fuzz_regressions.py, never silently passed.
 KNOWN = {
-    "gemm_variant": (
-        "a compiled step takes a transpose that feeds a matmul as the GEMM's transpose flag (graph "
-        "pass fold_transposes_into_matmul) also where eager mode runs the other variant: eager "
-        "matmul passes a flag only for the transpose of row-major memory, so a transpose of a "
-        "transposed view (cumsum's triangular matmul of x.transpose(d, -1)), or of a gradient the "
-        "dispatcher copied, runs NN or TT eagerly and NT or TN compiled. MKL's variants sum each "
-        "dot product in a different order (the difference of two correctly rounded length-k sums, "
-        "within the op-count tolerance of Tolerance.rtol): such programs are compared to that "
-        "tolerance instead of bit for bit. Pinned by a strict xfail (bitwise) and a passing "
-        "tolerance test in tests/test_fuzz_regressions.py."),
     "inf_input": (
         "a call whose input holds an inf (the poisoned steps that make a GradScaler skip) is run but "
         "not compared with PyTorch: inf/NaN propagation through Lucid's composite gradients differs "
@@ -153,14 +142,12 @@ KNOWN = {
 
 class Ledger:
     """What one oracle found on one program: mismatches, and occurrences of
-    KNOWN deviations. `tolerant` (an rtol) turns bit-for-bit comparisons into
-    tolerance ones, the difference counted as the known deviation it names."""
+    KNOWN deviations."""
 
-    def __init__(self, oracle, tolerant=None):
+    def __init__(self, oracle):
         self.oracle = oracle
         self.found = []
         self.known = []
-        self.tolerant = tolerant  # (known kind, rtol) or None
         self.excused = None       # a known kind that explains every later difference
 
     def __bool__(self):
@@ -173,11 +160,6 @@ class Ledger:
         if self.excused is not None:
             self.known.append((self.excused, where, what))
             return
-        if self.tolerant is not None:
-            kind, rtol = self.tolerant
-            if not close_diff(got, want, rtol):
-                self.known.append((kind, where, what))
-                return
         self.found.append(Mismatch(self.oracle, where, what, d))
 
     def close(self, where, what, got, want, rtol, slack=None, scale=None):
@@ -188,77 +170,6 @@ class Ledger:
     def error(self, where, exc):
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         self.found.append(Mismatch(self.oracle, where, "error", tb))
-
-
-def gemm_variant_differs(inst):
-    """Whether the compiled step may run a different GEMM variant than eager
-    mode: the traced step (forward and backward, before the graph passes) has
-    a matmul operand made by an odd chain of permutes, seen through the nodes
-    the passes remove (copies, reshapes to the same shape). An even chain
-    composes to the identity (x.t().t(): eager's own flag); an odd one is a
-    transpose the pass fold_transposes_into_matmul turns into a flag where
-    eager's operand was a contiguous tensor. A permute that is not a swap of
-    the last two dims is counted too (the dump does not show the
-    permutation): the detection may excuse a program that would agree bit for
-    bit, never hide a difference it does not excuse."""
-    if getattr(inst, "_gemm_variant_differs", None) is None:
-        inst._gemm_variant_differs = _trace_has_odd_permute_into_matmul(inst)
-    return inst._gemm_variant_differs
-
-
-def _trace_has_odd_permute_into_matmul(inst):
-    from lucid.compile._trace import tracing
-
-    model, loss_fn = inst.lucid_model(), inst.lucid_loss()
-    x, ys = inst.lucid_batch(0)
-    tracer = lucid._C.GraphTracer()
-    args = [tracer.input(list(a.shape), a.dtype, str(a.device)) for a in (x,) + tuple(ys)]
-    try:
-        with tracing(tracer):
-            loss = loss_fn(model(args[0]), *args[1:])
-            loss.backward()
-        dump = tracer.dump()
-    except Exception:  # noqa: BLE001
-        return False  # the oracle itself reports what fails to trace
-    finally:
-        for prm in model.parameters():
-            prm.grad = None
-    nodes = {}  # value -> (op, first input, shape)
-    matmul_operands = []
-    for line in dump.splitlines():
-        lhs, _, rhs = line.partition(" = ")
-        call, _, shape = rhs.partition(" : ")
-        op = call.split("(")[0]
-        ins = re.findall(r"%\d+", call)
-        value = lhs.split("(")[0]
-        nodes[value] = (op, ins[0] if ins else None, shape.split("]")[0])
-        if op == "matmul":
-            matmul_operands += ins
-
-    def through_removable(v):
-        while v in nodes:
-            op, src, shape = nodes[v]
-            if op == "copy" or (op == "reshape" and src in nodes and nodes[src][2] == shape):
-                v = src
-            else:
-                break
-        return v
-
-    for v in matmul_operands:
-        chain = 0
-        v = through_removable(v)
-        while v in nodes and nodes[v][0] == "permute":
-            chain += 1
-            v = through_removable(nodes[v][1])
-        if chain % 2:
-            return True
-    return False
-
-
-def compiled_ledger(oracle, inst):
-    if gemm_variant_differs(inst):
-        return Ledger(oracle, ("gemm_variant", Tolerance.rtol(inst)))
-    return Ledger(oracle)
 
 
 # ============================================================== optimizers
@@ -376,7 +287,7 @@ def run_make_step(inst: Instance, accumulate_compiled_opt=False):
     """make_step (or make_step + compile_optimizer) vs eager backward."""
     p = inst.program
     oracle = "accumulate" if accumulate_compiled_opt else "make_step"
-    led = compiled_ledger(oracle, inst)
+    led = Ledger(oracle)
     if accumulate_compiled_opt and p.train.micro < 2:
         raise Skip("one micro-batch")
     name, kw = _eager_update_name(p), _eager_update_kwargs(p)
@@ -459,7 +370,7 @@ def _eager_loop_step(inst, model, loss_fn, opt, scaler, call, set_to_none):
 
 def run_fused_step(inst: Instance):
     p = inst.program
-    led = compiled_ledger("fused_step", inst)
+    led = Ledger("fused_step")
     me, mc = inst.lucid_model(), inst.lucid_model()
     loss_e, loss_c = inst.lucid_loss(), inst.lucid_loss()
     if p.train.optimizer == "LBFGS":
@@ -525,7 +436,8 @@ def run_fused_step(inst: Instance):
 
 def _untouched_state(eager, compiled):
     """Labels of compiled state entries of parameters the eager optimizer
-    has no state for, where that state was never stepped (step 0)."""
+    has no state for, where that state was never stepped (step 0, or all
+    zeros for a rule without a step count: SGD's momentum_buffer)."""
     out = set()
     by_param = {}
     for k in compiled:
@@ -536,6 +448,8 @@ def _untouched_state(eager, compiled):
             continue
         step = compiled.get(prefix + "].step")
         if step is not None and float(step) == 0.0:
+            out.update(keys)
+        elif step is None and all(not np.any(_arr(compiled[k])) for k in keys):
             out.update(keys)
     return out
 
@@ -987,6 +901,9 @@ def run_torch_optim(inst: Instance):
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
             tscaler.load_state_dict(scaler.state_dict())
             tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
+        # p - update rounds relative to the larger of the two (the update
+        # may cancel most of p): the parameter before the step is the scale
+        before = {n: float(np.abs(_arr(lp)).max()) if lp.numel() else 0.0 for n, lp in ml.named_parameters()}
         try:
             if scaler is not None:
                 scaler.step(ol)
@@ -1009,7 +926,7 @@ def run_torch_optim(inst: Instance):
             raise Skip(f"PyTorch cannot take this step: {e!r}") from None
         tp_ = dict(tm.named_parameters())
         for n, lp in ml.named_parameters():
-            led.close(where, f"param {n}", lp, tp_[n], rtol)
+            led.close(where, f"param {n}", lp, tp_[n], rtol, scale=before[n])
         ts = state_items(to)
         ls = state_items(ol)
         # a moment is a blend of its old value and the gradient (PyTorch lerps,

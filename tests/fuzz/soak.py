@@ -10,8 +10,6 @@ from .repro import standalone
 from .runtime import Invalid
 from .shrink import shrink, signature
 
-FAMILY_ORACLES = {"graph": ORACLES, "views": ["torch", "make_step"]}
-
 
 class Stats:
     def __init__(self, oracles):
@@ -39,7 +37,7 @@ class Stats:
 def run(minutes=1.0, seed=0, count=None, family="graph", oracles=None, shrink=True, shrink_seconds=120.0,
         max_shrinks=3, out_dir=None, verbose=False, stream=None):
     say = (lambda *a: print(*a, file=stream, flush=True)) if stream else (lambda *a: None)
-    oracles = oracles or FAMILY_ORACLES[family]
+    oracles = oracles or ORACLES
     stats = Stats(oracles)
     deadline = time.monotonic() + 60.0 * minutes
     start = time.monotonic()

@@ -613,8 +613,25 @@ def softsign(input):  # noqa: A002
     return _C.div(input, _C.add(_C.abs(input), 1.0))
 
 
+def _in_float32(fn, x, *others):
+    """fn computed in float32 for half-precision inputs and rounded once (as
+    PyTorch's kernels compute them), so a composite's intermediate roundings
+    do not add up (1 - sigmoid(-x) cancels in float16)."""
+    if x.dtype not in (_C.dtype.float16, _C.dtype.bfloat16):
+        return fn(x, *others)
+    up = [None if t is None else _C.cast(t, _C.dtype.float32) for t in (x,) + others]
+    return _C.cast(fn(*up), x.dtype)
+
+
+def _logsigmoid(x):
+    # min(x, 0) - log1p(exp(-|x|)): exact where exp(x) is below x's ulp (a
+    # softplus thresholded at 20 drops it there); minimum's tie split gives
+    # the derivative sigmoid(0) = 1/2 at 0.
+    return _C.sub(_C.minimum(x, _C.wrap_scalar(0.0, x)), _C.log1p(_C.exp(_C.neg(_C.abs(x)))))
+
+
 def logsigmoid(input):  # noqa: A002
-    return _C.neg(_C.softplus(_C.neg(input), 1.0, 20.0))
+    return _in_float32(_logsigmoid, input)
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
@@ -1143,10 +1160,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise _C.InvalidArgument(f"Target size ({list(target.shape)}) must be the same as input size "
                                  f"({list(input.shape)})")
-    sp = _C.softplus(_C.neg(input), 1.0, 20.0)  # -log(sigmoid(x))
-    if pos_weight is not None:
-        sp = _C.mul(sp, _C.add(_C.mul(_C.sub(pos_weight, 1.0), target), 1.0))
-    loss = _C.add(_C.mul(_C.sub(1.0, target), input), sp)
+
+    def pointwise(x, t, pw):
+        sp = _C.neg(_logsigmoid(x))  # -log(sigmoid(x))
+        if pw is not None:
+            sp = _C.mul(sp, _C.add(_C.mul(_C.sub(pw, 1.0), t), 1.0))
+        return _C.add(_C.mul(_C.sub(1.0, t), x), sp)
+
+    loss = _in_float32(pointwise, input, target, pos_weight)
     if weight is not None:
         loss = _C.mul(loss, weight)
     return _reduce(loss, reduction)
