@@ -113,8 +113,12 @@ class PyCompiledStep {
   // The step's lock, waited for without the GIL: its holder may need the
   // GIL to finish (a trace runs the Python forward; results are converted).
   std::unique_lock<std::recursive_mutex> lock() {
-    py::gil_scoped_release release;
-    return core_->lock();
+    std::unique_lock<std::recursive_mutex> held(core_->mutex(), std::try_to_lock);
+    if (!held) {  // another thread's call is running: wait for it without the GIL
+      py::gil_scoped_release release;
+      held.lock();
+    }
+    return held;
   }
   py::object model() const { return model_; }
   py::object optimizer() const { return optimizer_; }

@@ -132,6 +132,7 @@ class CompiledStep {
   // Holds this step's calls off until released (see the header comment).
   // Python takes it with the GIL released: the holder may need the GIL.
   std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock(mutex_); }
+  std::recursive_mutex& mutex() const { return mutex_; }
 
   const StepConfig& config() const { return config_; }
   CacheInfo cache_info() const;
