@@ -362,3 +362,47 @@ def test_compiled_update_is_the_eager_fused_loop_bitwise():
         np.testing.assert_array_equal(a, b)
     text = step.executables()[0].dump()
     assert text.count("engine_update(") == 3  # w1, b1, w2: the frozen and unreached parameters get none
+
+
+SCHEDULERS = [
+    ("StepLR", dict(step_size=3)),
+    ("MultiStepLR", dict(milestones=[2, 4])),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=5)),
+    ("LambdaLR", dict(lr_lambda=lambda e: 0.5 ** e)),
+    ("LinearLR", dict(total_iters=4)),
+    ("OneCycleLR", dict(max_lr=0.1, total_steps=10)),
+    ("CyclicLR", dict(base_lr=0.001, max_lr=0.01, cycle_momentum=False)),
+    ("ReduceLROnPlateau", dict(patience=0)),
+]
+
+
+@pytest.mark.parametrize("kind,kwargs", CONFIGS[::2] + [("LBFGS", dict(lr=0.1))], ids=lambda v: str(v))
+def test_compiled_optimizer_is_an_optimizer(kind, kwargs):
+    # Issue 16: StepLR(compile_optimizer(opt)) raised "_CompiledSGD is not an Optimizer".
+    w = lucid.ones(3, requires_grad=True)
+    opt = compile_optimizer(getattr(optim, kind)([w], **kwargs))
+    assert isinstance(opt, optim.Optimizer)
+    assert opt.defaults is opt.optimizer.defaults and opt.param_groups is opt.optimizer.param_groups
+
+
+@pytest.mark.parametrize("name,kwargs", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
+def test_every_scheduler_drives_a_compiled_optimizer_as_the_eager_one(name, kwargs):
+    runs = []
+    for compiled in (False, True):
+        w = lucid.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        opt = optim.SGD([w], lr=0.05, momentum=0.9)
+        if compiled:
+            opt = compile_optimizer(opt)
+        sched = getattr(optim.lr_scheduler, name)(opt, **kwargs)
+        lrs = []
+        for _ in range(6):
+            opt.zero_grad()
+            loss = (w * w).sum()
+            loss.backward()
+            opt.step()
+            sched.step(loss.item()) if name == "ReduceLROnPlateau" else sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+        runs.append((lrs, w.detach().numpy().copy()))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=1e-6, atol=1e-7)

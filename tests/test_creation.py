@@ -291,3 +291,63 @@ def test_non_contiguous_numpy_input_is_copied():
     assert_close(lucid.tensor(a.T), torch.tensor(a.T))
     b = np.arange(4, dtype=">f4")
     assert_close(lucid.tensor(b), torch.tensor(b.astype("<f4")))
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_size_keyword_as_torch(name):
+    import torch
+
+    for kwargs in (dict(size=(2, 3)), dict(size=[4]), dict(size=())):
+        assert tuple(getattr(lucid, name)(**kwargs).shape) == tuple(getattr(torch, name)(**kwargs).shape)
+    assert getattr(lucid, name)(size=(2, 3), dtype=lucid.float64).dtype == lucid.float64
+    with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+        getattr(lucid, name)(2, size=(3,))
+
+
+def test_rng_state_restores_the_draws_that_followed_it_as_torch():
+    for lib in (torch, lucid):
+        lib.manual_seed(7)
+        lib.rand(3)
+        state = lib.get_rng_state()
+        first = [lib.randn(4, 5), lib.rand(2), lib.nn.functional.dropout(lib.ones(50), 0.5), lib.randint(0, 9, (6,))]
+        lib.rand(11)  # the stream moves on ...
+        lib.set_rng_state(state)  # ... and is put back
+        again = [lib.randn(4, 5), lib.rand(2), lib.nn.functional.dropout(lib.ones(50), 0.5), lib.randint(0, 9, (6,))]
+        for a, b in zip(first, again):
+            assert np.array_equal(a.numpy(), b.numpy())
+    lucid.manual_seed(2 ** 64 - 5)  # seeds past int64 survive the int64 state
+    state = lucid.get_rng_state()
+    x = lucid.rand(3)
+    lucid.set_rng_state(state)
+    assert np.array_equal(x.numpy(), lucid.rand(3).numpy())
+    assert lucid.initial_seed() == 2 ** 64 - 5
+
+
+def test_set_rng_state_rejects_other_states_and_changes_nothing():
+    lucid.manual_seed(1)
+    before = lucid.get_rng_state().tolist()
+    with pytest.raises(ValueError, match="PyTorch generator state"):
+        lucid.set_rng_state(lucid.tensor(torch.get_rng_state().numpy().astype(np.int64)))
+    with pytest.raises(TypeError, match="expected a Tensor"):
+        lucid.set_rng_state([1, 2])
+    assert lucid.get_rng_state().tolist() == before
+
+
+def test_random_module_and_fork_rng_as_torch():
+    for lib in (torch, lucid):
+        lib.random.manual_seed(5)
+        assert lib.random.initial_seed() == 5
+        a = lib.rand(3)
+        with lib.random.fork_rng():
+            lib.random.manual_seed(123)
+            lib.rand(10)
+        b = lib.rand(3)
+        lib.random.manual_seed(5)
+        assert np.array_equal(a.numpy(), lib.rand(3).numpy()) and np.array_equal(b.numpy(), lib.rand(3).numpy())
+        with lib.random.fork_rng(enabled=False):
+            lib.rand(2)  # not restored
+        c = lib.rand(1)
+        lib.random.manual_seed(5)
+        lib.rand(3), lib.rand(3), lib.rand(2)
+        assert np.array_equal(c.numpy(), lib.rand(1).numpy())
+    assert lucid.random.get_rng_state is lucid.get_rng_state and isinstance(lucid.random.Generator(), lucid.Generator)

@@ -254,6 +254,32 @@ def test_random_sampler_replacement_and_num_samples():
         LD.RandomSampler(range(4), replacement=1)
 
 
+def test_random_sampler_draws_lazily():
+    """num_samples far beyond memory (PyTorch draws as it goes): the first
+    indices come at once and a DataLoader over it reports its length."""
+    import itertools
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        s = LD.RandomSampler(range(10), replacement=True, num_samples=10**10, generator=LD.Generator().manual_seed(0))
+        first = list(itertools.islice(iter(s), 1000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(s) == 10**10 and len(first) == 1000 and set(first) <= set(range(10))
+    assert peak < 50 * 2**20
+    loader = LD.DataLoader(LD.TensorDataset(lucid.arange(10)), batch_size=4, sampler=s)
+    assert len(loader) == 10**10 // 4
+    assert tuple(next(iter(loader))[0].shape) == (4,)
+    # chunked draws continue one stream: the same indices as drawing all at once
+    a = list(LD.RandomSampler(range(7), True, 200_000, generator=LD.Generator().manual_seed(5)))
+    b = LD.Generator().manual_seed(5)._rng.integers(0, 7, size=200_000).tolist()
+    assert a == b
+    many = LD.RandomSampler(range(3), num_samples=10**9, generator=LD.Generator().manual_seed(1))
+    assert sorted(itertools.islice(iter(many), 3)) == [0, 1, 2]  # without replacement: whole permutations
+
+
 def test_sequential_subset_random_and_weighted_samplers():
     assert list(LD.SequentialSampler(range(4))) == list(TD.SequentialSampler(range(4)))
     s = LD.SubsetRandomSampler([10, 20, 30], generator=LD.Generator().manual_seed(3))

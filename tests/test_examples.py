@@ -87,6 +87,18 @@ def test_char_gpt_steps_caps_training():
     assert len(re.findall(r"^epoch \d+:", out, re.M)) == 2, out
 
 
+@pytest.mark.parametrize("mode", [["--cell", "lstm"], ["--cell", "lstm", "--eager"], ["--cell", "gru"]],
+                         ids=["lstm-fused", "lstm-eager", "gru-fused"])
+def test_char_rnn_tiny(mode):
+    out = run_example("char_rnn.py", "--epochs", "2", "--steps-per-epoch", "3", "--hidden", "32", "--layers", "2",
+                      "--block-size", "16", "--sample-len", "20", *mode)
+    assert len(re.findall(r"^epoch \d+: train loss \d+\.\d+ +val loss \d+\.\d+", out, re.M)) == 2, out
+    m = VAL_LOSS.search(out)
+    assert m, f"no 'final val loss:' line in:\n{out}"
+    assert 0.0 < float(m.group(1)) < 6.0  # an untrained model sits near log(75) = 4.3
+    assert "--- sample" in out
+
+
 FINAL_LOSS = re.compile(r"^final loss: (\d+\.\d+)$", re.M)
 
 

@@ -3,7 +3,9 @@
 // is done by lucid.nn.functional).
 #include "bindings.h"
 #include "lucid/ops/conv.h"
+#include "lucid/ops/conv_transpose.h"
 #include "lucid/ops/norm.h"
+#include "lucid/ops/recurrent.h"
 
 namespace lucid::python {
 
@@ -44,6 +46,18 @@ void init_nn(py::module_& m) {
         py::arg("ceil_mode"), py::arg("return_indices"));
   m.def("linear", [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) { return linear(x, w, opt(b)); },
         py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(), release);
+  m.def("conv_transpose2d", [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Pair s, Pair p,
+                               Pair op, int64_t groups, Pair d) { return conv_transpose2d(x, w, opt(b), s, p, op, groups, d); },
+        py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("stride"), py::arg("padding"),
+        py::arg("output_padding"), py::arg("groups"), py::arg("dilation"), release);
+  m.def("conv_transpose1d", [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, int64_t s, int64_t p,
+                               int64_t op, int64_t groups, int64_t d) {
+    return conv_transpose1d(x, w, opt(b), s, p, op, groups, d);
+  }, py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("stride"), py::arg("padding"),
+        py::arg("output_padding"), py::arg("groups"), py::arg("dilation"), release);
+  m.def("rnn_cell_step", &rnn_cell_step, py::arg("gi"), py::arg("gh"), py::arg("bias"), py::arg("relu"), release);
+  m.def("lstm_cell_step", &lstm_cell_step, py::arg("gi"), py::arg("gh"), py::arg("bias"), py::arg("c"), release);
+  m.def("gru_cell_step", &gru_cell_step, py::arg("gi"), py::arg("gh"), py::arg("bias"), py::arg("h"), release);
   m.def("avg_pool2d", &avg_pool2d, py::arg("x"), py::arg("kernel"), py::arg("stride"), py::arg("padding"),
         py::arg("ceil_mode"), py::arg("count_include_pad"), py::arg("divisor_override"), release);
 }

@@ -166,6 +166,7 @@ void init_ops(py::module_& m) {
   m.def("chunk", [](const Tensor& x, int64_t n, int64_t d) { return new_views(x, chunk(x, n, d)); }, release);
   m.def("slice", [](const Tensor& x, const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                     const std::vector<int64_t>& c) { return new_view(x, slice(x, a, b, c)); }, release);
+  m.def("split_with_sizes", &split_with_sizes, py::arg("x"), py::arg("sizes"), py::arg("dim") = 0, release);
   m.def("slice_scatter", &slice_scatter, release);
   m.def("narrow", [](const Tensor& x, int64_t d, int64_t s, int64_t n) { return new_view(x, narrow(x, d, s, n)); },
         release);

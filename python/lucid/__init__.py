@@ -63,7 +63,8 @@ from ._creation import (  # noqa: E402
 )
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions import __all__ as _function_names  # noqa: E402
-from .autograd import enable_grad, no_grad, set_grad_enabled, is_grad_enabled  # noqa: E402
+from .autograd import (enable_grad, no_grad, set_grad_enabled, is_grad_enabled, inference_mode,  # noqa: E402
+                       is_inference_mode_enabled)
 
 get_default_dtype = _C.get_default_dtype
 set_default_dtype = _C.set_default_dtype
@@ -85,6 +86,15 @@ def is_floating_point(t):
 __version__ = "0.1.0"
 from .serialization import load, save  # noqa: E402
 from . import utils  # noqa: E402,F401
+from .utils.data._random import Generator  # noqa: E402
+from ._sampling import multinomial, randperm  # noqa: E402
+from ._composite import *  # noqa: E402,F401,F403  (more of torch's functions, composed of ops)
+from ._settings import *  # noqa: E402,F401,F403
+from . import _tensor_surface  # noqa: E402  (more Tensor methods)
+globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongTensor, ...
+# The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
+from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
+from .amp import autocast  # noqa: E402  (torch.autocast)
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).
 cmake_prefix_path = __import__("os").path.join(__import__("os").path.dirname(__file__), "share", "cmake")

@@ -93,19 +93,29 @@ def _factory(size, value, dtype, device, requires_grad):
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _factory(size, 0.0, dtype, device, requires_grad)
+def _size_arg(name, args, size):
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or
+    as PyTorch's keyword (``zeros(size=(2, 3))``), not both."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    return (size,)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _factory(size, 1.0, dtype, device, requires_grad)
+def zeros(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _factory(_size_arg("zeros", args, size), 0.0, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def ones(*args, size=None, dtype=None, device=None, requires_grad=False):
+    return _factory(_size_arg("ones", args, size), 1.0, dtype, device, requires_grad)
+
+
+def empty(*args, size=None, dtype=None, device=None, requires_grad=False):
     """A new tensor of the given size. Unlike torch's, its elements are zeros,
     not whatever memory held: the contents are never to be relied on either
     way, and zeros keep runs reproducible."""
-    return _factory(size, 0.0, dtype, device, requires_grad)
+    return _factory(_size_arg("empty", args, size), 0.0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -178,15 +188,24 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return t
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    t = _C.rand(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+def _draw(kind, size, dtype, device, generator):
+    dtype = to_dtype(dtype) or _C.get_default_dtype()
+    if generator is not None:
+        from ._sampling import generator_draw
+
+        return generator_draw(kind, as_shape(size), dtype, device, generator)
+    return (_C.rand if kind == "uniform" else _C.randn)(as_shape(size), dtype, device)
+
+
+def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("uniform", _size_arg("rand", args, size), dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    t = _C.randn(as_shape(size), to_dtype(dtype) or _C.get_default_dtype(), device)
+def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    t = _draw("normal", _size_arg("randn", args, size), dtype, device, generator)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -200,7 +219,7 @@ def randn_like(t, dtype=None, device=None):
     return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers uniform in [low, high)."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
@@ -212,8 +231,11 @@ def randint(low, high=None, size=None, dtype=None, device=None):
     _C.full(shape, 0, _C.dtype.bool, device)  # a bad shape raises first, as in PyTorch
     if high <= low:
         raise _C.InvalidArgument(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    u = _C.rand(shape, _C.dtype.float64, device)
+    u = _draw("uniform", (size,), _C.dtype.float64, device, generator)
     v = _C.floor(_C.add(_C.mul(u, float(high - low)), float(low)))
-    return _C.cast(v, to_dtype(dtype) or _C.dtype.int64)
+    t = _C.cast(v, to_dtype(dtype) or _C.dtype.int64)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 

@@ -443,7 +443,7 @@ def _is_index_tensor(k):
         return True
     if isinstance(k, np.ndarray):
         return True
-    if isinstance(k, (list, tuple)):
+    if isinstance(k, (list, tuple, range)):  # a range indexes like the list it holds
         return True
     return False
 
@@ -453,7 +453,10 @@ def _to_index_tensor(k):
 
     if isinstance(k, Tensor):
         return k
-    return tensor(np.asarray(k))
+    arr = np.asarray(k)
+    if arr.size == 0 and not isinstance(k, np.ndarray):
+        arr = arr.astype(np.int64)  # an empty list or range selects nothing, as an index
+    return tensor(arr)
 
 
 def _parse_key(self, key):
@@ -478,7 +481,7 @@ def _parse_key(self, key):
                     items.extend(F.nonzero(t, as_tuple=True))
             elif t.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            elif t.ndim == 0 and not isinstance(k, (list, np.ndarray)):
+            elif t.ndim == 0 and not isinstance(k, (list, range, np.ndarray)):
                 items.append(builtins.int(t.item()) if not t.is_symbolic else t)
             else:
                 items.append(t)

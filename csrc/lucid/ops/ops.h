@@ -177,6 +177,10 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// split(x, sizes, dim) as one node whose VJP is one cat (see Split), for a
+// loop that consumes every part. split() makes one slice per part, which
+// every backend lowers.
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
 // Basic slicing: per-dim [start, stop) with step > 0 (already normalised).
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
              const std::vector<int64_t>& steps);

@@ -56,6 +56,10 @@ enum class OpKind : uint8_t {
   ViewScatter,
   ViewOfBase,
   StridedView,
+  RecurrentCell,
+  RecurrentCellBackward,
+  ConvTranspose2d,
+  Split,
   Count
 };
 

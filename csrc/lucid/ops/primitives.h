@@ -162,6 +162,9 @@ struct Matmul final : Primitive {
   Matmul(bool ta = false, bool tb = false) : Primitive(OpKind::Matmul), trans_a(ta), trans_b(tb) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  // The VJP reads only the operands: the product may be written in place
+  // (conv or linear followed by ReLU(inplace=True)), as in PyTorch.
+  uint8_t saved() const override { return kSaveInputs; }
 };
 
 // --------------------------------------------------------------------- shape
@@ -219,6 +222,20 @@ struct SliceScatter final : Primitive {
 struct Concat final : Primitive {
   int axis;
   explicit Concat(int axis) : Primitive(OpKind::Concat), axis(axis) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
+// x -> one output per entry of `sizes`: consecutive slices along `axis`
+// (PyTorch's split_with_sizes). One node for all parts, so the VJP is one
+// concatenation of the cotangents rather than a zero-filled scatter per part:
+// a loop over the parts (a recurrent layer's time steps) stays linear in
+// their number under autograd.
+struct Split final : Primitive {
+  int axis;
+  std::vector<int64_t> sizes;
+  Split(int axis, std::vector<int64_t> sizes) : Primitive(OpKind::Split), axis(axis), sizes(std::move(sizes)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return 0; }

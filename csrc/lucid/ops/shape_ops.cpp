@@ -368,6 +368,44 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   return parts.size() == 1 ? clone(parts[0]) : cat(parts, d);
 }
 
+// ------------------------------------------------------------------- Split
+std::string Split::name() const { return "split_with_sizes"; }
+bool Split::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& p = static_cast<const Split&>(o);
+  return p.axis == axis && p.sizes == sizes;
+}
+size_t Split::hash() const { return hash_seq(hash_mix(size_t(kind()), axis), sizes); }
+std::vector<TensorMeta> Split::infer(const std::vector<TensorMeta>& in) const {
+  const Shape& s = in[0].shape;
+  LUCID_CHECK(axis >= 0 && axis < int(s.size()), "split_with_sizes: dimension ", axis, " out of range for a ",
+              s.size(), "-d tensor");
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    LUCID_CHECK(n >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=",
+                shape_str(sizes));
+    total += n;
+  }
+  LUCID_CHECK(total == s[size_t(axis)], "split_with_sizes expects split_sizes to sum exactly to ", s[size_t(axis)],
+              " (input tensor's size at dimension ", axis, "), but got split_sizes=", shape_str(sizes));
+  std::vector<TensorMeta> out;
+  for (int64_t n : sizes) {
+    TensorMeta m = in[0];
+    m.shape[size_t(axis)] = n;
+    out.push_back(m);
+  }
+  return out;
+}
+std::vector<Tensor> Split::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                               const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {cat(cot, axis)};
+}
+
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  LUCID_CHECK(x.ndim() > 0, "split_with_sizes: expected a tensor with at least one dimension");
+  return detail::call_multi<Split>({x}, normalize_axis(dim, x.ndim()), sizes);
+}
+
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
   LUCID_CHECK(x.ndim() > 0, "split expects at least a 1-dimensional tensor");
   const int d = normalize_axis(dim, x.ndim());

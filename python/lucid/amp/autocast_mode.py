@@ -7,6 +7,7 @@ The state is thread-local, nests and restores, and is part of a compiled
 step's signature.
 """
 import functools
+import warnings
 
 from .. import _C
 
@@ -27,6 +28,11 @@ class autocast:
             dtype = getattr(_C.dtype, _DEVICE_DEFAULT[device_type])
         if dtype not in (_C.dtype.float16, _C.dtype.bfloat16):
             raise ValueError(f"autocast: dtype must be lucid.float16 or lucid.bfloat16, got {dtype}")
+        if enabled and device_type != "cpu" and not _C.device_available(device_type):
+            # PyTorch's behaviour for a device type it cannot use: warn, run without autocast.
+            warnings.warn(f"User provided device_type of '{device_type}', but that device is not available in this "
+                          "build of lucid. Disabling autocast.", stacklevel=2)
+            enabled = False
         self.device_type = device_type
         self.fast_dtype = dtype
         self._enabled = bool(enabled)

@@ -13,6 +13,7 @@ The numbers live in a C++ ``lucid._C.GradScalerState`` (``_core``), so a
 compiled step updates the scale in the same C++ call that runs the step.
 """
 import enum
+import warnings
 
 import numpy as np
 
@@ -61,6 +62,11 @@ class GradScaler:
         self._core = _C.GradScalerState(float(init_scale), float(growth_factor), float(backoff_factor),
                                         growth_interval, bool(enabled))
         self._device = str(device)
+        if enabled and _C.device(self._device).type != "cpu" and not _C.device_available(self._device):
+            # As torch.amp.GradScaler: a scaler for a device that is not there disables itself.
+            warnings.warn(f"lucid.amp.GradScaler is enabled, but device '{self._device}' is not available. "
+                          "Disabling.", stacklevel=2)
+            enabled = False
         self._enabled = bool(enabled)
         self._init_scale = float(init_scale)
         self._scale = None  # set lazily, like torch

@@ -1,5 +1,6 @@
 """Autograd: backward, grad, and the grad-mode switches."""
 import functools
+import threading
 
 from .. import _C
 
@@ -31,9 +32,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 class _GradModeContext:
-    """A context manager that is also a decorator."""
+    """A context manager that is also a decorator, with or without
+    parentheses (``@no_grad()`` and ``@no_grad``)."""
 
     enabled = True
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not set_grad_enabled and len(args) == 1 and not kwargs and callable(args[0]) \
+                and not isinstance(args[0], bool):
+            return cls()(args[0])  # used bare, as a decorator
+        return super().__new__(cls)
 
     def __enter__(self):
         self._prev = _C.is_grad_enabled()
@@ -44,10 +52,15 @@ class _GradModeContext:
         _C.set_grad_enabled(self._prev)
         return False
 
+    def _fresh(self):
+        """A new context with the same settings (each call of a decorated
+        function enters its own)."""
+        return type(self)()
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__() if type(self) is not set_grad_enabled else set_grad_enabled(self.enabled):
+            with self._fresh():
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -81,10 +94,45 @@ class set_grad_enabled(_GradModeContext):
         _C.set_grad_enabled(self._prev)
         return False
 
+    def _fresh(self):
+        return set_grad_enabled(self.enabled)
+
     def __call__(self, fn):
         # As a decorator it only applies inside the function (PyTorch too).
         _C.set_grad_enabled(self._prev)
         return super().__call__(fn)
+
+
+_inference = threading.local()
+
+
+def is_inference_mode_enabled():
+    return getattr(_inference, "depth", 0) > 0
+
+
+class inference_mode(_GradModeContext):
+    """torch.inference_mode: no gradient recording inside (mode=True), like
+    no_grad. Lucid has no separate kind of inference tensor: what is made
+    inside is an ordinary tensor that does not require grad, so it may also
+    be used in autograd later (where PyTorch would raise)."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self.enabled = not self.mode if self.mode else _C.is_grad_enabled()
+
+    def __enter__(self):
+        self._prev_depth = getattr(_inference, "depth", 0)
+        _inference.depth = self._prev_depth + 1 if self.mode else 0
+        if not self.mode:
+            self.enabled = _C.is_grad_enabled()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference.depth = self._prev_depth
+        return super().__exit__(*exc)
+
+    def _fresh(self):
+        return inference_mode(self.mode)
 
 
 is_grad_enabled = _C.is_grad_enabled

@@ -76,6 +76,13 @@ class CompiledFunction:
         kind = self._structure["kind"]
         return outs[0] if kind is None else kind(outs)
 
+    def __getattr__(self, name):
+        # The wrapped module's attributes (train(), eval(), parameters(),
+        # config...), as torch.compile's OptimizedModule forwards them.
+        if name == "_fn":
+            raise AttributeError(name)
+        return getattr(self._fn, name)
+
     def _eager(self, reason, args, kwargs, key=None):
         if key is not None:
             self.fallback_reasons[key] = reason

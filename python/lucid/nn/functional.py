@@ -20,7 +20,9 @@ Tensor = _C.Tensor
 _INF = float("inf")
 
 __all__ = [
-    "linear", "bilinear", "conv1d", "conv2d", "unfold", "fold", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "pixel_shuffle",
+    "pixel_unshuffle", "dropout1d", "dropout2d", "dropout3d", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear", "unfold", "fold", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm",
     "rms_norm", "instance_norm", "normalize", "embedding", "one_hot", "dropout", "pad", "relu", "relu6",
     "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "softsign", "logsigmoid",
@@ -133,6 +135,76 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     kernel = (weight.shape[2],) if weight.ndim == 3 else (1,)
     ((pl, pr),) = _conv_padding(padding, kernel, (dilation,), (stride,), 1, "conv1d")
     return _C.conv1d(input, weight, bias, stride, (pl, pr), dilation, int(groups))
+
+
+def _conv_transpose_args(input, weight, padding, nd, fn):  # noqa: A002
+    _check_tensor(input, "input", fn)
+    _check_tensor(weight, "weight", fn)
+    if isinstance(padding, str):
+        raise _C.InvalidArgument(f"{fn}: padding must be an int or a tuple of ints, got '{padding}'")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """The adjoint of conv2d with respect to its input; weight [in_channels,
+    out_channels/groups, kH, kW]."""
+    _conv_transpose_args(input, weight, padding, 2, "conv_transpose2d")
+    return _C.conv_transpose2d(input, weight, bias, _ntuple(stride, 2, "conv_transpose2d: stride"),
+                               _ntuple(padding, 2, "conv_transpose2d: padding"),
+                               _ntuple(output_padding, 2, "conv_transpose2d: output_padding"), int(groups),
+                               _ntuple(dilation, 2, "conv_transpose2d: dilation"))
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """The adjoint of conv1d with respect to its input; weight [in_channels,
+    out_channels/groups, kW]."""
+    _conv_transpose_args(input, weight, padding, 1, "conv_transpose1d")
+    (s,), (p,) = _ntuple(stride, 1, "conv_transpose1d: stride"), _ntuple(padding, 1, "conv_transpose1d: padding")
+    (op,), (d,) = (_ntuple(output_padding, 1, "conv_transpose1d: output_padding"),
+                   _ntuple(dilation, 1, "conv_transpose1d: dilation"))
+    return _C.conv_transpose1d(input, weight, bias, s, p, op, int(groups), d)
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """[*, C*r*r, H, W] -> [*, C, H*r, W*r]."""
+    _check_tensor(input, "input", "pixel_shuffle")
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise _C.InvalidArgument(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                                 f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise _C.InvalidArgument(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise _C.InvalidArgument(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+                                 f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = _C.reshape(input, list(lead) + [c // (r * r), r, r, h, w])
+    x = _C.permute(x, list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
+    return _C.reshape(x, list(lead) + [c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """[*, C, H*r, W*r] -> [*, C*r*r, H, W]."""
+    _check_tensor(input, "input", "pixel_unshuffle")
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise _C.InvalidArgument(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                                 f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise _C.InvalidArgument(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r:
+        raise _C.InvalidArgument(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                                 f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise _C.InvalidArgument(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                                 f"input.size(-1)={w} is not divisible by {r}")
+    n = len(lead)
+    x = _C.reshape(input, list(lead) + [c, h // r, r, w // r, r])
+    x = _C.permute(x, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
+    return _C.reshape(x, list(lead) + [c * r * r, h // r, w // r])
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
@@ -277,6 +349,152 @@ def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     return _adaptive_mean(x, ol)
 
 
+# ------------------------------------------------------------ interpolation
+_INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+
+
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor, nd):  # noqa: A002
+    """-> (output sizes, the scale each dim's kernel uses or None)."""
+    if size is not None and scale_factor is not None:
+        raise _C.InvalidArgument("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise _C.InvalidArgument("either size or scale_factor should be defined")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nd
+        if len(sizes) != nd:
+            raise _C.InvalidArgument(f"Input and output must have the same number of spatial dimensions, but got "
+                                     f"input with spatial dimensions of {in_sizes} and output size of {size}. "
+                                     "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size "
+                                     "in (o1, o2, ...,oK) format.")
+        if recompute_scale_factor:
+            raise _C.InvalidArgument("recompute_scale_factor is not meaningful with an explicit size.")
+        return [int(v) for v in sizes], [None] * nd
+    factors = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
+    if len(factors) != nd:
+        raise _C.InvalidArgument(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {in_sizes} and scale_factor of shape {scale_factor}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in "
+                                 "(s1, s2, ...,sK) format.")
+    sizes = [int(math.floor(float(n) * float(f))) for n, f in zip(in_sizes, factors)]
+    return sizes, [None if recompute_scale_factor else float(f) for f in factors]
+
+
+def _index_tensor(arr, device):
+    from .._creation import tensor
+
+    return tensor(np.ascontiguousarray(arr, dtype=np.int64), device=device)
+
+
+def _weights_tensor(arr, like):
+    from .._creation import tensor
+
+    return tensor(np.ascontiguousarray(arr), dtype=like.dtype, device=like.device)
+
+
+def _scale(n_in, n_out, scale, align_corners, acc):
+    """PyTorch's area_pixel_compute_scale (in the kernel's accumulation type)."""
+    if align_corners:
+        return acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0)
+    if scale is not None and scale > 0:
+        return acc(1.0 / scale)
+    return acc(acc(n_in) / acc(n_out))
+
+
+def _resample_dim(x, dim, n_out, mode, align_corners, scale):
+    """Resamples dim `dim` of x to n_out points (nearest / nearest-exact:
+    one gather; linear: two gathers and a weighted sum)."""
+    n_in = x.shape[dim]
+    # PyTorch computes source indices in float for float, half and bfloat16 inputs, in double for double.
+    acc = np.float64 if x.dtype == _C.dtype.float64 else np.float32
+    dst = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        if n_out == n_in and mode == "nearest":  # PyTorch's nearest_idx: equal sizes map one to one
+            return x
+        s = _scale(n_in, n_out, scale, False, np.float32)
+        if mode == "nearest":
+            src = np.floor(dst.astype(np.float32) * s)
+        else:
+            src = np.floor((dst.astype(np.float32) + np.float32(0.5)) * s)
+        src = np.minimum(src.astype(np.int64), n_in - 1)
+        return _C.index_select(x, dim, _index_tensor(src, x.device))
+    s = _scale(n_in, n_out, scale, align_corners, acc)
+    if align_corners:
+        src = dst.astype(acc) * s
+    else:
+        src = np.maximum((dst.astype(acc) + acc(0.5)) * s - acc(0.5), acc(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    l1 = np.clip(src - i0.astype(acc), acc(0), acc(1)).astype(acc)
+    l0 = (acc(1) - l1).astype(acc)
+    shape = [1] * x.ndim
+    shape[dim] = n_out
+    w0 = _C.reshape(_weights_tensor(l0, x), shape)
+    w1 = _C.reshape(_weights_tensor(l1, x), shape)
+    a = _C.index_select(x, dim, _index_tensor(i0, x.device))
+    b = _C.index_select(x, dim, _index_tensor(i1, x.device))
+    return _C.add(_C.mul(a, w0), _C.mul(b, w1))
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims of [N, C, *spatial]: 'nearest',
+    'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'trilinear' (5-D) and
+    'area' (adaptive average pooling). Separable: one dim at a time."""
+    _check_tensor(input, "input", "interpolate")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise _C.InvalidArgument("align_corners option can only be set with the interpolating modes: linear | "
+                                     "bilinear | bicubic | trilinear")
+    elif mode in _INTERP_DIMS:
+        align_corners = bool(align_corners)
+    else:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if mode == "bicubic":
+        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by lucid")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by lucid")
+    nd = input.ndim - 2
+    if nd not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if mode in _INTERP_DIMS and _INTERP_DIMS[mode] != nd:
+        needs = _INTERP_DIMS[mode] + 2
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs}D input")
+    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor, nd)
+    if any(s <= 0 for s in sizes):
+        raise _C.InvalidArgument(f"Input and output sizes should be greater than 0, but got input "
+                                 f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, sizes))})")
+    if mode == "area":
+        if nd == 1:
+            return adaptive_avg_pool1d(input, sizes[0])
+        if nd == 2:
+            return adaptive_avg_pool2d(input, sizes)
+        raise NotImplementedError("interpolate: mode 'area' on 5-D input is not supported by lucid")
+    if not input.dtype.is_floating_point:  # PyTorch's CPU kernels take floats (and uint8, which Lucid lacks)
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for {input.dtype}")
+    kernel_mode = mode if mode in ("nearest", "nearest-exact") else "linear"
+    out = input
+    for d in reversed(range(nd)):  # innermost first, the order of PyTorch's kernels
+        out = _resample_dim(out, 2 + d, sizes[d], kernel_mode, align_corners, scales[d])
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 # ------------------------------------------------------------ normalization
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
                momentum=0.1, eps=1e-5):
@@ -336,13 +554,29 @@ def _rsub1(m):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
                   use_input_stats=True, momentum=0.1, eps=1e-5):
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm with running statistics is not supported")
-    dims = list(range(2, input.ndim))
-    mean = _C.mean(input, dims, True)
-    xc = _C.sub(input, mean)
-    out = _C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), dims, True), eps)))
-    shape = _bshape(input.ndim, 1, input.shape[1])
+    """Normalises each (sample, channel) over the spatial dims: batch_norm
+    over the input viewed as one sample of N*C channels. Running statistics,
+    when given, are updated with the mean over the batch (PyTorch's rule)."""
+    _check_tensor(input, "input", "instance_norm")
+    if input.ndim < 3:
+        raise _C.InvalidArgument(f"instance_norm: expected an input with at least 3 dims [N, C, ...], got "
+                                 f"{list(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    x = _C.reshape(input, [1, n * c] + list(input.shape[2:]))
+    rm = rv = None
+    if running_mean is not None:
+        rm = _C.reshape(_C.broadcast_to(_C.reshape(running_mean, [1, c]), [n, c]), [n * c])
+    if running_var is not None:
+        rv = _C.reshape(_C.broadcast_to(_C.reshape(running_var, [1, c]), [n, c]), [n * c])
+    if rm is not None and rv is not None and use_input_stats:
+        rm, rv = _C.clone(rm), _C.clone(rv)  # batch_norm updates these copies in place
+    out = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None and running_var is not None:
+        with no_grad():
+            _C.assign_(running_mean, _C.mean(_C.reshape(rm, [n, c]), [0], False))
+            _C.assign_(running_var, _C.mean(_C.reshape(rv, [n, c]), [0], False))
+    out = _C.reshape(out, list(input.shape))
+    shape = _bshape(input.ndim, 1, c)
     if weight is not None:
         out = _C.mul(out, _C.reshape(weight, shape))
     if bias is not None:
@@ -491,6 +725,57 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
         return _C.mul(x, keep)
 
     return _inplace(input, fn, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched_ndim, fn):  # noqa: A002
+    """Zeroes whole channels: one draw per (sample, channel), broadcast over
+    the remaining dims; the kept channels are scaled by 1/(1-p)."""
+    _check_p(p)
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise _C.InvalidArgument(f"{fn}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
+                                 f"{input.ndim}D input. Note that {fn} exists to provide channel-wise dropout on "
+                                 f"inputs with {batched_ndim - 2} spatial dimensions, a channel dimension, and an "
+                                 "optional batch dimension (i.e. "
+                                 f"{batched_ndim - 1}D or {batched_ndim}D inputs).")
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == batched_ndim else 1  # (N, C) or (C,)
+
+    def fn_(x):
+        if p == 1.0:
+            return _C.mul(x, 0.0)
+        shape = list(x.shape[:lead]) + [1] * (x.ndim - lead)
+        u = _C.rand(shape, _float_like(x), x.device)
+        keep = _C.mul(_C.cast(_C.lt(u, 1.0 - p), x.dtype), 1.0 / (1.0 - p))
+        return _C.mul(x, keep)
+
+    return _inplace(input, fn_, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if input.ndim == 2:
+        warnings.warn("dropout2d: Received a 2-D input to dropout2d, which is deprecated and will result in an error "
+                      "in a future release. To retain the behavior and silence this warning, please use dropout "
+                      "instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
+                      "dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
+                      stacklevel=2)
+        return dropout(input, p, training, inplace)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=2)
+        return _feature_dropout(input, p, training, inplace, 3, "dropout2d")
+    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
 
 
 # ---------------------------------------------------------------------- pad
@@ -1209,7 +1494,15 @@ def _autocast_fp32(fn):
     return wrapper
 
 
+from ._functional_composite import *  # noqa: E402,F401,F403
+from ._functional_composite import __all__ as _composite_names  # noqa: E402
+
+__all__ += _composite_names
+
 for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"):
+              "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
+              "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+              "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
+              "multilabel_margin_loss"):
     globals()[_name] = _autocast_fp32(globals()[_name])
 del _name

@@ -10,6 +10,7 @@
 
 #include "lucid/backend/cpu/dispatch.h"
 #include "lucid/backend/cpu/parallel.h"
+#include "lucid/backend/cpu/window.h"
 #include "lucid/ops/conv.h"
 #include "lucid/ops/kernels.h"
 
@@ -33,17 +34,6 @@ T pad_as(double v) {
     store(&out, 0, compute_t<T>(v));
     return out;
   }
-}
-
-// The output columns [lo, hi) whose tap at input column offset `off`
-// (= ow*sw + off) falls inside [0, width).
-inline void valid_range(int64_t off, int64_t sw, int64_t width, int64_t ow_count, int64_t& lo, int64_t& hi) {
-  // ow*sw + off >= 0  <=>  ow >= ceil(-off / sw)
-  lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-  // ow*sw + off <= width-1  <=>  ow <= floor((width-1-off) / sw)
-  hi = width - 1 - off < 0 ? 0 : (width - 1 - off) / sw + 1;
-  lo = std::min(lo, ow_count);
-  hi = std::clamp(hi, lo, ow_count);
 }
 
 template <class T>
@@ -80,32 +70,6 @@ void im2col_impl(const Window2d& w, const T* x, T* cols, int64_t n, int64_t c, i
   });
 }
 
-// Accumulates one (image, channel) plane: every tap row of the plane's
-// channel adds into the input positions it read.
-template <class A, class T>
-void col2im_plane(const Window2d& w, const T* cols, A* acc, int64_t n, int64_t img, int64_t ch, int64_t h,
-                  int64_t wd) {
-  const int64_t oh = w.out_h(h), ow = w.out_w(wd), l = oh * ow, kk = w.kh * w.kw;
-  for (int64_t i = 0; i < w.kh; ++i)
-    for (int64_t j = 0; j < w.kw; ++j) {
-      const T* src = cols + ((ch * kk + i * w.kw + j) * n + img) * l;
-      const int64_t col_off = j * w.dw - w.pad_left;
-      int64_t lo, hi;
-      valid_range(col_off, w.sw, wd, ow, lo, hi);
-      for (int64_t r = 0; r < oh; ++r) {
-        const int64_t ih = r * w.sh - w.pad_top + i * w.dh;
-        if (ih < 0 || ih >= h) continue;
-        A* dst = acc + ih * wd;
-        const T* s = src + r * ow;
-        if (w.sw == 1) {
-          for (int64_t q = lo; q < hi; ++q) dst[q + col_off] += A(load(s, q));
-        } else {
-          for (int64_t q = lo; q < hi; ++q) dst[q * w.sw + col_off] += A(load(s, q));
-        }
-      }
-    }
-}
-
 template <class T>
 void col2im_impl(const Window2d& w, const T* cols, T* x, int64_t n, int64_t c, int64_t h, int64_t wd) {
   using A = compute_t<T>;
@@ -116,10 +80,10 @@ void col2im_impl(const Window2d& w, const T* cols, T* x, int64_t n, int64_t c, i
       T* out = x + p * h * wd;
       if constexpr (std::is_same_v<A, T>) {  // accumulate in place
         std::fill(out, out + h * wd, T(0));
-        col2im_plane<A>(w, cols, out, n, p / c, p % c, h, wd);
+        scatter_taps_plane<A>(w, cols, out, n, p / c, p % c, h, wd, w.out_h(h), w.out_w(wd));
       } else {  // 16-bit floats: accumulate in float, round once
         scratch.assign(size_t(h * wd), A(0));
-        col2im_plane<A>(w, cols, scratch.data(), n, p / c, p % c, h, wd);
+        scatter_taps_plane<A>(w, cols, scratch.data(), n, p / c, p % c, h, wd, w.out_h(h), w.out_w(wd));
         for (int64_t k = 0; k < h * wd; ++k) store(out, k, scratch[size_t(k)]);
       }
     }

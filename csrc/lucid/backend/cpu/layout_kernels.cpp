@@ -334,6 +334,19 @@ void as_strided_scatter_kernel(const Primitive& p, const std::vector<ConstArg>& 
 }
 LUCID_REGISTER_KERNEL(AsStridedScatter, CPU, as_strided_scatter_kernel);
 
+// Each output is one slice of the input along the axis (Concat in reverse).
+void split_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const int axis = static_cast<const Split&>(p).axis;
+  const Shape ics = contiguous_strides(in[0].meta->shape);
+  int64_t at = 0;
+  for (const auto& o : out) {
+    const Shape& s = o.meta->shape;
+    strided_copy(o.data, contiguous_strides(s), 0, in[0].data, ics, at * ics[size_t(axis)], s, esize_of(o));
+    at += s[size_t(axis)];
+  }
+}
+LUCID_REGISTER_KERNEL(Split, CPU, split_kernel);
+
 }  // namespace
 
 }  // namespace lucid::cpu

@@ -663,6 +663,24 @@ V lower_max_pool_backward(PlanBuilder& g, const MaxPool2dBackward& op, V grad, V
                                pool_window(op.win));
 }
 
+// Each output is one slice of the input along the axis (Concat in reverse);
+// an output with no elements has no value.
+std::vector<V> lower_split(PlanBuilder& g, const Split& sp, V x, const TensorMeta& in,
+                           const std::vector<TensorMeta>& out) {
+  const size_t axis = size_t(sp.axis);
+  std::vector<int64_t> starts(in.shape.size(), 0), stops(in.shape.begin(), in.shape.end()), steps(in.shape.size(), 1);
+  std::vector<V> parts;
+  int64_t at = 0;
+  for (const auto& m : out) {
+    const int64_t n = m.shape[axis];
+    starts[axis] = at;
+    stops[axis] = at + n;
+    parts.push_back(m.numel() ? g.slice(x, starts, stops, steps) : -1);
+    at += n;
+  }
+  return parts;
+}
+
 // Kinds whose output is defined only when every input has elements.
 bool needs_all_inputs(OpKind k) {
   switch (k) {
@@ -730,8 +748,10 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::AsStrided: case OpKind::StridedView: return {lower_view_read(g, p, in[0], im[0], om[0])};
     case OpKind::AsStridedScatter:
       return {lower_as_strided_scatter(g, static_cast<const AsStridedScatter&>(p), in[0], in[1], im[0], im[1])};
+    case OpKind::Split: return lower_split(g, static_cast<const Split&>(p), in[0], im[0], om);
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
     case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan:
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
     case OpKind::Count:
       break;
   }
@@ -781,6 +801,10 @@ const char* op_kind_name(OpKind k) {
     case OpKind::TopK: return "TopK";
     case OpKind::NonZero: return "NonZero";
     case OpKind::Scan: return "Scan";
+    case OpKind::RecurrentCell: return "RecurrentCell";
+    case OpKind::RecurrentCellBackward: return "RecurrentCellBackward";
+    case OpKind::ConvTranspose2d: return "ConvTranspose2d";
+    case OpKind::Split: return "Split";
     case OpKind::Count: break;
   }
   return "?";
@@ -794,7 +818,7 @@ Lowering lowering_of(OpKind kind) {
     case OpKind::IndexSelect: case OpKind::IndexAdd: case OpKind::Softmax: case OpKind::SoftmaxBackward:
     case OpKind::Im2Col: case OpKind::Col2Im: case OpKind::MaxPool2d: case OpKind::MaxPool2dBackward:
     case OpKind::LayerNorm: case OpKind::LayerNormBackward: case OpKind::AsStrided: case OpKind::AsStridedScatter:
-    case OpKind::StridedView:
+    case OpKind::StridedView: case OpKind::Split:
       return Lowering::Graph;
     case OpKind::Full: case OpKind::Arange: case OpKind::Random:
       return Lowering::HostFill;
@@ -814,6 +838,13 @@ Lowering lowering_of(OpKind kind) {
     // Not lowered yet: MPSGraph's cumulativeSum/Product fit, but need a plan
     // operation with its reference interpretation (interpreter.cpp) first.
     case OpKind::Scan:
+    // No Metal form yet (NotImplementedError naming the operator): the fused
+    // recurrent cell and its backward would be a dozen graph operations each
+    // (slices, sigmoid/tanh, products) with no case of the reference
+    // interpreter checking them, and a transposed convolution needs
+    // MPSGraph's convolutionTranspose2D or a matmul + col2im plan, neither
+    // written nor declared yet (docs/metal.md, "The op table").
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
       return Lowering::None;
   }
   return Lowering::None;

@@ -1,4 +1,4 @@
-"""BatchNorm1d / BatchNorm2d: running statistics are buffers, updated in
+"""BatchNorm1d/2d/3d and InstanceNorm1d/2d/3d: running statistics are buffers, updated in
 place during training (an in-place write in a compiled step)."""
 from ... import _C
 from ...autograd import no_grad
@@ -94,3 +94,47 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):  # noqa: A002
         if input.ndim != 4:
             raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over [N, C, D, H, W]."""
+
+    def _check_input_dim(self, input):  # noqa: A002
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    """Normalises each (sample, channel) over its spatial dims; PyTorch's
+    defaults: no affine part, no running statistics."""
+
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):  # noqa: A002
+        batched = self._spatial + 2
+        if input.ndim not in (batched - 1, batched):
+            raise ValueError(f"expected {batched - 1}D or {batched}D input (got {input.ndim}D input)")
+        x = input if input.ndim == batched else _C.unsqueeze(input, 0)
+        if x.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim=1 to match num_features ({self.num_features}), but got: "
+                             f"{x.shape[1]}.")
+        use_input_stats = self.training or not self.track_running_stats
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+                              self.momentum if self.momentum is not None else 0.1, self.eps)
+        return out if input.ndim == batched else _C.squeeze(out, [0])
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3

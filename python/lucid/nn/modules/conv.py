@@ -1,4 +1,5 @@
-"""Conv1d and Conv2d (im2col + one GEMM over the batch, in C++)."""
+"""Conv1d and Conv2d (im2col + one GEMM over the batch, in C++) and
+ConvTranspose1d/2d (their own primitive)."""
 import math
 
 from .. import functional as F
@@ -14,7 +15,7 @@ class _ConvNd(Module):
     _nd = 0
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
+                 padding_mode="zeros", device=None, dtype=None, transposed=False, output_padding=0):
         super().__init__()
         nd = self._nd
         if groups <= 0:
@@ -36,13 +37,15 @@ class _ConvNd(Module):
         self.stride = stride
         self.padding = padding
         self.dilation = dilation
-        self.transposed = False
-        self.output_padding = (0,) * nd
+        self.transposed = transposed
+        self.output_padding = tuple_of(output_padding, nd)
         self.groups = groups
         self.padding_mode = padding_mode
         # F.pad order (last dim first), for the non-zero padding modes
         self._reversed_padding_repeated_twice = [p for lo_hi in reversed(sides) for p in lo_hi]
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + kernel_size, device, dtype))
+        # PyTorch's layouts: [out, in/groups, *k], transposed [in, out/groups, *k].
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(shape + kernel_size, device, dtype))
         if bias:
             self.bias = Parameter(empty((out_channels,), device, dtype))
         else:
@@ -97,6 +100,61 @@ class Conv2d(_ConvNd):
     def forward(self, input):  # noqa: A002
         x, padding = self._padded(input)
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if isinstance(padding, str):
+            raise ValueError(f"padding='{padding}' is not supported for {type(self).__name__}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype, transposed=True, output_padding=output_padding)
+
+    def _output_padding(self, input, output_size):  # noqa: A002
+        """PyTorch's rule: the output_padding that gives `output_size`."""
+        if output_size is None:
+            return self.output_padding
+        nd = self._nd
+        requested = output_size
+        output_size = [int(v) for v in output_size]
+        non_spatial = 2 if input.ndim == nd + 2 else 1
+        if len(output_size) == non_spatial + nd:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != nd:
+            raise ValueError(f"ConvTranspose{nd}D: for {input.ndim}D input, output_size must have {nd} or "
+                             f"{non_spatial + nd} elements (got {len(output_size)})")
+        min_sizes = [(input.shape[d + non_spatial] - 1) * self.stride[d] - 2 * self.padding[d] +
+                     self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(nd)]
+        max_sizes = [m + self.stride[d] - 1 for d, m in enumerate(min_sizes)]
+        for size, lo, hi in zip(output_size, min_sizes, max_sizes):
+            if size < lo or size > hi:
+                raise ValueError(f"requested an output size of {requested}, but valid sizes range from {min_sizes} "
+                                 f"to {max_sizes} (for an input of {list(input.shape[non_spatial:])})")
+        return tuple(size - lo for size, lo in zip(output_size, min_sizes))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over [N, C, L] (or unbatched [C, L])."""
+
+    _nd = 1
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over [N, C, H, W] (or unbatched [C, H, W])."""
+
+    _nd = 2
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
 
 
 class Unfold(Module):

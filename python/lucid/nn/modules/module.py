@@ -130,7 +130,65 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        pre, post = self.__dict__.get("_forward_pre_hooks"), self.__dict__.get("_forward_hooks")
+        if not pre and not post:
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(pre.values()) if pre else ():
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(post.values()) if post else ():
+            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    # ------------------------------------------------------------------- hooks
+    def _add_hook(self, table, entry, prepend):
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, table, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = entry
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (with_kwargs: hook(module,
+        args, kwargs) -> None or (args, kwargs)), run before forward."""
+        return self._add_hook("_forward_pre_hooks", (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output (with_kwargs:
+        hook(module, args, kwargs, output)), run after forward."""
+        return self._add_hook("_forward_hooks", (hook, with_kwargs), prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        raise NotImplementedError("backward hooks on modules are not supported by lucid (autograd has no hooks on "
+                                  "gradients yet); read parameter gradients after backward() instead")
+
+    register_backward_hook = register_full_backward_hook
+
+    def register_module(self, name, module):
+        self.add_module(name, module)
+
+    def share_memory(self):
+        return self  # one process: nothing to share
+
+    def cuda(self, device=None):
+        from ...cuda import _unavailable, is_available
+
+        if not is_available():
+            raise _unavailable("Module.cuda()")
+        return self.to("cuda" if device is None else f"cuda:{int(device)}" if isinstance(device, int) else device)
 
     # ------------------------------------------------------------ registration
     def _require_init(self, what):
@@ -566,3 +624,23 @@ def _clone_tensor(t, memo):
     memo[id(t)] = out
     return out
 
+
+class RemovableHandle:
+    """What registering a hook returns: remove() unregisters it (also a
+    context manager)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self.hooks_dict_ref = hooks
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self.hooks_dict_ref.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()

@@ -9,6 +9,10 @@ from ... import _C
 from ._random import as_generator, rng
 
 
+# Indices drawn per chunk by a sampler that draws with replacement.
+_CHUNK = 1 << 16
+
+
 def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"{name} should be a positive integer value, but got {name}={value}")
@@ -58,12 +62,22 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         if n == 0:
             return iter(())
-        g = rng(self.generator)
+        # The stream is chosen now (one seed per epoch); the indices are drawn
+        # as they are consumed, a chunk at a time, so num_samples may be huge.
+        return self._draw(rng(self.generator), n, self.num_samples)
+
+    def _draw(self, g, n, count):
         if self.replacement:
-            return iter(g.integers(0, n, size=self.num_samples).tolist())
-        full, rest = divmod(self.num_samples, n)
-        perms = [g.permutation(n) for _ in range(full)] + ([g.permutation(n)[:rest]] if rest else [])
-        return iter(np.concatenate(perms).tolist())
+            while count > 0:
+                k = min(count, _CHUNK)
+                yield from g.integers(0, n, size=k).tolist()
+                count -= k
+            return
+        full, rest = divmod(count, n)
+        for _ in range(full):
+            yield from g.permutation(n).tolist()
+        if rest:
+            yield from g.permutation(n)[:rest].tolist()
 
     def __len__(self):
         return self.num_samples

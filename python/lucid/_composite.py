@@ -1,0 +1,1363 @@
+"""Composite functions: more of torch's function surface, each written with
+lucid ops, so it differentiates (and traces) through them. Functions that
+need concrete values (unique, bincount, searchsorted, masked_select...) read
+them on the host and say so; they run eagerly only.
+
+Where a composition rounds differently from PyTorch's dedicated kernel (the
+inverse trigonometric and hyperbolic functions, fmod of floats), the
+difference is a few float32 ulps (the tests hold them to 1e-5).
+"""
+import builtins
+import collections
+import itertools
+import math
+import numbers
+
+import numpy as np
+
+from . import _C
+from . import _functions as F
+from ._utils import as_dims, as_shape, is_number, to_dtype
+
+Tensor = _C.Tensor
+
+__all__ = [
+    # pointwise
+    "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan", "arctan",
+    "atanh", "arctanh", "arctan2", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod", "frac", "heaviside",
+    "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "clamp_min", "clamp_max", "nan_to_num", "sinc",
+    "deg2rad", "rad2deg", "float_power", "positive", "signbit", "copysign", "fix", "divide", "true_divide",
+    "greater", "greater_equal", "less", "less_equal", "not_equal", "rsub", "erfc",
+    # comparisons
+    "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal",
+    # reductions
+    "argsort", "msort", "cumprod", "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian",
+    "quantile", "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode",
+    # shapes
+    "tile", "hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
+    "broadcast_tensors", "broadcast_shapes", "rot90", "fliplr", "flipud", "diff", "tensor_split", "unflatten",
+    "moveaxis", "ravel", "meshgrid", "block_diag",
+    # linear algebra
+    "addmm", "addmv", "addbmm", "baddbmm", "mv", "inner", "tensordot", "einsum", "kron", "cross", "diag",
+    "diag_embed", "trace", "tril_indices", "triu_indices", "cdist", "cartesian_prod", "vdot", "chain_matmul",
+    # indexing
+    "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
+    "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
+    # random
+    "bernoulli", "normal", "poisson", "randint_like",
+    # more
+    "logspace", "fmax", "fmin", "isin", "ger", "diagflat", "hsplit", "vsplit", "dsplit", "unravel_index",
+    "scalar_tensor", "split_with_sizes", "addr", "combinations", "cov", "corrcoef",
+]
+
+
+def _t(x):
+    if isinstance(x, Tensor):
+        return x
+    from ._creation import tensor
+
+    return tensor(x)
+
+
+def _floating(x):
+    """x as a floating tensor (integer and bool inputs take the default dtype, as PyTorch's unary float ops do)."""
+    x = _t(x)
+    return x if x.dtype.is_floating_point else _C.cast(x, _C.get_default_dtype())
+
+
+# ------------------------------------------------------------------ pointwise
+def absolute(input):  # noqa: A002
+    return _C.abs(input)
+
+
+def atan(input):  # noqa: A002
+    x = _floating(input)
+    return _C.atan2(x, _C.full([], 1.0, x.dtype, x.device))
+
+
+def asin(input):  # noqa: A002
+    x = _floating(input)
+    return _C.atan2(x, _C.sqrt(_C.mul(_C.sub(1.0, x), _C.add(x, 1.0))))
+
+
+def acos(input):  # noqa: A002
+    x = _floating(input)
+    return _C.atan2(_C.sqrt(_C.mul(_C.sub(1.0, x), _C.add(x, 1.0))), x)
+
+
+def tan(input):  # noqa: A002
+    x = _floating(input)
+    return _C.div(_C.sin(x), _C.cos(x))
+
+
+def sinh(input):  # noqa: A002
+    x = _floating(input)
+    return _C.mul(_C.sub(_C.expm1(x), _C.expm1(_C.neg(x))), 0.5)
+
+
+def cosh(input):  # noqa: A002
+    x = _floating(input)
+    return _C.mul(_C.add(_C.exp(x), _C.exp(_C.neg(x))), 0.5)
+
+
+def asinh(input):  # noqa: A002
+    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for small or negative x
+    x = _floating(input)
+    a = _C.abs(x)
+    sq = _C.mul(x, x)
+    inner = _C.add(a, _C.div(sq, _C.add(_C.sqrt(_C.add(sq, 1.0)), 1.0)))
+    return _C.mul(_C.sign(x), _C.log1p(inner))
+
+
+def acosh(input):  # noqa: A002
+    x = _floating(input)
+    return _C.log(_C.add(x, _C.sqrt(_C.mul(_C.sub(x, 1.0), _C.add(x, 1.0)))))
+
+
+def atanh(input):  # noqa: A002
+    x = _floating(input)
+    return _C.mul(_C.log1p(_C.div(_C.mul(x, 2.0), _C.sub(1.0, x))), 0.5)
+
+
+arccos, arccosh, arcsin, arcsinh, arctan, arctanh = acos, acosh, asin, asinh, atan, atanh
+arctan2 = F.atan2
+
+
+def erfc(input):  # noqa: A002
+    """1 - erf(x). (Composed: for x above ~4 the result has few correct digits,
+    where PyTorch's kernel keeps full relative precision.)"""
+    return _C.sub(1.0, _C.erf(_floating(input)))
+
+
+def logit(input, eps=None):  # noqa: A002
+    x = _floating(input)
+    if eps is not None:
+        x = _C.clamp(x, float(eps), 1.0 - float(eps))
+    return _C.log(_C.div(x, _C.sub(1.0, x)))
+
+
+def xlogy(input, other):  # noqa: A002
+    """x * log(y), 0 where x == 0 (unless y is NaN)."""
+    x, y = _t(input) if not is_number(input) else input, _t(other) if not is_number(other) else other
+    if is_number(x):
+        x = _C.wrap_scalar(x, y)
+    if is_number(y):
+        y = _C.wrap_scalar(y, x)
+    x, y = _floating(x), _floating(y)
+    zero = _C.logical_and(_C.eq(x, 0.0), _C.logical_not(_C.isnan(y)))
+    safe_y = _C.where(zero, 1.0, y)
+    return _C.where(zero, 0.0, _C.mul(x, _C.log(safe_y)))
+
+
+def hypot(input, other):  # noqa: A002
+    return _C.sqrt(_C.add(_C.mul(input, input), _C.mul(other, other)))
+
+
+def fmod(input, other):  # noqa: A002
+    """C's fmod: the remainder takes the dividend's sign."""
+    a, b = _t(input), _t(other) if not is_number(other) else other
+    if not a.dtype.is_floating_point and (is_number(b) and isinstance(b, numbers.Integral) or
+                                          isinstance(b, Tensor) and not b.dtype.is_floating_point):
+        q = F.div(a, b, rounding_mode="trunc")
+        return _C.sub(a, _C.mul(q, b))
+    return _C.sub(a, _C.mul(_C.trunc(_C.div(a, b)), b))
+
+
+def frac(input):  # noqa: A002
+    return _C.sub(input, _C.trunc(input))
+
+
+def fix(input):  # noqa: A002
+    return _C.trunc(input)
+
+
+def heaviside(input, values):  # noqa: A002
+    return _C.where(_C.eq(input, 0), values, _C.cast(_C.gt(input, 0), input.dtype))
+
+
+def logaddexp(input, other):  # noqa: A002
+    m = _C.maximum(input, other)
+    d = _C.neg(_C.abs(_C.sub(input, other)))
+    # inf + inf: the maximum itself (the difference would be NaN)
+    return _C.where(_C.eq(input, other), _C.add(input, math.log(2.0)), _C.add(m, _C.log1p(_C.exp(d))))
+
+
+def logaddexp2(input, other):  # noqa: A002
+    ln2 = math.log(2.0)
+    return _C.div(logaddexp(_C.mul(input, ln2), _C.mul(other, ln2)), ln2)
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """PyTorch's formula: start + w (end - start) for |w| < 0.5, else
+    end - (end - start)(1 - w), exact at both ends."""
+    diff = _C.sub(end, input)
+    w = weight if isinstance(weight, Tensor) else _C.wrap_scalar(weight, input)
+    low = _C.add(input, _C.mul(w, diff))
+    high = _C.sub(end, _C.mul(diff, _C.sub(1.0, w)))
+    return _C.where(_C.lt(_C.abs(w), 0.5), low, high)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return _C.add(input, _C.mul(_C.mul(tensor1, tensor2), value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return _C.add(input, _C.mul(_C.div(tensor1, tensor2), value))
+
+
+def clamp_min(input, min):  # noqa: A001,A002
+    return F.clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A001,A002
+    return F.clamp(input, max=max)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return _C.clone(input)
+    info = finfo(input.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = _C.where(_C.isnan(input), float(nan), input)
+    out = _C.where(_C.eq(out, float("inf")), float(posinf), out)
+    return _C.where(_C.eq(out, float("-inf")), float(neginf), out)
+
+
+def sinc(input):  # noqa: A002
+    x = _floating(input)
+    px = _C.mul(x, math.pi)
+    zero = _C.eq(x, 0.0)
+    return _C.where(zero, 1.0, _C.div(_C.sin(px), _C.where(zero, 1.0, px)))
+
+
+def deg2rad(input):  # noqa: A002
+    return _C.mul(_floating(input), math.pi / 180.0)
+
+
+def rad2deg(input):  # noqa: A002
+    return _C.mul(_floating(input), 180.0 / math.pi)
+
+
+def float_power(input, exponent):  # noqa: A002
+    a = _C.cast(_t(input), _C.dtype.float64)
+    b = exponent if is_number(exponent) else _C.cast(exponent, _C.dtype.float64)
+    return _C.pow(a, b)
+
+
+def positive(input):  # noqa: A002
+    if input.dtype == _C.dtype.bool:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def signbit(input):  # noqa: A002
+    """x < 0, including -0.0 (the sign of a NaN is not read)."""
+    if not input.dtype.is_floating_point:
+        return _C.lt(input, 0)
+    negative_zero = _C.logical_and(_C.eq(input, 0.0), _C.lt(_C.reciprocal(input), 0.0))
+    return _C.logical_or(_C.lt(input, 0.0), negative_zero)
+
+
+def copysign(input, other):  # noqa: A002
+    x = _floating(input)
+    o = _t(other) if not is_number(other) else _C.wrap_scalar(float(other), x)
+    out = _C.where(signbit(o), _C.neg(_C.abs(x)), _C.abs(x))
+    if isinstance(other, Tensor) and other.requires_grad:
+        # PyTorch gives `other` a zero gradient: join it to the graph with one
+        out = _C.add(out, _C.where(_C.isfinite(o), _C.mul(o, 0.0), 0.0))
+    return out
+
+
+def rsub(input, other, alpha=1):  # noqa: A002
+    return F.sub(other, input, alpha=alpha)
+
+
+divide = F.div
+true_divide = F.true_divide
+greater, greater_equal, less, less_equal, not_equal = F.gt, F.ge, F.lt, F.le, F.ne
+
+
+# ---------------------------------------------------------------- comparisons
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    other = _t(other)
+    close = _C.le(_C.abs(_C.sub(input, other)), _C.add(_C.mul(_C.abs(other), rtol), atol))
+    if input.dtype.is_floating_point:
+        close = _C.logical_or(close, _C.eq(input, other))  # equal infinities
+        if equal_nan:
+            close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return builtins.bool(_C.all(isclose(input, other, rtol, atol, equal_nan), None, False).item())
+
+
+def equal(input, other):  # noqa: A002
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return builtins.bool(_C.all(_C.eq(input, other), None, False).item())
+
+
+def isneginf(input):  # noqa: A002
+    return _C.eq(input, float("-inf")) if input.dtype.is_floating_point else _C.full(list(input.shape), False,
+                                                                                    _C.dtype.bool, input.device)
+
+
+def isposinf(input):  # noqa: A002
+    return _C.eq(input, float("inf")) if input.dtype.is_floating_point else _C.full(list(input.shape), False,
+                                                                                   _C.dtype.bool, input.device)
+
+
+def isreal(input):  # noqa: A002
+    return _C.full(list(input.shape), True, _C.dtype.bool, input.device)  # Lucid has no complex dtypes
+
+
+# ----------------------------------------------------------------- reductions
+def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
+    return F.sort(input, dim, descending, stable)[1]
+
+
+def msort(input):  # noqa: A002
+    return F.sort(input, 0)[0]
+
+
+def cumprod(input, dim, *, dtype=None):  # noqa: A002
+    """Running product along `dim` (one multiply per position, so zeros and
+    signs are exact and the gradient is the product rule's)."""
+    x = _C.cast(input, to_dtype(dtype)) if dtype is not None else input
+    if not x.dtype.is_floating_point and dtype is None and x.dtype != _C.dtype.int64:
+        x = _C.cast(x, _C.dtype.int64)
+    d = dim % x.ndim if x.ndim else 0
+    if x.ndim == 0 or x.shape[d] <= 1:
+        return _C.clone(x)
+    parts = _C.split_with_sizes(x, [1] * x.shape[d], d)
+    out = [parts[0]]
+    for p in parts[1:]:
+        out.append(_C.mul(out[-1], p))
+    return _C.cat(out, d)
+
+
+def logcumsumexp(input, dim):  # noqa: A002
+    """log(cumsum(exp(x))) along `dim`, shifted by the dim's maximum for range."""
+    d = dim % input.ndim
+    m = _C.amax(input, [d], True)
+    m = _C.where(_C.isfinite(m), m, 0.0).detach()
+    return _C.add(_C.log(F.cumsum(_C.exp(_C.sub(input, m)), d)), m)
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    return _C.sum(_C.ne(input, 0), as_dims(dim), False, _C.dtype.int64)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    x = _C.where(_C.isnan(input), 0.0, input) if input.dtype.is_floating_point else input
+    return F.sum(x, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    keep = _C.logical_not(_C.isnan(input))
+    total = nansum(input, dim, keepdim, dtype=dtype)
+    return _C.div(total, _C.cast(_C.sum(keep, as_dims(dim), keepdim, None), total.dtype))
+
+
+_ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
+
+
+def _k_along(input, dim, position, keepdim, nan_last=True):  # noqa: A002
+    """(values, indices) of the element at sorted `position` along `dim`."""
+    values, indices = F.sort(input, dim)
+    d = dim % input.ndim
+    v, i = _C.narrow(values, d, position, 1), _C.narrow(indices, d, position, 1)
+    if not keepdim:
+        v, i = _C.squeeze(v, [d]), _C.squeeze(i, [d])
+    return _ValuesIndices(v, i)
+
+
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower median; NaN if any value along the dim is NaN (PyTorch's rule)."""
+    if dim is None:
+        flat = _C.reshape(input, [input.numel()])
+        v = _k_along(flat, 0, (input.numel() - 1) // 2, False).values
+        if input.dtype.is_floating_point:
+            v = _C.where(_C.any(_C.isnan(flat), None, False), float("nan"), v)
+        return v
+    n = input.shape[dim]
+    if input.dtype.is_floating_point:
+        has_nan = _C.any(_C.isnan(input), [dim % input.ndim], True)
+        if builtins.bool(_C.any(has_nan, None, False).item()):
+            # NaN sorts last: the median of a row with a NaN is that NaN (its first index)
+            first_nan = _C.argmax(_C.cast(_C.isnan(input), _C.dtype.int32), dim % input.ndim, True)
+            r = _k_along(input, dim, (n - 1) // 2, True)
+            v = _C.where(has_nan, float("nan"), r.values)
+            i = _C.where(has_nan, first_nan, r.indices)
+            if not keepdim:
+                v, i = _C.squeeze(v, [dim % input.ndim]), _C.squeeze(i, [dim % input.ndim])
+            return _ValuesIndices(v, i)
+    return _k_along(input, dim, (n - 1) // 2, keepdim)
+
+
+def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+    if dim is None:
+        flat = _C.reshape(input, [input.numel()])
+        valid = int(_C.sum(_C.logical_not(_C.isnan(flat)), None, False, None).item()) \
+            if input.dtype.is_floating_point else input.numel()
+        if valid == 0:
+            return _C.full([], float("nan"), input.dtype, input.device)
+        return _k_along(flat, 0, (valid - 1) // 2, False).values
+    raise NotImplementedError("nanmedian(dim=...) is not supported by lucid; use median over rows without NaN")
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+    n = input.shape[dim] if input.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    return _k_along(input, dim, k - 1, keepdim)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """Quantiles of `input` (flattened when dim is None) by sorting."""
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
+                         f"{interpolation}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q.dtype != input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    qs = np.atleast_1d(q.detach().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
+    scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
+    if np.any(qs < 0) or np.any(qs > 1):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x = _C.reshape(input, [input.numel()]) if dim is None else input
+    d = 0 if dim is None else dim % x.ndim
+    values = F.sort(x, d)[0]
+    n = x.shape[d]
+    pos = qs * (n - 1)
+    lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+    if interpolation == "lower":
+        hi = lo
+    elif interpolation == "higher":
+        lo = hi
+    elif interpolation == "nearest":
+        lo = hi = np.round(pos).astype(np.int64)  # ties to even, as PyTorch
+    from ._creation import tensor
+
+    a = _C.index_select(values, d, tensor(lo, device=x.device))
+    b = _C.index_select(values, d, tensor(hi, device=x.device))
+    if interpolation == "midpoint":
+        w = np.where(lo != hi, 0.5, 0.0)
+    elif interpolation == "linear":
+        w = pos - lo
+    else:
+        w = np.zeros_like(pos)
+    shape = [1] * x.ndim
+    shape[d] = len(qs)
+    if isinstance(q, Tensor) and interpolation == "linear":
+        # the weights as ops of q, so q gets its gradient as in PyTorch
+        w_t = _C.sub(_C.mul(_C.reshape(q, [len(qs)]), float(n - 1)), tensor(lo.astype(np.float64), dtype=x.dtype,
+                                                                                device=x.device))
+    else:
+        w_t = tensor(w, dtype=x.dtype, device=x.device)
+    out = lerp(a, b, _C.reshape(w_t, shape))
+    # q's dim goes first, as PyTorch puts it
+    out = _C.permute(out, [d] + [i for i in range(x.ndim) if i != d])
+    if keepdim:
+        if dim is None:
+            out = _C.reshape(out, [len(qs)] + [1] * input.ndim)
+        else:
+            out = _C.unsqueeze(out, d + 1)
+    elif dim is None:
+        out = _C.reshape(out, [len(qs)])
+    return _C.squeeze(out, [0]) if scalar_q else out
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    if input.dtype.is_floating_point and builtins.bool(_C.any(_C.isnan(input), None, False).item()):
+        raise NotImplementedError("nanquantile over values that contain NaN is not supported by lucid")
+    return quantile(input, q, dim, keepdim, interpolation=interpolation)
+
+
+_MinMax = collections.namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    dims = as_dims(dim)
+    return _MinMax(_C.amin(input, dims, keepdim), _C.amax(input, dims, keepdim))
+
+
+def _cum_extreme(input, dim, pick):  # noqa: A002
+    d = dim % input.ndim if input.ndim else 0
+    if input.ndim == 0:
+        return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
+    parts = _C.split_with_sizes(input, [1] * input.shape[d], d)
+    values = [parts[0]]
+    idx = [_C.full(list(parts[0].shape), 0, _C.dtype.int64, input.device)]
+    for k, p in enumerate(parts[1:], 1):
+        take = pick(p, values[-1])  # ties take the later index, as PyTorch
+        values.append(_C.where(take, p, values[-1]))
+        idx.append(_C.where(take, _C.full(list(p.shape), k, _C.dtype.int64, input.device), idx[-1]))
+    return _ValuesIndices(_C.cat(values, d), _C.cat(idx, d))
+
+
+def cummax(input, dim):  # noqa: A002
+    return _cum_extreme(input, dim, lambda new, best: _C.logical_or(_C.ge(new, best), _C.isnan(new)))
+
+
+def cummin(input, dim):  # noqa: A002
+    return _cum_extreme(input, dim, lambda new, best: _C.logical_or(_C.le(new, best), _C.isnan(new)))
+
+
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    """The most frequent value along `dim` (the smallest among ties) and an
+    index of it. Counted on the host: eager only, no gradient."""
+    arr = input.detach().numpy()
+    d = dim % input.ndim
+    moved = np.moveaxis(arr, d, -1)
+    flat = moved.reshape(-1, moved.shape[-1])
+    vals, idxs = [], []
+    for row in flat:
+        u, counts = np.unique(row, return_counts=True)
+        v = u[np.argmax(counts)]
+        vals.append(v)
+        idxs.append(np.nonzero(row == v)[0][-1])
+    shape = moved.shape[:-1]
+    from ._creation import tensor
+
+    v = tensor(np.array(vals, dtype=arr.dtype).reshape(shape), dtype=input.dtype, device=input.device)
+    i = tensor(np.array(idxs, dtype=np.int64).reshape(shape), device=input.device)
+    if keepdim:
+        v, i = _C.unsqueeze(v, d), _C.unsqueeze(i, d)
+    return _ValuesIndices(v, i)
+
+
+# --------------------------------------------------------------------- shapes
+def tile(input, dims):  # noqa: A002
+    dims = as_shape((dims,))
+    if len(dims) < input.ndim:
+        dims = [1] * (input.ndim - len(dims)) + list(dims)
+    return input.repeat(*dims)
+
+
+def atleast_1d(*tensors):
+    out = [t if t.ndim >= 1 else _C.reshape(t, [1]) for t in _unpack(tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_2d(*tensors):
+    out = []
+    for t in _unpack(tensors):
+        out.append(t if t.ndim >= 2 else _C.reshape(t, [1, t.numel()]))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_3d(*tensors):
+    out = []
+    for t in _unpack(tensors):
+        if t.ndim == 0:
+            t = _C.reshape(t, [1, 1, 1])
+        elif t.ndim == 1:
+            t = _C.reshape(t, [1, t.shape[0], 1])
+        elif t.ndim == 2:
+            t = _C.unsqueeze(t, -1)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unpack(tensors):
+    return list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+
+
+def hstack(tensors):
+    ts = atleast_1d(*tensors)
+    ts = [ts] if isinstance(ts, Tensor) else list(ts)
+    return _C.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    ts = atleast_2d(*tensors)
+    return _C.cat([ts] if isinstance(ts, Tensor) else list(ts), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    ts = atleast_3d(*tensors)
+    return _C.cat([ts] if isinstance(ts, Tensor) else list(ts), 2)
+
+
+def column_stack(tensors):
+    ts = [(_C.reshape(t, [t.numel(), 1]) if t.ndim <= 1 else t) for t in tensors]
+    return _C.cat(ts, 1)
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in shapes]))
+    except ValueError:
+        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}") from None
+
+
+def broadcast_tensors(*tensors):
+    ts = _unpack(tensors)
+    shape = list(broadcast_shapes(*[t.shape for t in ts]))
+    return tuple(_C.broadcast_to(t, shape) for t in ts)
+
+
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    d0, d1 = dims[0] % input.ndim, dims[1] % input.ndim
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return _C.transpose(F.flip(input, [d1]), d0, d1)
+    if k == 2:
+        return F.flip(input, [d0, d1])
+    if k == 3:
+        return F.flip(_C.transpose(input, d0, d1), [d1])
+    return _C.clone(input)
+
+
+def fliplr(input):  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return F.flip(input, [1])
+
+
+def flipud(input):  # noqa: A002
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return F.flip(input, [0])
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    d = dim % input.ndim
+    x = input
+    if prepend is not None or append is not None:
+        x = _C.cat([t for t in (prepend, x, append) if t is not None], d)
+    for _ in range(n):
+        m = x.shape[d]
+        x = _C.sub(_C.narrow(x, d, 1, m - 1), _C.narrow(x, d, 0, m - 1)) if x.dtype != _C.dtype.bool else \
+            _C.logical_xor(_C.narrow(x, d, 1, m - 1), _C.narrow(x, d, 0, m - 1))
+    return x
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    d = dim % input.ndim
+    n = input.shape[d]
+    if isinstance(indices_or_sections, numbers.Integral):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+    else:
+        bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+        sizes = [max(b - a, 0) for a, b in zip(bounds[:-1], bounds[1:])]
+        starts = bounds[:-1]
+        return tuple(_C.narrow(input, d, min(s, n), z) for s, z in zip(starts, sizes))
+    return tuple(_C.split(input, sizes, d))
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    return input.unflatten(dim, sizes)
+
+
+def moveaxis(input, source, destination):  # noqa: A002
+    return F.movedim(input, source, destination)
+
+
+
+def ravel(input):  # noqa: A002
+    return _C.reshape(input, [input.numel()])
+
+
+def meshgrid(*tensors, indexing=None):
+    ts = _unpack(tensors)
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in ts:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    ts = [_C.reshape(t, [t.numel()]) for t in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.shape[0] for t in ts]
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = shape[i]
+        out.append(_C.broadcast_to(_C.reshape(t, view), shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def block_diag(*tensors):
+    ts = [t if t.ndim == 2 else (_C.reshape(t, [1, t.numel()]) if t.ndim == 1 else _C.reshape(t, [1, 1]))
+          for t in tensors]
+    cols = builtins.sum(t.shape[1] for t in ts)
+    rows, at = [], 0
+    for t in ts:
+        rows.append(_C.pad(t, [at, cols - at - t.shape[1]], 0.0))
+        at += t.shape[1]
+    return _C.cat(rows, 0)
+
+
+# ------------------------------------------------------------- linear algebra
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    prod = F.mm(mat1, mat2)
+    return _C.add(_scale(input, beta), _scale(prod, alpha))
+
+
+def _scale(t, s):
+    return t if s == 1 else _C.mul(t, s)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    return _C.add(_scale(input, beta), _scale(mv(mat, vec), alpha))
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    return _C.add(_scale(input, beta), _scale(_C.sum(F.bmm(batch1, batch2), [0], False), alpha))
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    return _C.add(_scale(input, beta), _scale(F.bmm(batch1, batch2), alpha))
+
+
+def mv(input, vec):  # noqa: A002
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    return _C.matmul(input, vec)
+
+
+def vdot(input, other):  # noqa: A002
+    return F.dot(input, other)
+
+
+def inner(input, other):  # noqa: A002
+    if input.ndim == 0 or other.ndim == 0:
+        return _C.mul(input, other)
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def chain_matmul(*matrices):
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = _C.matmul(out, m)
+    return out
+
+
+def tensordot(a, b, dims=2):
+    """Contracts dims of a with dims of b: one reshape-and-matmul."""
+    if isinstance(dims, numbers.Integral):
+        da = list(range(a.ndim - int(dims), a.ndim))
+        db = list(range(int(dims)))
+    else:
+        da, db = ([dims[0]] if isinstance(dims[0], numbers.Integral) else list(dims[0]),
+                  [dims[1]] if isinstance(dims[1], numbers.Integral) else list(dims[1]))
+        da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} and "
+                               f"second has size {b.shape[y]} in dim {y}")
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da])) if da else 1
+    am = _C.reshape(_C.permute(a, fa + da), [-1, k] if fa else [1, k])
+    bm = _C.reshape(_C.permute(b, db + fb), [k, -1] if fb else [k, 1])
+    out = _C.matmul(am, bm)
+    return _C.reshape(out, [a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+
+
+def einsum(equation, *operands):
+    """Einstein summation, contracted pairwise (left to right) with matmuls:
+    each pair's shared labels that no later operand or the output uses are
+    summed by the GEMM; labels of one operand alone are summed first."""
+    ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, out = eq.split("->")
+    else:
+        lhs, out = eq, None
+    terms = lhs.split(",")
+    if len(terms) != len(ops):
+        raise ValueError(f"einsum(): more operands were provided than specified in the equation" if len(ops) >
+                         len(terms) else "einsum(): fewer operands were provided than specified in the equation")
+    # '...' becomes fresh upper-case labels (broadcast batch dims)
+    ell_rank = 0
+    for t, op in zip(terms, ops):
+        if "..." in t:
+            ell_rank = builtins.max(ell_rank, op.ndim - (len(t) - 3))
+    ell = "".join(chr(ord("A") + i) for i in range(ell_rank))
+    terms = [t.replace("...", ell[len(ell) - (op.ndim - (len(t) - 3)):] if "..." in t else "") for t, op in
+             zip(terms, ops)]
+    for t, op in zip(terms, ops):
+        if len(t) != op.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) does not match the "
+                               f"number of dimensions ({op.ndim}) for operand {terms.index(t)}" +
+                               ("" if len(t) < op.ndim else " and no ellipsis was given"))
+    if out is None:
+        counts = collections.Counter("".join(terms))
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    sizes = {}
+    for t, op in zip(terms, ops):
+        for c, n in zip(t, op.shape):
+            if c in sizes and sizes[c] != n and sizes[c] != 1 and n != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
+            sizes[c] = builtins.max(sizes.get(c, 1), n)
+    ts = [_diag_repeated(op, t) for op, t in zip(ops, terms)]
+    terms = ["".join(dict.fromkeys(t)) for t in terms]
+    # sum labels appearing in one operand only and not in the output
+    for i in range(len(ts)):
+        others = "".join(terms[:i] + terms[i + 1:]) + out
+        lone = [j for j, c in enumerate(terms[i]) if c not in others]
+        if lone:
+            ts[i] = _C.sum(ts[i], lone, False)
+            terms[i] = "".join(c for c in terms[i] if c in others)
+    cur, cur_t = ts[0], terms[0]
+    for i in range(1, len(ts)):
+        rest = "".join(terms[i + 1:]) + out
+        cur, cur_t = _contract(cur, cur_t, ts[i], terms[i], rest, sizes)
+    # final: sum leftovers, then order as `out`
+    extra = [j for j, c in enumerate(cur_t) if c not in out]
+    if extra:
+        cur = _C.sum(cur, extra, False)
+        cur_t = "".join(c for c in cur_t if c in out)
+    for c in out:
+        if c not in cur_t:  # a label only broadcast in (size 1 on both sides)
+            cur = _C.unsqueeze(cur, -1)
+            cur_t += c
+    cur = _C.permute(cur, [cur_t.index(c) for c in out]) if cur_t != out else cur
+    shape = [sizes[c] for c in out]
+    return _C.broadcast_to(cur, shape) if tuple(cur.shape) != tuple(shape) else cur
+
+
+def _diag_repeated(op, t):
+    """A term with a repeated label (ii) reads its diagonal."""
+    while len(set(t)) != len(t):
+        c = next(ch for ch in t if t.count(ch) > 1)
+        i = t.index(c)
+        j = t.index(c, i + 1)
+        op = F.diagonal(op, 0, i, j)  # the diagonal goes last
+        t = t[:i] + t[i + 1:j] + t[j + 1:] + c
+    return op
+
+
+def _contract(a, ta, b, tb, rest, sizes):
+    """a (labels ta) x b (labels tb) summing the shared labels not in `rest`."""
+    batch = [c for c in ta if c in tb and c in rest]
+    summed = [c for c in ta if c in tb and c not in rest]
+    a_only = [c for c in ta if c not in tb]
+    b_only = [c for c in tb if c not in ta]
+    pa = _C.permute(a, [ta.index(c) for c in batch + a_only + summed])
+    pb = _C.permute(b, [tb.index(c) for c in batch + summed + b_only])
+    bs = [builtins.max(a.shape[ta.index(c)], b.shape[tb.index(c)]) for c in batch]
+    m = int(np.prod([a.shape[ta.index(c)] for c in a_only])) if a_only else 1
+    k = int(np.prod([a.shape[ta.index(c)] for c in summed])) if summed else 1
+    n = int(np.prod([b.shape[tb.index(c)] for c in b_only])) if b_only else 1
+    pa = _C.broadcast_to(pa, bs + list(pa.shape[len(batch):])) if batch else pa
+    pb = _C.broadcast_to(pb, bs + list(pb.shape[len(batch):])) if batch else pb
+    am = _C.reshape(pa, bs + [m, k])
+    bm = _C.reshape(pb, bs + [k, n])
+    r = _C.matmul(am, bm)
+    r = _C.reshape(r, bs + [a.shape[ta.index(c)] for c in a_only] + [b.shape[tb.index(c)] for c in b_only])
+    return r, "".join(batch + a_only + b_only)
+
+
+def kron(input, other):  # noqa: A002
+    nd = builtins.max(input.ndim, other.ndim)
+    a = _C.reshape(input, [1] * (nd - input.ndim) + list(input.shape))
+    b = _C.reshape(other, [1] * (nd - other.ndim) + list(other.shape))
+    inter_a, inter_b = [], []
+    for sa, sb in zip(a.shape, b.shape):
+        inter_a += [sa, 1]
+        inter_b += [1, sb]
+    out = _C.mul(_C.reshape(a, inter_a), _C.reshape(b, inter_b))
+    return _C.reshape(out, [sa * sb for sa, sb in zip(a.shape, b.shape)])
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    a, b = broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((i for i, s in enumerate(a.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = dim % a.ndim
+    if a.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[d]} and "
+                           f"{b.shape[d]}")
+    ax, ay, az = _C.split(a, 1, d)
+    bx, by, bz = _C.split(b, 1, d)
+    return _C.cat([_C.sub(_C.mul(ay, bz), _C.mul(az, by)), _C.sub(_C.mul(az, bx), _C.mul(ax, bz)),
+                   _C.sub(_C.mul(ax, by), _C.mul(ay, bx))], d)
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    if input.ndim == 1:
+        n = input.shape[0]
+        m = _C.mul(_C.unsqueeze(input, 1), _C.eye(n, n, input.dtype, input.device))
+        # (F.pad order: columns left/right, then rows top/bottom)
+        pads = [diagonal, 0, 0, diagonal] if diagonal >= 0 else [0, -diagonal, -diagonal, 0]
+        return _C.pad(m, pads, 0.0) if diagonal else m
+    if input.ndim == 2:
+        return _C.clone(F.diagonal(input, diagonal, 0, 1))  # torch.diag copies; diagonal is the view
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    n = input.shape[-1]
+    out = _C.mul(_C.unsqueeze(input, -1), _C.eye(n, n, input.dtype, input.device))
+    if offset:
+        pads = [offset, 0, 0, offset] if offset > 0 else [0, -offset, -offset, 0]
+        out = _C.pad(out, pads, 0.0)
+    nd = out.ndim
+    d1, d2 = dim1 % nd, dim2 % nd
+    if (d1, d2) != (nd - 2, nd - 1):
+        order = [d for d in range(nd - 2)]
+        perm = [None] * nd
+        perm[d1], perm[d2] = nd - 2, nd - 1
+        it = iter(order)
+        perm = [p if p is not None else next(it) for p in perm]
+        out = _C.permute(out, perm)
+    return out
+
+
+def trace(input):  # noqa: A002
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return _C.sum(F.diagonal(input), None, False)
+
+
+def _triangle_indices(row, col, offset, lower, dtype, device):
+    r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    from ._creation import tensor
+
+    return tensor(np.stack([r, c]).astype(np.int64), dtype=to_dtype(dtype) or _C.dtype.int64, device=device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _triangle_indices(row, col, offset, True, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _triangle_indices(row, col, offset, False, dtype, device)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M]."""
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    d = _C.sub(_C.unsqueeze(x1, -2), _C.unsqueeze(x2, -3))
+    return _C.norm(d, float(p), [-1], False)
+
+
+def cartesian_prod(*tensors):
+    grids = meshgrid(*tensors, indexing="ij")
+    if len(grids) == 1:
+        return grids[0]
+    return _C.stack([_C.reshape(g, [g.numel()]) for g in grids], 1)
+
+
+# ------------------------------------------------------------------- indexing
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    if dim is None:
+        return _C.gather(_C.reshape(input, [input.numel()]), 0, _C.reshape(indices, [indices.numel()]))
+    d = dim % input.ndim
+    shape = list(broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(input.shape)),
+                                  tuple(s if i != d else 1 for i, s in enumerate(indices.shape))))
+    xi = _C.broadcast_to(input, shape[:d] + [input.shape[d]] + shape[d + 1:])
+    ii = _C.broadcast_to(indices, shape[:d] + [indices.shape[d]] + shape[d + 1:])
+    return _C.gather(xi, d, ii)
+
+
+def take(input, index):  # noqa: A002
+    n = input.numel()
+    flat_idx = _C.reshape(index, [index.numel()])
+    flat_idx = _C.where(_C.lt(flat_idx, 0), _C.add(flat_idx, n), flat_idx)
+    out = _C.index_select(_C.reshape(input, [n]), 0, flat_idx)
+    return _C.reshape(out, list(index.shape))
+
+
+def _dim_mask(input, dim, index):  # noqa: A002
+    d = dim % input.ndim if input.ndim else 0
+    n = input.shape[d] if input.ndim else 1
+    idx = _C.reshape(index, [index.numel()])
+    hits = _C.index_add(_C.full([n], 0.0, _C.dtype.float32, input.device), 0, idx,
+                        _C.full([idx.shape[0]], 1.0, _C.dtype.float32, input.device))
+    shape = [1] * input.ndim
+    if input.ndim:
+        shape[d] = n
+    return _C.reshape(_C.gt(hits, 0.0), shape)
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    return _C.where(_dim_mask(input, dim, index), value if is_number(value) else _C.cast(value, input.dtype), input)
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """input with its slices at `index` (along `dim`) replaced by source's.
+    (Indices are expected distinct, as PyTorch requires for a defined result.)"""
+    placed = _C.index_add(_C.mul(input, 0.0) if input.dtype.is_floating_point else _C.full(
+        list(input.shape), 0, input.dtype, input.device), dim, index, source)
+    return _C.where(_dim_mask(input, dim, index), placed, input)
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements where mask is True, as a 1-D tensor (positions read on
+    the host: eager only)."""
+    shape = list(broadcast_shapes(input.shape, mask.shape))
+    x = _C.broadcast_to(input, shape)
+    m = _C.broadcast_to(mask, shape)
+    idx = F.nonzero(_C.reshape(m, [int(np.prod(shape)) if shape else 1]), as_tuple=True)[0]
+    return _C.index_select(_C.reshape(x, [int(np.prod(shape)) if shape else 1]), 0, idx)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """input with the elements where mask is True taken, in order, from source."""
+    shape = list(broadcast_shapes(input.shape, mask.shape))
+    m = _C.reshape(_C.broadcast_to(mask, shape), [int(np.prod(shape))])
+    positions = F.nonzero(m, as_tuple=True)[0]
+    k = positions.shape[0]
+    if source.numel() < k:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
+    src = _C.narrow(_C.reshape(source, [source.numel()]), 0, 0, k)
+    flat = _C.reshape(_C.broadcast_to(input, shape), [int(np.prod(shape))])
+    return _C.reshape(_C.index_put(flat, [positions], _C.cast(src, input.dtype), False), shape)
+
+
+def argwhere(input):  # noqa: A002
+    return F.nonzero(input)
+
+
+def _host(t, what):
+    if t.is_symbolic:
+        raise RuntimeError(f"{what}() needs concrete values and cannot run inside a compiled step")
+    return (_C.cast(t.detach(), _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t.detach()).numpy()
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct values (sorted), with optional inverse indices and
+    counts. Computed on the host: eager only, no gradient."""
+    from ._creation import tensor
+
+    arr = _host(input, "unique")
+    if dim is None:
+        u, inv, counts = np.unique(arr, return_inverse=True, return_counts=True)
+        inv = inv.reshape(arr.shape)
+    else:
+        u, inv, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=dim)
+    out = [tensor(u, dtype=input.dtype, device=input.device)]
+    if return_inverse:
+        out.append(tensor(inv.astype(np.int64), device=input.device))
+    if return_counts:
+        out.append(tensor(counts.astype(np.int64), device=input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    from ._creation import tensor
+
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not supported by lucid")
+    arr = _host(input, "unique_consecutive").reshape(-1)
+    if arr.size == 0:
+        starts = np.zeros(0, np.int64)
+    else:
+        starts = np.concatenate([[0], np.nonzero(arr[1:] != arr[:-1])[0] + 1])
+    out = [tensor(arr[starts], dtype=input.dtype, device=input.device)]
+    if return_inverse:
+        inv = np.cumsum(np.isin(np.arange(arr.size), starts)) - 1
+        out.append(tensor(inv.reshape(_host(input, "unique_consecutive").shape).astype(np.int64),
+                          device=input.device))
+    if return_counts:
+        out.append(tensor(np.diff(np.concatenate([starts, [arr.size]])).astype(np.int64), device=input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    from ._creation import tensor
+
+    if input.ndim != 1 or input.dtype.is_floating_point:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    arr = _host(input, "bincount")
+    if arr.size and arr.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None if weights is None else _host(weights, "bincount")
+    counts = np.bincount(arr, weights=w, minlength=minlength)
+    if weights is None:
+        return tensor(counts.astype(np.int64), device=input.device)
+    # PyTorch: float32 weights give float32 counts, any other weights float64
+    dt = _C.dtype.float32 if weights.dtype == _C.dtype.float32 else _C.dtype.float64
+    return tensor(counts, dtype=dt, device=input.device)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A001,A002
+    from ._creation import tensor
+
+    arr = _host(input, "histc").astype(np.float64).reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and arr.size:
+        lo, hi = arr.min(), arr.max()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    counts, _ = np.histogram(arr[(arr >= lo) & (arr <= hi)], bins=bins, range=(lo, hi))
+    return tensor(counts.astype(np.float64), dtype=input.dtype, device=input.device)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):  # noqa: A002
+    from ._creation import tensor
+
+    if side is not None:
+        right = side == "right"
+    seq = _host(sorted_sequence, "searchsorted")
+    vals = _host(input, "searchsorted") if isinstance(input, Tensor) else np.asarray(input)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, _host(sorter, "searchsorted"), -1)
+    mode = "right" if right else "left"
+    if seq.ndim == 1:
+        out = np.searchsorted(seq, vals, side=mode)
+    else:
+        out = np.stack([np.searchsorted(s, v, side=mode) for s, v in zip(seq.reshape(-1, seq.shape[-1]),
+                                                                         vals.reshape(-1, vals.shape[-1]))])
+        out = out.reshape(vals.shape)
+    return tensor(np.asarray(out).astype(np.int32 if out_int32 else np.int64), device=sorted_sequence.device)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# --------------------------------------------------------------------- random
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002
+    """1 with probability `input` (or p), else 0, in input's dtype."""
+    prob = input if p is None else _C.full(list(input.shape), float(p), input.dtype, input.device)
+    if generator is not None:
+        from ._sampling import generator_draw
+
+        u = generator_draw("uniform", list(input.shape), prob.dtype, input.device, generator)
+    else:
+        u = _C.rand(list(input.shape), prob.dtype if prob.dtype.is_floating_point else _C.dtype.float32,
+                    input.device)
+    return _C.cast(_C.lt(u, prob), input.dtype)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Normal draws: mean and std may be tensors (broadcast) or numbers
+    (then `size` gives the shape)."""
+    from ._creation import randn
+
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        shape = list(broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor))))
+        like = mean if isinstance(mean, Tensor) else std
+        z = randn(*shape, dtype=like.dtype, device=like.device, generator=generator)
+        return _C.add(_C.mul(z, std), mean)
+    if size is None:
+        raise TypeError("normal() missing the 'size' argument for scalar mean and std")
+    z = randn(*as_shape((size,)), dtype=dtype, device=device, generator=generator)
+    out = _C.add(_C.mul(z, float(std)), float(mean))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def poisson(input, generator=None):  # noqa: A002
+    """Poisson draws with rates `input` (on the host, from the seeded generator)."""
+    from ._creation import tensor
+    from .utils.data._random import rng
+
+    lam = _host(input, "poisson")
+    return tensor(rng(generator).poisson(lam).astype(lam.dtype), dtype=input.dtype, device=input.device)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, generator=None):  # noqa: A002
+    from ._creation import randint
+
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                   generator=generator)
+
+
+# ----------------------------------------------------------------------- more
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    from ._creation import linspace
+
+    exps = linspace(start, end, steps, dtype=_C.dtype.float64)
+    out = _C.cast(_C.pow(float(base), exps), to_dtype(dtype) or _C.get_default_dtype())
+    if device is not None:
+        out = out.to(device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def fmax(input, other):  # noqa: A002
+    """maximum, but a NaN loses to a number."""
+    return _C.where(_C.isnan(input), other, _C.where(_C.isnan(other), input, _C.maximum(input, other)))
+
+
+def fmin(input, other):  # noqa: A002
+    return _C.where(_C.isnan(input), other, _C.where(_C.isnan(other), input, _C.minimum(input, other)))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    te = _t(test_elements) if not is_number(test_elements) else _C.wrap_scalar(test_elements, elements)
+    e = _t(elements) if not is_number(elements) else _C.wrap_scalar(elements, te)
+    hit = _C.any(_C.eq(_C.unsqueeze(e, -1), _C.reshape(te, [te.numel()])), [-1], False) if te.numel() else \
+        _C.full(list(e.shape), False, _C.dtype.bool, e.device)
+    return _C.logical_not(hit) if invert else hit
+
+
+def ger(input, vec2):  # noqa: A002
+    return F.outer(input, vec2)
+
+
+def diagflat(input, offset=0):  # noqa: A002
+    return diag(_C.reshape(input, [input.numel()]), offset)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 0)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    return tensor_split(input, indices_or_sections, 2)
+
+
+def unravel_index(indices, shape):
+    """Flat indices -> a tuple of coordinate tensors for `shape`."""
+    shape = as_shape((shape,))
+    flat = _t(indices)
+    out = []
+    for s in reversed(shape):
+        out.append(F.remainder(flat, s))
+        flat = F.div(flat, s, rounding_mode="floor")
+    return tuple(reversed(out))
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    from ._creation import tensor
+
+    return tensor(s, dtype=to_dtype(dtype) or _C.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    return F.split(input, [int(s) for s in split_sizes], dim)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    return _C.add(_scale(input, beta), _scale(F.outer(vec1, vec2), alpha))
+
+
+def combinations(input, r=2, with_replacement=False):  # noqa: A002
+    """Length-r combinations of a 1-D tensor's elements (rows of the result)."""
+    from ._creation import tensor
+
+    n = input.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(pick(range(n), r)), dtype=np.int64).reshape(-1, r)
+    if idx.size == 0:
+        return _C.full([0] if r else [0], 0, input.dtype, input.device) if r != 1 else _C.clone(input)
+    out = _C.index_select(input, 0, tensor(idx.reshape(-1), device=input.device))
+    return _C.reshape(out, [idx.shape[0], r]) if r > 1 else _C.reshape(out, [idx.shape[0]])
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """Covariance of the variables (rows) over the observations (columns)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov(fweights=..., aweights=...) is not supported by lucid")
+    x = input if input.ndim == 2 else _C.reshape(input, [1, input.numel()])
+    x = _floating(x)
+    n = x.shape[1]
+    xc = _C.sub(x, _C.mean(x, [1], True))
+    c = _C.div(_C.matmul(xc, _C.transpose(xc, 0, 1)), float(builtins.max(n - correction, 0)))
+    return _C.reshape(c, []) if input.ndim < 2 else c
+
+
+def corrcoef(input):  # noqa: A002
+    c = cov(input)
+    if c.ndim == 0:
+        return _C.div(c, c)
+    d = _C.sqrt(F.diagonal(c))
+    return _C.clamp(_C.div(_C.div(c, _C.unsqueeze(d, 1)), _C.unsqueeze(d, 0)), -1.0, 1.0)
+
+
+# ----------------------------------------------------------------- dtype info
+class finfo:
+    """Machine limits of a floating dtype (PyTorch's torch.finfo)."""
+
+    def __init__(self, type=None):  # noqa: A002
+        dt = to_dtype(type) if type is not None else _C.get_default_dtype()
+        if not dt.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'{dt}'")
+        self.dtype = dt.name
+        if dt == _C.dtype.bfloat16:
+            self.bits, self.eps, self.max, self.tiny, self.resolution = 16, 0.0078125, 3.3895313892515355e38, \
+                1.1754943508222875e-38, 0.01
+            self.smallest_normal = self.tiny
+            self.min = -self.max
+        else:
+            info = np.finfo(dt.name)
+            self.bits, self.eps, self.max, self.min = info.bits, float(info.eps), float(info.max), float(info.min)
+            self.tiny = self.smallest_normal = float(info.tiny)
+            self.resolution = 10.0 ** -info.precision
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integer dtype (PyTorch's torch.iinfo)."""
+
+    def __init__(self, type):  # noqa: A002
+        dt = to_dtype(type)
+        if dt.is_floating_point or dt == _C.dtype.bool:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{dt}'")
+        info = np.iinfo(dt.name)
+        self.dtype, self.bits, self.min, self.max = dt.name, info.bits, int(info.min), int(info.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+__all__ += ["finfo", "iinfo"]
+
+
+def _in_place_functions():
+    """torch.exp_(x) and friends: the Tensor method's in-place form as a function."""
+    names = ["abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "asin_",
+             "asinh_", "atan_", "atanh_", "ceil_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_",
+             "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "log10_", "log1p_", "log2_",
+             "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_",
+             "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "relu_"]
+    out = {}
+    for name in names:
+        def fn(input, *args, _name=name, **kwargs):  # noqa: A002
+            return getattr(input, _name)(*args, **kwargs)
+
+        fn.__name__ = name
+        out[name] = fn
+    return out
+
+
+_IN_PLACE = _in_place_functions()
+globals().update(_IN_PLACE)
+__all__ += list(_IN_PLACE)
