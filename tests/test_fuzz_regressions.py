@@ -412,7 +412,9 @@ def test_cumsum_gemm_variant_bitwise():
     x.transpose(d, -1): eager mode materialized the transposed operand and
     ran one GEMM variant, the compiled graph took the transpose as the GEMM's
     flag and ran another, and the last bit of some sums differed. Eager matmul
-    now takes a transposed view as the flag too, so both run the same GEMM.
+    now takes a transposed view as the flag too, so both run the same GEMM;
+    and cumsum is now a scan primitive with one kernel for eager and compiled
+    runs, so it no longer reaches a GEMM at all.
     (python -m tests.fuzz --seed 1206 --count 1 (make_step))"""
     got, want = _cumsum_gemm_variant_grads()
     same(got, want, "grad p")

@@ -464,7 +464,7 @@ def test_broadcast_mismatch_error():
 
 def test_bool_subtraction_and_negation_errors():
     b = rnd(3, dtype="bool")
-    _raises_like_torch(lambda m, x: x - x, b, match="logical_xor")
+    _raises_like_torch(lambda m, x: x - x, b, match="with a bool tensor is not supported")
     _raises_like_torch(lambda m, x: -x, b, match="logical_not")
 
 

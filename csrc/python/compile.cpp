@@ -95,6 +95,7 @@ class PyCompiledStep {
   }
 
   py::object call(const py::args& args) {
+    const auto held = lock();  // the reads, the checks and the run are one call
     compile::Call c = read(args);
     std::optional<CompiledStep::Prepared> prepared = core_->prepare(std::move(c));
     if (!prepared) return py::none();
@@ -109,6 +110,16 @@ class PyCompiledStep {
   }
 
   CompiledStep& core() { return *core_; }
+  // The step's lock, waited for without the GIL: its holder may need the
+  // GIL to finish (a trace runs the Python forward; results are converted).
+  std::unique_lock<std::recursive_mutex> lock() {
+    std::unique_lock<std::recursive_mutex> held(core_->mutex(), std::try_to_lock);
+    if (!held) {  // another thread's call is running: wait for it without the GIL
+      py::gil_scoped_release release;
+      held.lock();
+    }
+    return held;
+  }
   py::object model() const { return model_; }
   py::object optimizer() const { return optimizer_; }
   py::object scaler() const { return scaler_; }
@@ -258,15 +269,32 @@ void init_compile(py::module_& m) {
            py::arg("clip_value") = py::none(), py::arg("accumulate") = 1, py::arg("single_result") = true)
       .def("__call__", &PyCompiledStep::call)
       .def("_cache_counters", [](PyCompiledStep& s) {
-        const compile::CacheInfo i = s.core().cache_info();
+        const compile::CacheInfo i = [&] {
+          const auto held = s.lock();
+          return s.core().cache_info();
+        }();
         return py::make_tuple(i.hits, i.misses, i.entries, i.compile_seconds,
                               i.last_miss.empty() ? py::object(py::none()) : py::object(py::str(i.last_miss)));
       })
+      // Members that take the step's lock are called with the GIL released
+      // (see PyCompiledStep::lock).
       .def_property("cache_size", [](PyCompiledStep& s) { return s.core().cache_size(); },
-                    [](PyCompiledStep& s, size_t n) { s.core().set_cache_size(n); })
-      .def("clear_cache", [](PyCompiledStep& s) { s.core().clear_cache(); })
-      .def("cached_signatures", [](PyCompiledStep& s) { return s.core().cached_signatures(); })
-      .def("executables", [](PyCompiledStep& s) { return s.core().executables(); },
+                    [](PyCompiledStep& s, size_t n) {
+                      const auto held = s.lock();
+                      s.core().set_cache_size(n);
+                    })
+      .def("clear_cache", [](PyCompiledStep& s) {
+        const auto held = s.lock();
+        s.core().clear_cache();
+      })
+      .def("cached_signatures", [](PyCompiledStep& s) {
+        const auto held = s.lock();
+        return s.core().cached_signatures();
+      })
+      .def("executables", [](PyCompiledStep& s) {
+        const auto held = s.lock();
+        return s.core().executables();
+      },
            "The compiled executables in the cache, most recent first.");
 
   py::class_<PyTracer>(m, "GraphTracer")

@@ -16,6 +16,24 @@ static Tensor source_for_inplace(const Tensor& self) {
   return autograd::GradMode::is_enabled() && self.requires_grad() ? clone(self) : self;
 }
 
+// `t op number` (or `number op t`, as `fn` orders them) with the wrapped-
+// number rules described in init_ops.
+template <class F>
+static Tensor with_number(const Tensor& t, const Scalar& number, bool true_division, bool opmath, const char* op,
+                          F&& fn) {
+  LUCID_CHECK_T(TypeError, !(std::string(op) == "sub" && number.kind == Scalar::Kind::Bool),
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+                "mask, use the `~` or `logical_not()` operator instead.");
+  const DType dt = t.dtype();
+  const bool half = dt == DType::Float16 || dt == DType::BFloat16;
+  if ((true_division && !is_floating(dt)) || (opmath && half)) {
+    const Tensor wide = cast(t, half ? DType::Float32 : default_float_dtype());
+    Tensor r = fn(wide, wrap_scalar(number, wide));
+    return half && r.dtype() == DType::Float32 ? cast(r, dt) : r;
+  }
+  return fn(t, wrap_scalar(number, t));
+}
+
 // PyTorch's view ops always return a new tensor, even where the view is
 // the input itself (x.view(x.shape), x[:]): the core returns x there.
 static Tensor new_view(const Tensor& x, const Tensor& result) { return result.same(x) ? alias(x) : result; }
@@ -36,15 +54,36 @@ void init_ops(py::module_& m) {
         py::arg("tanh_approximation") = false, release);
   m.def("softplus", &softplus, py::arg("x"), py::arg("beta") = 1.0, py::arg("threshold") = 20.0, release);
 
-#define LUCID_BINARY(name)                                                                                  \
+  // An op between a tensor and a Python number follows PyTorch's rules for
+  // wrapped numbers: the number takes the tensor's dtype within its
+  // category; true division meets an integer tensor in the default float type
+  // with the number's full value; a bool number may not be subtracted. For a
+  // 16-bit float tensor PyTorch's mul and div keep the number in float32
+  // (opmath) and round the result once, where its add, sub and comparisons
+  // round the number to the tensor's dtype first: `opmath` says which.
+#define LUCID_BINARY(name, true_division, opmath)                                                         \
   m.def(#name, [](const Tensor& a, const Tensor& b) { return name(a, b); }, release);                     \
-  m.def(#name, [](const Tensor& a, Scalar b) { return name(a, wrap_scalar(b, a)); }, release);            \
-  m.def(#name, [](Scalar a, const Tensor& b) { return name(wrap_scalar(a, b), b); }, release);
-  LUCID_BINARY(add) LUCID_BINARY(sub) LUCID_BINARY(mul) LUCID_BINARY(div) LUCID_BINARY(floor_divide)
-  LUCID_BINARY(remainder) LUCID_BINARY(pow) LUCID_BINARY(maximum) LUCID_BINARY(minimum) LUCID_BINARY(atan2)
-  LUCID_BINARY(eq) LUCID_BINARY(ne) LUCID_BINARY(lt) LUCID_BINARY(le) LUCID_BINARY(gt) LUCID_BINARY(ge)
-  LUCID_BINARY(logical_and) LUCID_BINARY(logical_or) LUCID_BINARY(logical_xor)
+  m.def(#name, [](const Tensor& a, Scalar b) {                                                             \
+    return with_number(a, b, true_division, opmath, #name,                                                \
+                       [](const Tensor& t, const Tensor& n) { return name(t, n); });                      \
+  }, release);                                                                                              \
+  m.def(#name, [](Scalar a, const Tensor& b) {                                                             \
+    return with_number(b, a, true_division, opmath, #name,                                                \
+                       [](const Tensor& t, const Tensor& n) { return name(n, t); });                      \
+  }, release);
+  LUCID_BINARY(add, false, false) LUCID_BINARY(sub, false, false) LUCID_BINARY(mul, false, true)
+  LUCID_BINARY(floor_divide, false, false) LUCID_BINARY(remainder, false, false)
+  LUCID_BINARY(maximum, false, false) LUCID_BINARY(minimum, false, false)
+  LUCID_BINARY(eq, false, false) LUCID_BINARY(ne, false, false) LUCID_BINARY(lt, false, false)
+  LUCID_BINARY(le, false, false) LUCID_BINARY(gt, false, false) LUCID_BINARY(ge, false, false)
+  LUCID_BINARY(logical_and, false, false) LUCID_BINARY(logical_or, false, false)
+  LUCID_BINARY(logical_xor, false, false) LUCID_BINARY(div, true, true) LUCID_BINARY(atan2, true, true)
 #undef LUCID_BINARY
+  // A Python number exponent keeps its kind (ops::pow rejects integers to a
+  // negative integer power, as PyTorch does).
+  m.def("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, release);
+  m.def("pow", [](const Tensor& a, Scalar b) { return pow(a, b); }, release);
+  m.def("pow", [](Scalar a, const Tensor& b) { return pow(wrap_scalar(a, b), b); }, release);
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); }, release);
   m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, wrap_scalar(b, a)); }, release);
   m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return where(c, wrap_scalar(a, b), b); }, release);
@@ -141,9 +180,11 @@ void init_ops(py::module_& m) {
   m.def("pad", &pad, py::arg("x"), py::arg("pad"), py::arg("value") = 0.0, release);
 
   // indexing
-  m.def("index_select", &index_select, release);
+  m.def("index_select", &index_select, py::arg("x"), py::arg("dim"), py::arg("index"),
+        py::arg("caller") = "index_select", release);
   m.def("index_add", &index_add, release);
   m.def("gather", &gather, release);
+  m.def("gather_targets", &gather_targets, release);
   m.def("scatter_add", &scatter_add, release);
   m.def("scatter", &scatter, release);
   m.def("masked_fill", &masked_fill, release);
@@ -151,6 +192,14 @@ void init_ops(py::module_& m) {
   m.def("index", &index, release);
   m.def("index_put", &index_put, py::arg("x"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
         release);
+
+  // sorting and scans
+  m.def("sort", &sort, py::arg("x"), py::arg("dim") = -1, py::arg("descending") = false, release);
+  m.def("argsort", &argsort, py::arg("x"), py::arg("dim") = -1, py::arg("descending") = false, release);
+  m.def("topk", &topk, py::arg("x"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, release);
+  m.def("nonzero", &nonzero, release);
+  m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
+  m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
 
   m.def("softmax", &softmax, release);
   m.def("log_softmax", &log_softmax, release);

@@ -31,7 +31,7 @@ __all__ = [
     # comparisons
     "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal",
     # reductions
-    "argsort", "msort", "cumprod", "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian",
+    "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian",
     "quantile", "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode",
     # shapes
     "tile", "hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
@@ -314,30 +314,6 @@ def isreal(input):  # noqa: A002
 
 
 # ----------------------------------------------------------------- reductions
-def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
-    return F.sort(input, dim, descending, stable)[1]
-
-
-def msort(input):  # noqa: A002
-    return F.sort(input, 0)[0]
-
-
-def cumprod(input, dim, *, dtype=None):  # noqa: A002
-    """Running product along `dim` (one multiply per position, so zeros and
-    signs are exact and the gradient is the product rule's)."""
-    x = _C.cast(input, to_dtype(dtype)) if dtype is not None else input
-    if not x.dtype.is_floating_point and dtype is None and x.dtype != _C.dtype.int64:
-        x = _C.cast(x, _C.dtype.int64)
-    d = dim % x.ndim if x.ndim else 0
-    if x.ndim == 0 or x.shape[d] <= 1:
-        return _C.clone(x)
-    parts = _C.split_with_sizes(x, [1] * x.shape[d], d)
-    out = [parts[0]]
-    for p in parts[1:]:
-        out.append(_C.mul(out[-1], p))
-    return _C.cat(out, d)
-
-
 def logcumsumexp(input, dim):  # noqa: A002
     """log(cumsum(exp(x))) along `dim`, shifted by the dim's maximum for range."""
     d = dim % input.ndim

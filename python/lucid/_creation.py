@@ -169,7 +169,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:
-        raise ValueError("number of steps must be non-negative")
+        raise _C.InvalidArgument("number of steps must be non-negative")
     dtype = to_dtype(dtype) or _C.get_default_dtype()
     # PyTorch's symmetric formula: the first half steps up from `start`, the
     # second half down from `end`, so both endpoints are exact.
@@ -227,8 +227,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    shape = as_shape((size,))
+    _C.full(shape, 0, _C.dtype.bool, device)  # a bad shape raises first, as in PyTorch
     if high <= low:
-        raise ValueError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        raise _C.InvalidArgument(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     u = _draw("uniform", (size,), _C.dtype.float64, device, generator)
     v = _C.floor(_C.add(_C.mul(u, float(high - low)), float(low)))
     t = _C.cast(v, to_dtype(dtype) or _C.dtype.int64)

@@ -17,10 +17,19 @@ __all__ = [
     "relu", "remainder", "reshape", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign", "sin",
     "softmax", "split", "sqrt", "square", "squeeze", "stack", "std", "sub", "subtract", "sum", "tanh",
     "transpose", "tril", "triu", "true_divide", "trunc", "unsqueeze", "var", "where", "nonzero", "numel",
-    "dot", "outer", "square", "sort", "topk", "cumsum", "unbind", "movedim", "swapaxes", "t", "dist",
+    "dot", "outer", "square", "sort", "argsort", "msort", "topk", "cumsum", "cumprod", "unbind", "movedim", "swapaxes", "t", "dist",
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
     "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_", "as_strided", "diagonal", "select", "swapdims",
 ]
+
+
+def _wrap_dim(dim, ndim):
+    """A possibly negative dim -> [0, ndim) (a 0-d tensor takes -1 and 0),
+    PyTorch's IndexError otherwise."""
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not lo <= dim <= hi:
+        raise _C.IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim % ndim if ndim else 0
 
 
 def _t(x, like=None):
@@ -97,10 +106,21 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode == "floor":
         return _binary(_C.floor_divide)(input, other)
     if rounding_mode == "trunc":
-        q = _binary(_C.div)(input, other)
-        r = _C.trunc(q)
-        a = input if isinstance(input, _C.Tensor) else other
-        return _C.cast(r, _C.result_type(a, a)) if not a.dtype.is_floating_point else r
+        a, b = _t(input), _t(other)
+        if is_number(a) and is_number(b):
+            from ._creation import tensor
+
+            a = tensor(a)
+        dtype = result_type(a, b)
+        if dtype.is_floating_point:
+            return _C.trunc(_C.div(a, b))
+        # Integers stay exact (a float quotient loses bits past 2**53): the
+        # floor quotient, moved up one where the signs differ and b does not
+        # divide a. Division by zero raises with floor_divide.
+        q, r = _C.floor_divide(a, b), _C.remainder(a, b)
+        neg = _C.logical_xor(_C.lt(a, 0) if isinstance(a, _C.Tensor) else a < 0,
+                             _C.lt(b, 0) if isinstance(b, _C.Tensor) else b < 0)
+        return _C.add(q, _C.cast(_C.logical_and(_C.ne(r, 0), neg), q.dtype))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
@@ -350,6 +370,9 @@ def dot(input, other):  # noqa: A002
 
 
 def outer(input, vec2):  # noqa: A002
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise _C.InvalidArgument(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
     return _C.mul(_C.unsqueeze(input, 1), _C.unsqueeze(vec2, 0))
 
 
@@ -399,8 +422,18 @@ def select(input, dim, index):  # noqa: A002
 
 
 def movedim(input, source, destination):  # noqa: A002
-    src = [s % input.ndim for s in as_dims(source)]
-    dst = [d % input.ndim for d in as_dims(destination)]
+    source, destination = as_dims(source), as_dims(destination)
+    if len(source) != len(destination):
+        raise _C.InvalidArgument(f"movedim: Invalid source or destination dims: source ({source} dims) should "
+                                 f"contain the same number of dims as destination ({destination} dims)")
+    src = [_wrap_dim(s, input.ndim) for s in source]
+    dst = [_wrap_dim(d, input.ndim) for d in destination]
+    if len(set(src)) != len(src):
+        raise _C.InvalidArgument(f"movedim: repeated dim in `source` ({source})")
+    if len(set(dst)) != len(dst):
+        raise _C.InvalidArgument(f"movedim: repeated dim in `destination` ({destination})")
+    if input.ndim == 0:
+        return input
     order = [d for d in range(input.ndim) if d not in src]
     perm = [None] * input.ndim
     for s, d in zip(src, dst):
@@ -411,7 +444,7 @@ def movedim(input, source, destination):  # noqa: A002
 
 
 def broadcast_to(input, size):  # noqa: A002
-    return _C.broadcast_to(input, as_shape((size,)))
+    return _C.expand(input, as_shape((size,)))  # -1 keeps a dim, as in expand
 
 
 def cat(tensors, dim=0):
@@ -436,6 +469,10 @@ def chunk(input, chunks, dim=0):  # noqa: A002
 
 
 def unbind(input, dim=0):  # noqa: A002
+    if input.ndim == 0:
+        raise _C.IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if input.shape[_wrap_dim(dim, input.ndim)] == 0:
+        return ()
     return tuple(_C.squeeze(p, [dim]) for p in _C.split(input, 1, dim))
 
 
@@ -452,7 +489,12 @@ def triu(input, diagonal=0):  # noqa: A002
 
 
 def flip(input, dims):  # noqa: A002
-    dims = [d % input.ndim for d in as_dims(dims)]
+    dims = [_wrap_dim(d, input.ndim) for d in as_dims(dims)]
+    if len(set(dims)) != len(dims):
+        raise _C.InvalidArgument(f"dims has duplicates, original flip dims size={len(dims)}, but unique flip dims "
+                                 f"size={len(set(dims))}")
+    if input.ndim == 0:
+        return _C.clone(input)
     index = input
     for d in dims:
         n = input.shape[d]
@@ -465,6 +507,11 @@ def roll(input, shifts, dims=None):  # noqa: A002
     if dims is None:
         return reshape(roll(flatten(input), shifts, 0), input.shape)
     shifts, dims = as_dims(shifts), as_dims(dims)
+    if len(shifts) != len(dims):
+        raise _C.InvalidArgument(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if input.ndim == 0:
+        raise _C.IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    dims = [_wrap_dim(d, input.ndim) for d in dims]
     out = input
     for s, d in zip(shifts, dims):
         n = out.shape[d]
@@ -534,44 +581,42 @@ def numel(input):  # noqa: A002
 
 
 def nonzero(input, *, as_tuple=False):  # noqa: A002
-    """Indices of non-zero elements (needs concrete values: eager only)."""
-    idx = np.nonzero(input.detach().numpy())
-    from ._creation import tensor
-
-    if as_tuple:
-        return tuple(tensor(np.asarray(i, dtype=np.int64)) for i in idx)
-    return tensor(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+    """Coordinates of the non-zero elements, [count, ndim] (eager only: the
+    count decides the shape, so it cannot be traced into a compiled step)."""
+    idx = _C.nonzero(input)
+    if not as_tuple:
+        return idx
+    if input.ndim == 0:  # PyTorch treats a 0-d input as 1-d here
+        return (_C.full([idx.shape[0]], 0, _C.dtype.int64, input.device),)
+    return tuple(_C.squeeze(c, [1]) for c in _C.split(idx, 1, 1))
 
 
 def sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
-    """Sorted values and indices (eager: the permutation is computed on the host)."""
-    arr = input.detach().numpy() if input.dtype != _C.dtype.bfloat16 else _C.cast(input, _C.dtype.float32).numpy()
-    order = np.argsort(-arr if descending else arr, axis=dim, kind="stable")
-    from ._creation import tensor
+    """(values, indices) along `dim`. Always stable: equal elements keep their
+    order (a valid answer for stable=False too); NaN sorts above every number."""
+    return _MinMax(_C.sort(input, dim, descending))
 
-    indices = tensor(order.astype(np.int64))
-    return _MinMax((_C.gather(input, dim, indices), indices))
+
+def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
+    return _C.argsort(input, dim, descending)
+
+
+def msort(input):  # noqa: A002
+    return _C.sort(input, 0, False)[0]
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
-    values, indices = sort(input, dim, descending=largest, stable=True)
-    d = dim % input.ndim
-    return _MinMax((_C.narrow(values, d, 0, k), _C.narrow(indices, d, 0, k)))
+    """(values, indices) of the k largest (smallest) along `dim`, always sorted
+    (a valid answer for sorted=False too); ties go to the lower index."""
+    return _MinMax(_C.topk(input, k, dim, largest))
 
 
 def cumsum(input, dim, *, dtype=None):  # noqa: A002
-    """Cumulative sum along `dim` (a triangular matmul: differentiable and traceable)."""
-    x = _C.cast(input, to_dtype(dtype)) if dtype is not None else input
-    if not x.dtype.is_floating_point:
-        x = _C.cast(x, _C.dtype.float64)
-        out = cumsum(x, dim)
-        return _C.cast(out, to_dtype(dtype) or _C.dtype.int64)
-    d = dim % x.ndim
-    n = x.shape[d]
-    tri = _C.tril(_C.full([n, n], 1.0, x.dtype, x.device))  # out[i] = sum_{j<=i} x[j]
-    moved = _C.transpose(x, d, -1)
-    out = _C.matmul(moved, _C.transpose(tri, 0, 1))
-    return _C.transpose(out, d, -1)
+    return _C.cumsum(input, dim, to_dtype(dtype))
+
+
+def cumprod(input, dim, *, dtype=None):  # noqa: A002
+    return _C.cumprod(input, dim, to_dtype(dtype))
 
 
 def repeat_interleave(input, repeats, dim=None):  # noqa: A002

@@ -243,8 +243,9 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide",
               "std", "amax", "amin", "max", "min", "all", "any", "argmax", "argmin", "logsumexp", "norm", "matmul",
               "mm", "bmm", "dot", "outer", "flatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "t",
               "movedim", "narrow", "tril", "triu", "flip", "roll", "index_select", "index_add", "gather",
-              "scatter_add", "scatter", "masked_fill", "softmax", "log_softmax", "nonzero", "sort", "topk",
-              "cumsum", "unbind", "chunk", "split", "dist", "exp2", "log2", "log10", "repeat_interleave"]:
+              "scatter_add", "scatter", "masked_fill", "softmax", "log_softmax", "nonzero", "sort", "argsort",
+              "msort", "topk", "cumsum", "cumprod", "unbind", "chunk", "split", "dist", "exp2", "log2", "log10",
+              "repeat_interleave"]:
     _forward(_name, getattr(F, _name))
 
 
@@ -299,7 +300,7 @@ def _repeat(self, *sizes):
 
 @_method("unflatten")
 def _unflatten(self, dim, sizes):
-    d = dim % self.ndim
+    d = F._wrap_dim(dim, self.ndim)
     return _C.view(self, list(self.shape[:d]) + list(sizes) + list(self.shape[d + 1:]))
 
 

@@ -131,7 +131,7 @@ def _attach():
                  "divide", "index_fill", "index_copy", "masked_scatter", "erfc", "cumprod", "float_power",
                  "arctan2", "baddbmm", "addmm", "addmv", "addbmm", "greater", "greater_equal", "less", "less_equal",
                  "not_equal"]:
-        _inplace(name + "_", getattr(C, name))
+        _inplace(name + "_", getattr(C, name, None) or getattr(F, name))  # cumprod: the scan primitive
     for name in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
                  "exp2", "log2", "log10", "atan2", "true_divide", "subtract", "multiply", "negative", "sgn"]:
         if not hasattr(Tensor, name + "_"):

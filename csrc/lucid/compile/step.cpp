@@ -127,16 +127,24 @@ CompiledStep::CompiledStep(StepConfig config, Forward forward)
 CompiledStep::~CompiledStep() = default;
 
 void CompiledStep::set_cache_size(size_t n) {
+  const auto held = lock();
   LUCID_CHECK(n > 0, "a compiled step's cache size must be positive, got ", n);
   config_.cache_size = n;
   while (cache_.size() > n) cache_.pop_back();
 }
 
-void CompiledStep::clear_cache() { cache_.clear(); }
+void CompiledStep::clear_cache() {
+  const auto held = lock();
+  cache_.clear();
+}
 
-CacheInfo CompiledStep::cache_info() const { return {hits_, misses_, cache_.size(), compile_seconds_, last_miss_}; }
+CacheInfo CompiledStep::cache_info() const {
+  const auto held = lock();
+  return {hits_, misses_, cache_.size(), compile_seconds_, last_miss_};
+}
 
 std::vector<std::shared_ptr<graph::Executable>> CompiledStep::executables() const {
+  const auto held = lock();
   std::vector<std::shared_ptr<graph::Executable>> out;
   for (const auto& e : cache_) out.push_back(e->exe);
   return out;
@@ -237,6 +245,7 @@ static std::string describe_change(const CompiledStep::Signature* old, const Com
                                    const StepConfig& config);
 
 std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
+  const auto held = lock();
   const bool optimizer_only = config_.mode == StepMode::OptimizerUpdate;
   if (!optimizer_only) {
     if (call.args.empty()) fail<TypeError>("a compiled step needs at least one tensor argument");
@@ -301,6 +310,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
 }
 
 std::vector<Tensor> CompiledStep::run(Prepared& p) {
+  const auto held = lock();
   Entry& e = *p.entry;
   std::vector<Tensor> outs;
   try {
@@ -328,6 +338,7 @@ std::vector<Tensor> CompiledStep::run(Prepared& p) {
 }
 
 std::vector<Tensor> CompiledStep::operator()(Call call) {
+  const auto held = lock();
   std::optional<Prepared> p = prepare(std::move(call));
   if (!p) return {};
   return run(*p);
@@ -645,6 +656,7 @@ static std::string describe_change(const CompiledStep::Signature* old, const Com
 }
 
 std::vector<std::string> CompiledStep::cached_signatures() const {
+  const auto held = lock();
   std::vector<std::string> out;
   for (const auto& e : cache_) {
     std::ostringstream os;

@@ -14,6 +14,15 @@
 // all). run() touches no front-end object, so Python releases the GIL
 // around it, and an interrupt cannot fall between an update and its count.
 //
+// Calls of one step run one at a time (a recursive mutex held by every
+// public member): each call reads what the previous one wrote (parameters,
+// optimizer state, step counts, .grad, the cache), so overlapping calls from
+// several threads would read the same step count, trace concurrently and
+// lose .grad sums. A front end that calls prepare() and run() apart, or reads
+// its objects for the Call, holds lock() across all of it. Separate steps
+// still run in parallel; two steps (or a step and an eager optimizer.step())
+// over one optimizer are not serialised against each other.
+//
 // What a trace depends on is the signature: the arguments' shapes, dtypes
 // and devices; the parameters (identity, requires_grad, shape, dtype); for
 // make_step whether each parameter already has a .grad; the optimizer's
@@ -25,6 +34,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,6 +129,10 @@ class CompiledStep {
   // extra outputs, then the total gradient norm when clipping by norm.
   std::vector<Tensor> run(Prepared& prepared);
   std::vector<Tensor> operator()(Call call);
+  // Holds this step's calls off until released (see the header comment).
+  // Python takes it with the GIL released: the holder may need the GIL.
+  std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock(mutex_); }
+  std::recursive_mutex& mutex() const { return mutex_; }
 
   const StepConfig& config() const { return config_; }
   CacheInfo cache_info() const;
@@ -147,6 +161,7 @@ class CompiledStep {
   void trace_optimizer(const Call& call, Entry& entry);
   void trace_forward(const Call& call, Entry& entry);
 
+  mutable std::recursive_mutex mutex_;
   StepConfig config_;
   Forward forward_;
   std::list<std::shared_ptr<Entry>> cache_;  // most recent first

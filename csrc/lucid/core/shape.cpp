@@ -1,14 +1,30 @@
 #include "lucid/core/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "lucid/core/error.h"
 
 namespace lucid {
 
+// Sizes are products of dims that users choose freely: every product is
+// checked, so no shape can wrap around to a small (or negative) element
+// count that the kernels would then index past. The bound keeps the byte
+// size of any dtype (at most 8 bytes an element) within int64 as well.
+static constexpr int64_t kMaxNumel = std::numeric_limits<int64_t>::max() / 8;
+
+[[noreturn]] static void size_overflow(const Shape& s) {
+  fail("Storage size calculation overflowed with sizes=", shape_str(s));
+}
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  bool overflow = false;  // a later 0 does not undo an overflow (PyTorch's rule)
+  for (auto d : s) {
+    if (d < 0) fail("Trying to create tensor with negative dimension ", d, ": ", shape_str(s));
+    overflow |= __builtin_mul_overflow(n, d, &n) || n > kMaxNumel;
+  }
+  if (overflow) size_overflow(s);
   return n;
 }
 
@@ -17,7 +33,7 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    if (i > 0 && (__builtin_mul_overflow(acc, s[i], &acc) || acc > kMaxNumel)) size_overflow(s);
   }
   return st;
 }
@@ -101,7 +117,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 int normalize_axis(int64_t axis, int64_t ndim) {
   const int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
   if (axis < lo || axis > hi)
-    fail<IndexError>("dimension out of range (expected to be in range of [", lo, ", ", hi, "], but got ", axis,
+    fail<IndexError>("Dimension out of range (expected to be in range of [", lo, ", ", hi, "], but got ", axis,
                      ")");
   if (ndim == 0) return 0;
   return int(axis < 0 ? axis + ndim : axis);

@@ -19,26 +19,62 @@ bool Full::equals(const Primitive& o) const {
   if (o.kind() != kind()) return false;
   const auto& f = static_cast<const Full&>(o);
   // Bitwise value comparison: 0.0 and -0.0, NaNs are distinct constants.
-  return f.meta == meta && std::memcmp(&f.value, &value, sizeof(double)) == 0;
+  return f.meta == meta && std::memcmp(&f.value, &value, sizeof(double)) == 0 && f.int_value == int_value;
 }
-size_t Full::hash() const { return hash_seq(hash_mix(size_t(kind()), std::hash<double>()(value)), meta.shape); }
+size_t Full::hash() const {
+  return hash_seq(hash_mix(hash_mix(size_t(kind()), std::hash<double>()(value)), size_t(int_value)), meta.shape);
+}
 std::vector<TensorMeta> Full::infer(const std::vector<TensorMeta>&) const { return {meta}; }
 std::vector<Tensor> Full::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
                               const std::vector<int>& argnums) const {
   return no_grads(argnums);
 }
 
+void detail::check_scalar_fits(const Scalar& value, DType dt, const char* op) {
+  bool ok = true;
+  if (dt == DType::Bool) {
+    ok = true;
+  } else if (!is_floating(dt)) {
+    // (a float converts by truncation: the open interval (lo - 1, hi + 1))
+    if (value.kind == Scalar::Kind::Float)
+      ok = dt == DType::Int32 ? value.f > -2147483649.0 && value.f < 2147483648.0
+                              : value.f >= -9223372036854775808.0 && value.f < 9223372036854775808.0;
+    else
+      ok = dt == DType::Int64 || (value.i >= INT32_MIN && value.i <= INT32_MAX);
+  } else if (std::isfinite(value.f)) {
+    const double max = dt == DType::Float16 ? 65504.0 : (dt == DType::BFloat16 ? 3.3895313892515355e38
+                                                          : (dt == DType::Float32 ? 3.4028234663852886e38 : HUGE_VAL));
+    ok = std::fabs(value.f) <= max;
+  }
+  if (!ok) {
+    const std::string v = value.kind == Scalar::Kind::Float ? std::to_string(value.f) : std::to_string(value.i);
+    fail(op, "(): value cannot be converted to type ", dtype_name(dt), " without overflow (got ", v, ")");
+  }
+}
+
+// A constant tensor holding `value` converted to `dt` as C does: integers
+// wrap to the width of `dt`, NaN is true as a bool. Callers that must refuse
+// an out-of-range value check it first (check_scalar_fits).
+static Tensor make_full(const Shape& shape, const Scalar& value, DType dt, Device device) {
+  double v = value.f;
+  int64_t iv = 0;
+  if (dt == DType::Bool) {
+    v = value.kind == Scalar::Kind::Float ? double(value.f != 0) : double(value.i != 0);
+  } else if (!is_floating(dt)) {
+    iv = value.kind == Scalar::Kind::Float ? int64_t(value.f) : value.i;  // a float value was checked to fit
+    if (dt == DType::Int32) iv = int32_t(uint32_t(uint64_t(iv)));       // wraps, as PyTorch's wrapped numbers do
+    v = double(iv);
+  }
+  return call<Full>({}, TensorMeta{shape, dt, device}, v, iv);
+}
+
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device device) {
   DType dt = dtype ? *dtype
                    : (value.kind == Scalar::Kind::Float ? default_float_dtype()
                                                          : (value.kind == Scalar::Kind::Int ? DType::Int64 : DType::Bool));
-  for (auto d : shape) LUCID_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
-  double v = value.f;
-  if (!is_floating(dt)) {
-    LUCID_CHECK(std::isfinite(v), "cannot fill an integer tensor with ", v);
-    v = dt == DType::Bool ? double(v != 0) : double(value.kind == Scalar::Kind::Float ? int64_t(v) : value.i);
-  }
-  return call<Full>({}, TensorMeta{shape, dt, device}, v);
+  numel(shape);  // negative dims and overflowing sizes raise here
+  detail::check_scalar_fits(value, dt, "full");
+  return make_full(shape, value, dt, device);
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
 Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
@@ -46,6 +82,9 @@ Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, t.dtype(), t.device()); }
 Tensor scalar_tensor(Scalar value, DType dtype, Device device) { return full({}, value, dtype, device); }
+Tensor detail::wrapped_scalar_tensor(const Scalar& value, DType dtype, Device device) {
+  return make_full({}, value, dtype, device);
+}
 
 // ----------------------------------------------------------------- Arange
 std::string Arange::name() const { return "arange"; }
@@ -68,12 +107,18 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   LUCID_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range: ", start, " -> ", end);
   LUCID_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
               "upper bound and lower bound inconsistent with step sign");
-  const int64_t n = int64_t(std::ceil((end - start) / step));
-  return call<Arange>({}, start, step, TensorMeta{{std::max<int64_t>(n, 0)}, dtype, device});
+  const double count = std::ceil((end - start) / step);
+  // (converting a double beyond int64 is undefined; such a range could not be stored anyway)
+  LUCID_CHECK(count < 9.2e18, "arange(): the range [", start, ", ", end, ") with step ", step, " has ", count,
+              " elements, more than a tensor can hold (invalid size, possible overflow?)");
+  const int64_t n = std::max<int64_t>(int64_t(count), 0);
+  numel({n});
+  return call<Arange>({}, start, step, TensorMeta{{n}, dtype, device});
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
   LUCID_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
+  numel({n, m});  // the result's size, checked before the building blocks are made
   Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, device), {n, 1});
   Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, device), {1, m});
   return cast(eq(rows, cols), dtype);
@@ -141,10 +186,14 @@ Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key) {
 Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key) {
   return call<Random>({key}, Distribution::Normal, shape, dtype);
 }
+// The shape is checked (numel) before the generator advances: a bad call
+// leaves the random stream where it was.
 Tensor rand(const Shape& shape, DType dtype, Device device) {
+  LUCID_CHECK_T(TypeError, is_floating(dtype), "rand(): dtype must be floating, got ", dtype_name(dtype));
   return random_uniform(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
 }
 Tensor randn(const Shape& shape, DType dtype, Device device) {
+  LUCID_CHECK_T(TypeError, is_floating(dtype), "randn(): dtype must be floating, got ", dtype_name(dtype));
   return random_normal(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
 }
 

@@ -80,6 +80,8 @@ std::vector<Tensor> apply(const PrimitivePtr& prim, const std::vector<Tensor>& i
   in_metas.reserve(inputs.size());
   for (const auto& t : inputs) in_metas.push_back(t.meta());
   const std::vector<TensorMeta> out_metas = prim->infer(in_metas);
+  // Sizes are checked here, not at allocation: a view allocates nothing.
+  for (const auto& m : out_metas) m.numel();
 
   std::vector<Tensor> outs;
   if (graph::Tracer* tracer = graph::Tracer::current()) {

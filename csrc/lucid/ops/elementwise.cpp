@@ -27,6 +27,10 @@ const char* binary_op_name(BinaryOp op) {
                                 "logical_or", "logical_xor"};
   return names[int(op)];
 }
+void integer_division_by_zero(BinaryOp op) {
+  fail<Error>("ZeroDivisionError: ", binary_op_name(op), "() of integer tensors divides by zero");
+}
+
 // ------------------------------------------------------------------ Unary
 std::string Unary::name() const { return unary_op_name(op); }
 bool Unary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Unary&>(o).op == op; }
@@ -271,7 +275,7 @@ Tensor wrap_scalar(Scalar value, const Tensor& like) {
   const int scat = value.kind == Scalar::Kind::Bool ? 0 : (value.kind == Scalar::Kind::Int ? 1 : 2);
   DType dt = like.dtype();
   if (scat > category(dt)) dt = scat == 2 ? default_float_dtype() : DType::Int64;
-  return scalar_tensor(value, dt, like.device());
+  return detail::wrapped_scalar_tensor(value, dt, like.device());
 }
 
 static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -284,8 +288,9 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       dt = DType::Bool;
       break;
     case BinaryOp::Sub:
-      LUCID_CHECK_T(TypeError, dt != DType::Bool,
-                    "subtraction, the `-` operator, with two bool tensors is not supported; use logical_xor()");
+      LUCID_CHECK_T(TypeError, a.dtype() != DType::Bool && b.dtype() != DType::Bool,
+                    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert "
+                    "a mask, use the `~` or `logical_not()` operator instead.");
       break;
     case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Maximum: case BinaryOp::Minimum:
     case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
@@ -323,7 +328,20 @@ Tensor rsub(const Tensor& a, Scalar b) { return sub(wrap_scalar(b, a), a); }
 Tensor mul(const Tensor& a, Scalar b) { return mul(a, wrap_scalar(b, a)); }
 Tensor div(const Tensor& a, Scalar b) { return div(a, wrap_scalar(b, a)); }
 Tensor pow(const Tensor& a, Scalar b) {
-  if (b.kind != Scalar::Kind::Bool && b.f == 2.0) return square(a);
+  LUCID_CHECK(is_floating(a.dtype()) || b.kind != Scalar::Kind::Int || b.i >= 0,
+              "Integers to negative integer powers are not allowed.");
+  detail::check_scalar_fits(b, result_type(a, wrap_scalar(b, a)), "pow");
+  if (a.dtype() == DType::Bool && b.kind == Scalar::Kind::Bool)  // PyTorch keeps bool here
+    return b.i ? clone(a) : full_like(a, Scalar::boolean(true));
+  // x ** 2 as x * x, when that keeps the result dtype (int ** 2.0 is float)
+  if (b.kind != Scalar::Kind::Bool && b.f == 2.0 && (is_floating(a.dtype()) || b.kind == Scalar::Kind::Int))
+    return square(a);
+  // 16-bit floats compute in float32 with the exponent at that precision
+  // (PyTorch's opmath), rounding once.
+  if (a.dtype() == DType::Float16 || a.dtype() == DType::BFloat16) {
+    const Tensor wide = cast(a, DType::Float32);
+    return cast(pow(wide, wrap_scalar(b, wide)), a.dtype());
+  }
   return pow(a, wrap_scalar(b, a));
 }
 
@@ -354,14 +372,23 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   LUCID_CHECK(lo.defined() || hi.defined(), "clamp: at least one of 'min' or 'max' must not be None");
   Tensor r = x;
-  // PyTorch: min(max(x, lo), hi); NaN in x propagates.
-  if (lo.defined()) r = where(lt(r, lo), cast(lo, result_type(r, lo)), r);
-  if (hi.defined()) r = where(gt(r, hi), cast(hi, result_type(r, hi)), r);
+  // PyTorch: min(max(x, lo), hi); a NaN in x or in a bound propagates.
+  auto beyond = [](const Tensor& past, const Tensor& bound) {
+    return is_floating(bound.dtype()) ? logical_or(past, isnan(bound)) : past;
+  };
+  if (lo.defined()) r = where(beyond(lt(r, lo), lo), cast(lo, result_type(r, lo)), r);
+  if (hi.defined()) r = where(beyond(gt(r, hi), hi), cast(hi, result_type(r, hi)), r);
   return r;
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
-  return clamp(x, lo ? wrap_scalar(*lo, x) : Tensor(), hi ? wrap_scalar(*hi, x) : Tensor());
+  Tensor tlo = lo ? wrap_scalar(*lo, x) : Tensor(), thi = hi ? wrap_scalar(*hi, x) : Tensor();
+  DType dt = x.dtype();
+  if (lo) dt = result_type(cast(x, dt), tlo);
+  if (hi) dt = result_type(cast(x, dt), thi);
+  if (lo) detail::check_scalar_fits(*lo, dt, "clamp");
+  if (hi) detail::check_scalar_fits(*hi, dt, "clamp");
+  return clamp(x, tlo, thi);
 }
 
 // -------------------------------------------------------------- Cast, Copy
@@ -470,7 +497,10 @@ Tensor& assign_(Tensor& self, const Tensor& value) {
 }
 
 Tensor& copy_(Tensor& self, const Tensor& src) { return assign_(self, to_device(src, self.device())); }
-Tensor& fill_(Tensor& self, Scalar value) { return assign_(self, scalar_tensor(value, self.dtype(), self.device())); }
+Tensor& fill_(Tensor& self, Scalar value) {
+  detail::check_scalar_fits(value, self.dtype(), "fill_");
+  return assign_(self, detail::wrapped_scalar_tensor(value, self.dtype(), self.device()));
+}
 Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
 
 }  // namespace lucid

@@ -16,8 +16,10 @@ static void check_index_dtype(const char* op, const TensorMeta& idx) {
 
 // ------------------------------------------------------------------ Gather
 std::string Gather::name() const { return "gather"; }
-bool Gather::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Gather&>(o).axis == axis; }
-size_t Gather::hash() const { return hash_mix(size_t(kind()), axis); }
+bool Gather::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const Gather&>(o).axis == axis && static_cast<const Gather&>(o).loss == loss;
+}
+size_t Gather::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), std::hash<std::string>()(loss)); }
 std::vector<TensorMeta> Gather::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("gather", in[1]);
   LUCID_CHECK(in[1].shape.size() == in[0].shape.size(), "gather(): Index tensor must have the same number of "
@@ -33,9 +35,13 @@ std::vector<Tensor> Gather::vjp(const std::vector<Tensor>& in, const std::vector
   return {scatter_add(zeros(in[0].shape(), cot[0].dtype(), cot[0].device()), axis, in[1], cot[0])};
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  if (x.ndim() == 0) return reshape(call<Gather>({reshape(x, {1}), reshape(index, {1})}, 0), index.shape());
-  return call<Gather>({x, index}, normalize_axis(dim, x.ndim()));
+static Tensor gather_impl(const Tensor& x, int64_t dim, const Tensor& index, const std::string& loss) {
+  if (x.ndim() == 0) return reshape(call<Gather>({reshape(x, {1}), reshape(index, {1})}, 0, loss), index.shape());
+  return call<Gather>({x, index}, normalize_axis(dim, x.ndim()), loss);
+}
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { return gather_impl(x, dim, index, {}); }
+Tensor gather_targets(const Tensor& logp, int64_t dim, const Tensor& target, const std::string& loss) {
+  return gather_impl(logp, dim, target, loss);
 }
 
 // -------------------------------------------------------------- ScatterAdd
@@ -93,9 +99,10 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 // ------------------------------------------------------------- IndexSelect
 std::string IndexSelect::name() const { return "index_select"; }
 bool IndexSelect::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const IndexSelect&>(o).axis == axis;
+  return o.kind() == kind() && static_cast<const IndexSelect&>(o).axis == axis &&
+         static_cast<const IndexSelect&>(o).caller == caller;
 }
-size_t IndexSelect::hash() const { return hash_mix(size_t(kind()), axis); }
+size_t IndexSelect::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), std::hash<std::string>()(caller)); }
 std::vector<TensorMeta> IndexSelect::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("index_select", in[1]);
   LUCID_CHECK(in[1].shape.size() == 1, "index_select(): Index is supposed to be a vector, got ", shape_str(in[1].shape));
@@ -108,15 +115,15 @@ std::vector<Tensor> IndexSelect::vjp(const std::vector<Tensor>& in, const std::v
   return {index_add(zeros(in[0].shape(), cot[0].dtype(), cot[0].device()), axis, in[1], cot[0])};
 }
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const std::string& caller) {
   Tensor idx = index.ndim() == 0 ? reshape(index, {1}) : index;
   if (x.ndim() == 0) {  // PyTorch: a 0-d input stays 0-d (the index holds one element)
     normalize_axis(dim, 0);
-    LUCID_CHECK_T(IndexError, index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+    LUCID_CHECK_T(IndexError, index.numel() == 1, caller, "(): Index to scalar can have only 1 value, got ",
                   index.numel(), " value(s)");
-    return reshape(call<IndexSelect>({reshape(x, {1}), idx}, 0), Shape{});
+    return reshape(call<IndexSelect>({reshape(x, {1}), idx}, 0, caller), Shape{});
   }
-  return call<IndexSelect>({x, idx}, normalize_axis(dim, x.ndim()));
+  return call<IndexSelect>({x, idx}, normalize_axis(dim, x.ndim()), caller);
 }
 
 std::string IndexAdd::name() const { return "index_add"; }
@@ -151,6 +158,11 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   return where(mask, cast(value, x.dtype()), x);
 }
 
+// A concrete index's values on the host in row-major order, wherever it
+// lives and whatever its layout (a column of nonzero() is a strided view),
+// for checks the host makes before an op runs.
+static Tensor host_values(const Tensor& index) { return contiguous(to_device(index, Device{})); }
+
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
   LUCID_CHECK_T(TypeError, index.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type int64");
   // Classes are read on the host: a concrete index (a constant captured by a
@@ -158,12 +170,12 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   // amin/amax would be recorded instead of run.
   if (num_classes == -1) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
-    const Tensor host = to_device(index, Device{});  // the values, wherever index lives
+    const Tensor host = host_values(index);
     const int64_t* p = host.data<int64_t>("one_hot with inferred num_classes");
     num_classes = *std::max_element(p, p + index.numel()) + 1;
   } else if (!index.is_symbolic() && index.numel() > 0) {
     // Out-of-range classes would silently give all-zero rows.
-    const Tensor host = to_device(index, Device{});
+    const Tensor host = host_values(index);
     const int64_t* p = host.data<int64_t>();
     const auto [lo, hi] = std::minmax_element(p, p + index.numel());
     LUCID_CHECK(*lo >= 0, "one_hot: Class values must be non-negative.");
@@ -183,7 +195,7 @@ static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) 
     Tensor idx = cast(indices[k], DType::Int64);
     const int64_t size = x.shape()[k];
     if (!idx.is_symbolic()) {
-      const Tensor host = to_device(idx, Device{});  // the values, wherever idx lives
+      const Tensor host = host_values(idx);
       const int64_t* p = host.data<int64_t>();
       for (int64_t i = 0; i < idx.numel(); ++i)
         LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",

@@ -1,5 +1,7 @@
 // Matmul: the primitive (equal batch dims, optional transposes) and the
 // public matmul with NumPy's 1-D and batch-broadcasting rules.
+#include <algorithm>
+
 #include "lucid/core/autocast.h"
 #include "lucid/ops/op_util.h"
 
@@ -84,8 +86,22 @@ static Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
     if (a_vec && b_vec)
       fail("inconsistent tensor size, expected tensor [", k_a, "] and src [", k_b,
            "] to have the same number of elements, but got ", k_a, " and ", k_b, " elements respectively");
-    fail("mat1 and mat2 shapes cannot be multiplied (", numel(a.shape()) / k_a, "x", k_a, " and ", k_b, "x",
-         b.shape().back(), ")");
+    if (a_in.ndim() == 2 && b_in.ndim() == 2)
+      fail("mat1 and mat2 shapes cannot be multiplied (", a.shape()[0], "x", k_a, " and ", k_b, "x", b.shape()[1], ")");
+    // The user's shapes, not the flattened GEMM's.
+    fail("matmul(): shapes ", shape_str(a_in.shape()), " and ", shape_str(b_in.shape()),
+         " cannot be multiplied: the last dimension of the first (", k_a, ") must equal the ",
+         b_vec ? "length of the second (" : "second-to-last dimension of the second (", k_b, ")");
+  }
+  if (a.ndim() > 2 && b.ndim() > 2) {
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
+      const int64_t da = ba[ba.size() - i], db = bb[bb.size() - i];
+      if (da != db && da != 1 && db != 1)
+        fail("matmul(): shapes ", shape_str(a_in.shape()), " and ", shape_str(b_in.shape()),
+             " cannot be multiplied: their batch dimensions ", shape_str(ba), " and ", shape_str(bb),
+             " do not broadcast (", da, " vs ", db, ")");
+    }
   }
   Tensor out;
   if (b.ndim() == 2) {

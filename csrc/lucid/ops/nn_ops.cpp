@@ -33,6 +33,7 @@ std::vector<Tensor> SoftmaxBackward::vjp(const std::vector<Tensor>&, const std::
 }
 
 static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  normalize_axis(dim, x.ndim());  // a bad dim is reported before a bad dtype, as PyTorch does
   LUCID_CHECK_T(TypeError, is_floating(x.dtype()), log ? "log_softmax" : "softmax",
                 "(): expected a floating point input, got ", dtype_name(x.dtype()),
                 " (pass dtype= to compute in a floating type)");

@@ -35,6 +35,13 @@ std::vector<Tensor> grads_for(const std::vector<int>& argnums, F&& grad_of) {
 
 inline std::vector<int64_t> to_i64(const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
 
+// PyTorch's check for fills and bounds: an integer must be in the dtype's
+// range, a finite float within its largest value (inf and NaN pass).
+void check_scalar_fits(const Scalar& value, DType dtype, const char* op);
+// A 0-d tensor of `value` converted like a wrapped number (integers wrap to
+// the dtype's width; no range check).
+Tensor wrapped_scalar_tensor(const Scalar& value, DType dtype, Device device);
+
 // Inserts size-1 dims at `axes` (sorted) so a keepdim=false reduction result
 // broadcasts against its input again.
 Tensor unsqueeze_axes(const Tensor& t, const std::vector<int>& axes);

@@ -3,6 +3,7 @@
 // promotion and argument checks happen here, once; the primitives underneath
 // (primitives.h) see same-dtype, validated inputs.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lucid/core/tensor.h"
@@ -192,9 +193,14 @@ Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0);  // F.pad layout
 
 // ---- indexing -------------------------------------------------------------------
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// `caller` is the op an out-of-range index is reported as (embedding uses it).
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const std::string& caller = "index_select");
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// gather() of a loss's log-probabilities at its class targets: an
+// out-of-range target raises IndexError naming `loss` (eagerly and inside a
+// compiled step alike).
+Tensor gather_targets(const Tensor& logp, int64_t dim, const Tensor& target, const std::string& loss);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
@@ -204,6 +210,21 @@ Tensor one_hot(const Tensor& index, int64_t num_classes = -1);
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
 // x with x[indices] = values (accumulate: +=).
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+
+// ---- sorting and scans ------------------------------------------------------------
+// (values, indices) sorted along `dim`; stable: equal elements keep their
+// order, NaN sorts above every number (PyTorch's order).
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+// (values, indices) of the k largest (or smallest) along `dim`, sorted.
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+// [count, ndim] int64 coordinates of the non-zero elements (eager only:
+// the count decides the shape).
+Tensor nonzero(const Tensor& x);
+// Inclusive cumulative sum / product along `dim`; integers and bool give
+// int64 unless `dtype` says otherwise (the input is cast to it first).
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- nn building blocks -------------------------------------------------------------
 Tensor softmax(const Tensor& x, int64_t dim);

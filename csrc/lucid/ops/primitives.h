@@ -57,6 +57,9 @@ constexpr bool binary_returns_bool(BinaryOp op) {
     default: return false;
   }
 }
+// Integer division or remainder by zero: PyTorch raises (its CPU kernels
+// name the Python exception). Every backend raises this one error.
+[[noreturn]] void integer_division_by_zero(BinaryOp op);
 
 // Broadcasting binary op over two inputs of one dtype.
 struct Binary final : Primitive {
@@ -91,10 +94,14 @@ struct Copy final : Primitive {
 };
 
 // ------------------------------------------------------------------ creation
+// `value` fills floating and bool tensors; integer tensors take `int_value`,
+// exact where a double is not (beyond 2**53).
 struct Full final : Primitive {
   TensorMeta meta;
   double value;
-  Full(TensorMeta meta, double value) : Primitive(OpKind::Full), meta(std::move(meta)), value(value) {}
+  int64_t int_value;
+  Full(TensorMeta meta, double value, int64_t int_value)
+      : Primitive(OpKind::Full), meta(std::move(meta)), value(value), int_value(int_value) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
 };
@@ -236,9 +243,12 @@ struct Split final : Primitive {
 
 // ------------------------------------------------------------------ indexing
 // torch.gather: out[i][j] = x[i][index[i][j]] along `axis`.
+// A loss reading the log-probabilities at its class targets names itself in
+// `loss`, so an out-of-range target is reported as the user's call.
 struct Gather final : Primitive {
   int axis;
-  explicit Gather(int axis) : Primitive(OpKind::Gather), axis(axis) {}
+  std::string loss;  // empty for a plain gather
+  explicit Gather(int axis, std::string loss = {}) : Primitive(OpKind::Gather), axis(axis), loss(std::move(loss)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
@@ -260,9 +270,12 @@ struct ScatterAdd final : Primitive {
 };
 
 // x.index_select(axis, index) with a 1-D int64 index.
+// `caller` is the user's op named when an index is out of range (embedding).
 struct IndexSelect final : Primitive {
   int axis;
-  explicit IndexSelect(int axis) : Primitive(OpKind::IndexSelect), axis(axis) {}
+  std::string caller;
+  explicit IndexSelect(int axis, std::string caller = "index_select")
+      : Primitive(OpKind::IndexSelect), axis(axis), caller(std::move(caller)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
@@ -300,6 +313,61 @@ struct SoftmaxBackward final : Primitive {
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override { return 0; }
+};
+
+// ------------------------------------------------------- sorting and scans
+// Sorting primitives return indices only (int64); the values are a gather()
+// of the input, whose gradient (a scatter_add) serves sort and topk alike.
+// Order: NaN above every number (last ascending, first descending), equal
+// elements in their original order (PyTorch's stable sort).
+struct ArgSort final : Primitive {
+  int axis;
+  bool descending;
+  ArgSort(int axis, bool descending) : Primitive(OpKind::ArgSort), axis(axis), descending(descending) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int) const override { return false; }
+  uint8_t saved() const override { return 0; }
+};
+
+// Indices of the k largest (or smallest) elements along `axis`, in sorted
+// order, ties by position.
+struct TopK final : Primitive {
+  int axis;
+  int64_t k;
+  bool largest;
+  TopK(int axis, int64_t k, bool largest) : Primitive(OpKind::TopK), axis(axis), k(k), largest(largest) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int) const override { return false; }
+  uint8_t saved() const override { return 0; }
+};
+
+// Coordinates of the non-zero elements, [count, ndim] in row-major order.
+// The count decides the shape, so the op layer computes it first (eagerly:
+// nonzero cannot be traced).
+struct NonZero final : Primitive {
+  int64_t count;
+  explicit NonZero(int64_t count) : Primitive(OpKind::NonZero), count(count) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int) const override { return false; }
+  uint8_t saved() const override { return 0; }
+};
+
+// Inclusive scan along `axis` (cumsum, cumprod), from the last element
+// backwards when `reverse` (the gradient of a forward cumsum). Floats
+// accumulate in double (16-bit floats in float), PyTorch's CPU rule;
+// integers wrap.
+enum class ScanOp : uint8_t { Sum, Prod };
+struct Scan final : Primitive {
+  ScanOp op;
+  int axis;
+  bool reverse;
+  Scan(ScanOp op, int axis, bool reverse) : Primitive(OpKind::Scan), op(op), axis(axis), reverse(reverse) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return op == ScanOp::Sum ? 0 : kSaveInputs | kSaveOutputs; }
 };
 
 // ---------------------------------------------------------- strided views

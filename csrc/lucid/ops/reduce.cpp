@@ -145,13 +145,22 @@ Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return reduce(ReduceOp::Prod, is_floating(x.dtype()) ? x : cast(x, DType::Int64), dims, keepdim);
 }
 
+// The max of booleans is any(), the min all(), once the shape rule of Max
+// has refused an empty reduced dim.
+static bool bool_extreme(const Tensor& x, const std::vector<int64_t>& dims, ReduceOp op) {
+  if (x.dtype() != DType::Bool) return false;
+  Reduce(op, dims.empty() ? std::vector<int>() : normalize_axes(dims, x.ndim()), false)
+      .infer({x.meta()});
+  return true;
+}
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  // The max of booleans is any(), the min all(); the empty-dim check is Max's.
-  if (x.dtype() == DType::Bool && x.numel() > 0) return any(x, dims, keepdim);
+  if (x.numel() == 0 && dims.empty()) return reduce(ReduceOp::Max, x, dims, keepdim);  // raises: no elements
+  if (bool_extreme(x, dims, ReduceOp::Max)) return any(x, dims, keepdim);
   return reduce(ReduceOp::Max, x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  if (x.dtype() == DType::Bool && x.numel() > 0) return all(x, dims, keepdim);
+  if (x.numel() == 0 && dims.empty()) return reduce(ReduceOp::Min, x, dims, keepdim);
+  if (bool_extreme(x, dims, ReduceOp::Min)) return all(x, dims, keepdim);
   return reduce(ReduceOp::Min, x, dims, keepdim);
 }
 Tensor all(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -202,7 +211,8 @@ Tensor std_(const Tensor& x, const std::vector<int64_t>& dims, double correction
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor xf = is_floating(x.dtype()) ? x : cast(x, default_float_dtype());
   // Shift by the (gradient-free) max for stability; infinite maxes shift by 0.
-  Tensor m = amax(xf.detach(), dims, true);
+  // (an empty reduction has no max: its sum is 0 and the result -inf)
+  Tensor m = xf.numel() == 0 ? zeros_like(sum(xf.detach(), dims, true)) : amax(xf.detach(), dims, true);
   m = where(isfinite(m), m, zeros_like(m));
   Tensor s = log(sum(exp(sub(xf, m)), dims, true));
   Tensor r = add(s, m);
@@ -252,6 +262,8 @@ std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector
 }
 
 static Tensor arg_reduce(ArgReduceOp op, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  LUCID_CHECK_T(TypeError, x.dtype() != DType::Bool, op == ArgReduceOp::ArgMax ? "argmax" : "argmin",
+                "(): does not support bool input; cast it first (x.int())");
   if (!dim) {
     Tensor r = call<ArgReduce>({reshape(x, {-1})}, op, 0, false);
     if (keepdim) r = reshape(r, Shape(size_t(x.ndim()), 1));
@@ -267,8 +279,8 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 
 static std::pair<Tensor, Tensor> extreme_dim(ArgReduceOp op, const Tensor& x, int64_t dim, bool keepdim) {
-  if (x.ndim() == 0) return {clone(x), zeros({}, DType::Int64, x.device())};
   const int axis = normalize_axis(dim, x.ndim());
+  if (x.ndim() == 0) return {clone(x), zeros({}, DType::Int64, x.device())};
   Tensor idx = call<ArgReduce>({x}, op, axis, true);
   Tensor values = gather(x, axis, idx);  // differentiable through gather
   if (!keepdim) {

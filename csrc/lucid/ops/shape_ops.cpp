@@ -36,8 +36,10 @@ static Shape infer_shape(const Tensor& x, Shape shape) {
       LUCID_CHECK(infer_at < 0, "only one dimension can be inferred");
       infer_at = int64_t(i);
     } else {
-      LUCID_CHECK(shape[i] >= 0, "invalid shape dimension ", shape[i]);
-      known *= shape[i];
+      LUCID_CHECK(shape[i] >= 0, "invalid shape dimension ", shape[i], " at index ", i, " of shape ",
+                  shape_str(shape));
+      if (__builtin_mul_overflow(known, shape[i], &known))
+        fail("Storage size calculation overflowed with sizes=", shape_str(shape));
     }
   }
   if (infer_at >= 0) {
@@ -76,8 +78,8 @@ Tensor alias(const Tensor& x) { return call<Reshape>({x}, x.shape()); }
 Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
-  if (x.ndim() == 0) return reshape(x, {1});
   const int s = normalize_axis(start_dim, x.ndim()), e = normalize_axis(end_dim, x.ndim());
+  if (x.ndim() == 0) return reshape(x, {1});
   LUCID_CHECK(s <= e, "flatten() has invalid args: start_dim cannot come after end_dim");
   Shape out(x.shape().begin(), x.shape().begin() + s);
   int64_t n = 1;
@@ -148,7 +150,9 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
 }
 
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
-  if (x.ndim() < 2 && x.ndim() == 0) return x;
+  normalize_axis(d0, x.ndim());
+  normalize_axis(d1, x.ndim());
+  if (x.ndim() == 0) return x;
   std::vector<int64_t> perm(size_t(x.ndim()));
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[normalize_axis(d0, x.ndim())], perm[normalize_axis(d1, x.ndim())]);
@@ -203,7 +207,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 Shape SliceSpec::out_shape() const {
   Shape s;
   for (size_t d = 0; d < starts.size(); ++d)
-    s.push_back(std::max<int64_t>(0, (stops[d] - starts[d] + steps[d] - 1) / steps[d]));
+    s.push_back(stops[d] <= starts[d] ? 0 : (stops[d] - starts[d] - 1) / steps[d] + 1);  // ceil, without overflow
   return s;
 }
 
@@ -286,10 +290,15 @@ Tensor slice_scatter(const Tensor& base, const Tensor& src, const std::vector<in
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  LUCID_CHECK(x.ndim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   const int d = normalize_axis(dim, x.ndim());
-  if (start < 0) start += x.shape()[d];
-  LUCID_CHECK(start >= 0 && length >= 0 && start + length <= x.shape()[d], "start (", start, ") + length (", length,
-              ") exceeds dimension size (", x.shape()[d], ").");
+  const int64_t size = x.shape()[d];
+  LUCID_CHECK_T(IndexError, start >= -size && start <= size, "start out of range (expected to be in range of [",
+                -size, ", ", size, "], but got ", start, ")");
+  if (start < 0) start += size;
+  LUCID_CHECK(length >= 0, "narrow(): length must be non-negative.");
+  LUCID_CHECK(length <= size - start, "start (", start, ") + length (", length, ") exceeds dimension size (", size,
+              ").");
   std::vector<int64_t> starts(size_t(x.ndim()), 0), stops(x.shape()), steps(size_t(x.ndim()), 1);
   starts[d] = start;
   stops[d] = start + length;
@@ -398,9 +407,15 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  LUCID_CHECK(x.ndim() > 0, "split expects at least a 1-dimensional tensor");
   const int d = normalize_axis(dim, x.ndim());
   int64_t total = 0;
-  for (auto s : sizes) total += s;
+  for (auto s : sizes) {
+    LUCID_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=",
+                shape_str(sizes));
+    LUCID_CHECK(!__builtin_add_overflow(total, s, &total), "split_with_sizes: split_sizes ", shape_str(sizes),
+                " overflow");
+  }
   LUCID_CHECK(total == x.shape()[d], "split_with_sizes expects split_sizes to sum exactly to ", x.shape()[d],
               " (input tensor's size at dimension ", d, "), but got split_sizes=", shape_str(sizes));
   std::vector<Tensor> out;
@@ -413,20 +428,23 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  LUCID_CHECK(x.ndim() > 0, "split expects at least a 1-dimensional tensor");
   const int d = normalize_axis(dim, x.ndim());
   LUCID_CHECK(split_size > 0 || (split_size == 0 && x.shape()[d] == 0), "split expects split_size be non-negative, "
               "but got split_size=", split_size);
   std::vector<int64_t> sizes;
-  for (int64_t off = 0; off < x.shape()[d]; off += split_size) sizes.push_back(std::min(split_size, x.shape()[d] - off));
+  for (int64_t off = 0; off < x.shape()[d]; off += sizes.back()) sizes.push_back(std::min(split_size, x.shape()[d] - off));
   if (sizes.empty()) sizes.push_back(0);
   return split(x, sizes, d);
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  LUCID_CHECK(x.ndim() > 0, "chunk expects at least a 1-dimensional tensor");
   LUCID_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   const int d = normalize_axis(dim, x.ndim());
-  const int64_t size = (x.shape()[d] + chunks - 1) / chunks;
-  return split(x, std::max<int64_t>(size, 1), d);
+  const int64_t size = x.shape()[d] / chunks + (x.shape()[d] % chunks != 0);  // ceil, without overflow
+  if (size == 0) return split(x, std::vector<int64_t>(size_t(chunks), 0), d);  // PyTorch: `chunks` empty pieces
+  return split(x, size, d);
 }
 
 Tensor tril(const Tensor& x, int64_t diagonal) {

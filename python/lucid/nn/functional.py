@@ -5,11 +5,14 @@ lucid ops (no host reads of tensor data), so it traces into a compiled step.
 import functools
 import math
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
 
 from .. import _C
+from .._functions import _wrap_dim
 from .._utils import to_dtype
 from ..autograd import no_grad
 
@@ -44,6 +47,20 @@ def _ntuple(x, n, name):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise TypeError(f"{name} must be an int or a tuple of {n} ints, got {x!r}")
     return tuple(int(v) for v in out)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn(message):
+    """warnings.warn pointing at the user's line: the first frame outside the
+    lucid package (a loss may be reached through nn modules, autocast
+    wrappers or a compiled step's tracer)."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is _warn's caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def _check_tensor(x, name, fn):
@@ -267,18 +284,26 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _C.squeeze(out, [-2])
 
 
-def _adaptive_matrix(n_in, n_out, dtype, device):
-    """[n_out, n_in] averaging matrix of PyTorch's adaptive windows
-    [floor(i*n_in/n_out), ceil((i+1)*n_in/n_out)); a constant of the shapes."""
+def _adaptive_mean(x, n_out):
+    """Means of x's last dim over PyTorch's adaptive windows
+    [floor(i*n/n_out), ceil((i+1)*n/n_out)). The windows are gathered and the
+    positions beyond a short window masked with where(), so an inf or NaN
+    stays in its own windows (a matmul with an averaging matrix multiplied
+    it by the zeros of every other window)."""
+    n = x.shape[-1]
     i = np.arange(n_out)
-    start = (i * n_in) // n_out
-    end = -((-(i + 1) * n_in) // n_out)
-    cols = np.arange(n_in)
-    m = ((cols[None, :] >= start[:, None]) & (cols[None, :] < end[:, None])).astype(np.float64)
-    m /= (end - start)[:, None]
+    start = (i * n) // n_out
+    end = -((-(i + 1) * n) // n_out)
+    k = int((end - start).max()) if n_out else 0
+    pos = start[:, None] + np.arange(k)[None, :]
+    valid = pos < end[:, None]
     from .._creation import tensor
 
-    return tensor(m, dtype=dtype, device=device)
+    idx = tensor(np.where(valid, pos, 0).reshape(-1).astype(np.int64), device=x.device)
+    windows = _C.reshape(_C.index_select(x, -1, idx), list(x.shape[:-1]) + [n_out, k])
+    windows = _C.where(tensor(valid, device=x.device), windows, 0.0)
+    counts = tensor((end - start).astype(np.float64), dtype=windows.dtype, device=x.device)
+    return _C.div(_C.sum(windows, [-1], False), counts)
 
 
 def _adaptive_size(output_size, in_sizes, name):
@@ -301,27 +326,27 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     _check_tensor(input, "input", "adaptive_avg_pool2d")
     if input.ndim not in (3, 4):
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    if 0 in tuple(input.shape)[-3:]:
+        raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                                 f"dimensions, but input has sizes {list(input.shape)}")
     h, w = input.shape[-2:]
     oh, ow = _adaptive_size(output_size, (h, w), "adaptive_avg_pool2d")
     if oh and ow and h % oh == 0 and w % ow == 0:
         if (oh, ow) == (1, 1):
             return _C.mean(input, [-2, -1], True)
         return avg_pool2d(input, (h // oh, w // ow))
-    # Overlapping or uneven windows: out = Ph x Pw^T with constant averaging matrices.
-    dt = _float_like(input)
-    pw = _adaptive_matrix(w, ow, dt, input.device)
-    ph = _adaptive_matrix(h, oh, dt, input.device)
-    t = _C.matmul(input, _C.transpose(pw, 0, 1))  # [..., H, ow]
-    t = _C.matmul(_C.transpose(t, -1, -2), _C.transpose(ph, 0, 1))  # [..., ow, oh]
-    return _C.transpose(t, -1, -2)
+    # Overlapping or uneven windows: along W, then along H.
+    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    t = _adaptive_mean(x, ow)  # [..., H, ow]
+    return _C.transpose(_adaptive_mean(_C.transpose(t, -1, -2), oh), -1, -2)
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     if input.ndim not in (2, 3):
         raise _C.InvalidArgument(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
     (ol,) = _adaptive_size(output_size, (input.shape[-1],), "adaptive_avg_pool1d")
-    m = _adaptive_matrix(input.shape[-1], ol, _float_like(input), input.device)
-    return _C.matmul(input, _C.transpose(m, 0, 1))
+    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    return _adaptive_mean(x, ol)
 
 
 # ------------------------------------------------------------ interpolation
@@ -518,7 +543,7 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
         if t is not None and tuple(t.shape) != (c,):
             raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}] (the input's channels), got "
                                      f"{list(t.shape)}")
-    if training and (input.numel() // c if c else 0) <= 1:
+    if training and c and input.numel() // c == 1:
         raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
                                  f"{list(input.shape)}")
 
@@ -608,7 +633,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     if num_groups <= 0 or c % num_groups:
         raise _C.InvalidArgument(f"Expected number of channels in input to be divisible by num_groups, but got "
                                  f"input of shape {list(input.shape)} and num_groups={num_groups}")
-    x = _C.reshape(input, [n, num_groups, -1])
+    x = _C.reshape(input, [n, num_groups, c // num_groups * math.prod(input.shape[2:])])
     mean = _C.mean(x, [-1], True)
     xc = _C.sub(x, mean)
     out = _C.reshape(_C.mul(xc, _C.rsqrt(_C.add(_C.mean(_C.mul(xc, xc), [-1], True), eps))), list(input.shape))
@@ -649,7 +674,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     flat = _C.reshape(input, [-1])
     if max_norm is not None:
         _embedding_renorm_(weight, flat, float(max_norm), float(norm_type))
-    out = _C.index_select(weight, 0, flat)
+    out = _C.index_select(weight, 0, flat, "embedding")
     if scale_grad_by_freq:
         # Same value, gradient scaled by 1 / (occurrences of the index in input).
         counts = _C.index_add(_C.full([num, 1], 0.0, weight.dtype, weight.device), 0, flat,
@@ -680,7 +705,7 @@ def one_hot(tensor, num_classes=-1):
 
 # ------------------------------------------------------------------ dropout
 def _check_p(p):
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= p <= 1.0:  # (NaN too)
         raise _C.InvalidArgument(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
@@ -786,8 +811,9 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise _C.InvalidArgument(f'Padding mode "{mode}" doesn\'t take in value argument')
-    if any(p < 0 for p in pad):
-        raise NotImplementedError(f"negative padding is only supported in 'constant' mode")
+    if mode != "circular" and 0 in tuple(input.shape)[1:]:
+        raise _C.InvalidArgument(f"{mode} padding: expected a tensor with possibly 0 batch size and other non-zero "
+                                 f"dimensions for input, got {list(input.shape)}")
     from .._creation import tensor
 
     out = input
@@ -821,7 +847,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
 
 
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.where(_C.gt(x, threshold), x, value), inplace)
+    # PyTorch: x <= threshold ? value : x (a NaN input or threshold keeps x),
+    # in the input's dtype (an integer input takes both as integers).
+    if not input.dtype.is_floating_point:
+        threshold = _C.full([], threshold, input.dtype, input.device)
+        value = _C.full([], value, input.dtype, input.device)
+    return _inplace(input, lambda x: _C.where(_C.le(x, threshold), value, x), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
@@ -914,8 +945,8 @@ def sigmoid(input):  # noqa: A002
 
 
 def _softmax_dim(name, ndim):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+          "as an argument.")
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -944,14 +975,17 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def glu(input, dim=-1):  # noqa: A002
-    if input.ndim == 0 or input.shape[dim] % 2:
-        raise _C.InvalidArgument(f"Halving dimension must be even, but dimension {dim} is size "
-                                 f"{input.shape[dim] if input.ndim else 0}")
-    a, b = _C.chunk(input, 2, dim)
+    if input.ndim == 0:
+        raise _C.InvalidArgument("glu does not support scalars because halving size must be even")
+    n = input.shape[_wrap_dim(dim, input.ndim)]
+    if n % 2:
+        raise _C.InvalidArgument(f"Halving dimension must be even, but dimension {dim} is size {n}")
+    a, b = _C.narrow(input, dim, 0, n // 2), _C.narrow(input, dim, n // 2, n // 2)
     return _C.mul(a, _C.sigmoid(b))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    x1, x2 = _broadcast_pair(x1, x2, "cosine_similarity")
     dot = _C.sum(_C.mul(x1, x2), [dim], False)
     n1 = _C.clamp(_C.norm(x1, 2.0, [dim], False), eps, None)
     n2 = _C.clamp(_C.norm(x2, 2.0, [dim], False), eps, None)
@@ -1173,32 +1207,55 @@ def _check_reduction(reduction, allowed=("none", "mean", "sum")):
         raise _C.InvalidArgument(f"{reduction} is not a valid value for reduction")
 
 
-def _nll(logp, target, weight, ignore_index, reduction):
+def _check_logits(input, target, fn):  # noqa: A002
+    """The input of a classification loss: floating scores with a class dim."""
+    if not input.dtype.is_floating_point:
+        hint = ""
+        if target.dtype.is_floating_point and target.ndim == input.ndim + 1:
+            hint = (f"; the target ({target.dtype}, shape {list(target.shape)}) looks like the scores: pass them "
+                    f"first, {fn}(input, target)")
+        raise TypeError(f"{fn}(): input must hold floating-point scores, got {input.dtype} of shape "
+                        f"{list(input.shape)}{hint}")
+    if input.ndim < 1:
+        raise _C.InvalidArgument(f"{fn}(): input must have at least one dimension (a class dimension), got a 0-d "
+                                 f"tensor")
+
+
+def _check_class_weight(weight, c, fn):
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise _C.InvalidArgument(f"{fn}(): weight tensor should be defined either for all {c} classes or no classes "
+                                 f"but got weight tensor of shape: {list(weight.shape)}")
+
+
+def _nll(logp, target, weight, ignore_index, reduction, fn):
     """Negative log-likelihood of class indices; class dim 1 (0 if 1-D)."""
-    if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
-        raise TypeError(f"expected target of an integer dtype (class indices), got {target.dtype}")
     cdim = 0 if logp.ndim == 1 else 1
+    expect = [] if logp.ndim == 1 else [logp.shape[0]] + list(logp.shape[2:])
+    if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
+        raise TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
+                        f"{target.dtype} of shape {list(target.shape)}; convert it with target.long()")
     if logp.ndim == 1:
         if target.ndim != 0:
-            raise _C.InvalidArgument(f"expected a 0-D target for a 1-D input, got target of size {list(target.shape)}")
+            raise _C.InvalidArgument(f"{fn}(): expected a 0-D target for a 1-D input of shape {list(logp.shape)}, "
+                                     f"got target of size {list(target.shape)}")
     else:
-        expect = [logp.shape[0]] + list(logp.shape[2:])
         if target.ndim >= 1 and target.shape[0] != logp.shape[0]:
-            raise _C.InvalidArgument(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
-                                     f"({target.shape[0]}).")
+            raise _C.InvalidArgument(f"{fn}(): Expected input batch_size ({logp.shape[0]}) to match target "
+                                     f"batch_size ({target.shape[0]}) (input {list(logp.shape)}, target "
+                                     f"{list(target.shape)}).")
         if list(target.shape) != expect:
-            raise _C.InvalidArgument(f"Expected target size {expect}, got {list(target.shape)}")
+            raise _C.InvalidArgument(f"{fn}(): Expected target size {expect} for input of shape "
+                                     f"{list(logp.shape)} (classes along dim 1), got {list(target.shape)}")
     c = logp.shape[cdim]
-    if weight is not None and tuple(weight.shape) != (c,):
-        raise _C.InvalidArgument(f"weight tensor should be defined either for all {c} classes or no classes but got "
-                                 f"weight tensor of shape: {list(weight.shape)}")
+    _check_class_weight(weight, c, fn)
     t = _C.cast(target, _C.dtype.int64)
     valid = _C.ne(t, ignore_index)
     safe = _C.where(valid, t, 0)
-    picked = _C.squeeze(_C.gather(logp, cdim, _C.unsqueeze(safe, cdim)), [cdim])
+    # An out-of-range class raises IndexError naming `fn` (eagerly and in a compiled step).
+    picked = _C.squeeze(_C.gather_targets(logp, cdim, _C.unsqueeze(safe, cdim), fn), [cdim])
     w = _C.cast(valid, logp.dtype)
     if weight is not None:
-        w = _C.mul(w, _C.reshape(_C.index_select(_C.cast(weight, logp.dtype), 0, _C.reshape(safe, [-1])),
+        w = _C.mul(w, _C.reshape(_C.index_select(_C.cast(weight, logp.dtype), 0, _C.reshape(safe, [-1]), fn),
                                  list(safe.shape)))
     loss = _C.neg(_C.mul(picked, w))
     if reduction == "none":
@@ -1218,11 +1275,11 @@ def _weighted_mean(total, weight):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
              reduction="mean"):
     _check_tensor(input, "input", "nll_loss")
+    _check_tensor(target, "target", "nll_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if input.ndim < 1:
-        raise _C.InvalidArgument("nll_loss: input must have at least one dimension")
-    return _nll(input, target, weight, ignore_index, reduction)[0]
+    _check_logits(input, target, "nll_loss")
+    return _nll(input, target, weight, ignore_index, reduction, "nll_loss")[0]
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -1235,16 +1292,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise _C.InvalidArgument(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if input.ndim < 1:
-        raise _C.InvalidArgument("cross_entropy: input must have at least one dimension")
+    _check_logits(input, target, "cross_entropy")
     cdim = 0 if input.ndim == 1 else 1
     c = input.shape[cdim]
+    _check_class_weight(weight, c, "cross_entropy")  # before the reshape below, which would name itself
     logp = _C.log_softmax(input, cdim)
     wb = None if weight is None else _C.reshape(_C.cast(weight, logp.dtype), _bshape(input.ndim, cdim, c))
     if target.dtype.is_floating_point:
         if tuple(target.shape) != tuple(input.shape):
-            raise _C.InvalidArgument(f"cross_entropy: expected probability targets of the input's shape "
-                                     f"{list(input.shape)}, got {list(target.shape)}")
+            indices = [] if input.ndim == 1 else [input.shape[0]] + list(input.shape[2:])
+            raise _C.InvalidArgument(
+                f"cross_entropy(): a floating-point target holds class probabilities and must have the input's "
+                f"shape {list(input.shape)}, got {target.dtype} of shape {list(target.shape)}; for class indices, "
+                f"pass an integer target of shape {indices} (target.long())")
         t = _C.cast(target, logp.dtype)
         if label_smoothing > 0:
             t = _C.add(_C.mul(t, 1.0 - label_smoothing), label_smoothing / c)
@@ -1255,7 +1315,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return _C.div(_C.sum(loss, None, False), float(input.numel() // c) if c else float("nan"))
         return _reduce(loss, reduction)
-    nll, valid, w = _nll(logp, target, weight, ignore_index, reduction)
+    nll, valid, w = _nll(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if label_smoothing <= 0:
         return nll
     smooth = _C.neg(_C.sum(logp if wb is None else _C.mul(logp, wb), [cdim], False))
@@ -1268,17 +1328,32 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _pointwise_target(input, target, fn):  # noqa: A002
+    """Warns about a broadcasting target, then broadcasts both (as PyTorch
+    does: a 0-d target then takes part in type promotion like any tensor)."""
     _check_tensor(input, "input", fn)
     if not isinstance(target, Tensor):
         raise TypeError(f"{fn}(): argument 'target' must be Tensor, not {type(target).__name__}")
-    if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
-                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+    if tuple(target.shape) == tuple(input.shape):
+        return input, target
+    _warn(f"{fn}(): Using a target size ({list(target.shape)}) that is different to the input size "
+          f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+          "Please ensure they have the same size.")
+    return _broadcast_pair(input, target, fn)
+
+
+def _broadcast_pair(a, b, fn):
+    """Both tensors broadcast to their common shape."""
+    sa, sb = list(a.shape), list(b.shape)
+    n = max(len(sa), len(sb))
+    sa, sb = [1] * (n - len(sa)) + sa, [1] * (n - len(sb)) + sb
+    if any(x != y and 1 not in (x, y) for x, y in zip(sa, sb)):
+        raise _C.InvalidArgument(f"{fn}(): shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast together")
+    shape = [y if x == 1 else x for x, y in zip(sa, sb)]
+    return _C.broadcast_to(a, shape), _C.broadcast_to(b, shape)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    _pointwise_target(input, target, "mse_loss")
+    input, target = _pointwise_target(input, target, "mse_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     d = _C.sub(input, target)
@@ -1289,7 +1364,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    _pointwise_target(input, target, "l1_loss")
+    input, target = _pointwise_target(input, target, "l1_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     loss = _C.abs(_C.sub(input, target))
@@ -1299,7 +1374,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
-    _pointwise_target(input, target, "smooth_l1_loss")
+    input, target = _pointwise_target(input, target, "smooth_l1_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -1312,7 +1387,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
-    _pointwise_target(input, target, "huber_loss")
+    input, target = _pointwise_target(input, target, "huber_loss")
+    target = _C.cast(target, input.dtype)  # PyTorch computes huber_loss in the input's dtype
     _check_reduction(reduction)
     if delta <= 0:
         raise _C.InvalidArgument("huber_loss does not support non-positive values for delta.")
@@ -1335,6 +1411,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise _C.InvalidArgument(f"Using a target size ({list(target.shape)}) that is different to the input size "
                                  f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if not (input.is_symbolic or target.is_symbolic) and input.numel():
+        # PyTorch's kernel checks the values; a compiled step cannot read them.
+        for name, t in (("input", input), ("target", target)):
+            t = t.detach()
+            if not _C.all(_C.logical_and(_C.ge(t, 0.0), _C.le(t, 1.0)), None, False).item():
+                raise _C.InvalidArgument(f"binary_cross_entropy(): all elements of {name} should be between 0 and 1")
     x = input.detach()
     log_x = _C.clamp(_C.log(x), -100.0, None)
     log_1mx = _C.clamp(_C.log1p(_C.neg(x)), -100.0, None)
@@ -1382,10 +1464,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction, ("none", "mean", "sum", "batchmean"))
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
+        _warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+              "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+              "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if log_target:
         loss = _C.mul(_C.exp(target), _C.sub(target, input))
     else:

@@ -230,13 +230,20 @@ void copy_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::v
 LUCID_REGISTER_KERNEL(Copy, CPU, copy_kernel);
 
 // --------------------------------------------------------- Full, Arange
+template <class T>
+T fill_value(const Full& f) {
+  T fill;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) fill = T(f.int_value);
+  else store(&fill, 0, compute_t<T>(f.value));
+  return fill;
+}
+
 void full_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
-  const double v = static_cast<const Full&>(p).value;
+  const auto& f = static_cast<const Full&>(p);
   const int64_t n = out[0].meta->numel();
   LUCID_DISPATCH_ALL(out[0].meta->dtype, "full", [&] {
     T* o = static_cast<T*>(out[0].data);
-    T fill;
-    store(&fill, 0, compute_t<T>(v));
+    const T fill = fill_value<T>(f);
     parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { std::fill(o + b, o + e, fill); });
   });
 }

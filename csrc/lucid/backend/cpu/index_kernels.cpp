@@ -16,10 +16,22 @@ int64_t read_index(const ConstArg& idx, int64_t i) {
                                          : static_cast<const int64_t*>(idx.data)[i];
 }
 
-int64_t checked(int64_t v, int64_t size, const char* op, int axis) {
-  if (v < -size || v >= size)
-    fail<IndexError>(op, "(): index ", v, " is out of bounds for dimension ", axis, " with size ", size);
-  return v < 0 ? v + size : v;
+// PyTorch's indexing primitives take indices in [0, size): a negative index
+// is an error, not a position from the end (Python-style wrapping happens
+// before them, in ops::index). `caller` names the user's op in the error.
+[[noreturn]] void index_out_of_bounds(int64_t v, int64_t size, const char* caller, int axis) {
+  fail<IndexError>(caller, "(): index ", v, " is out of bounds for dimension ", axis, " with size ", size);
+}
+inline int64_t checked(int64_t v, int64_t size, const char* caller, int axis) {
+  if (v < 0 || v >= size) index_out_of_bounds(v, size, caller, axis);
+  return v;
+}
+
+// A loss reading the log-probabilities of its class targets (Gather::loss):
+// the error is about the user's targets, as PyTorch reports it.
+[[noreturn]] void target_out_of_bounds(int64_t v, int64_t classes, const std::string& loss, int axis) {
+  fail<IndexError>(loss, "(): Target ", v, " is out of bounds: the input has ", classes, " classes along dimension ",
+                   axis, ", so a target must be in [0, ", classes - 1, "] (or equal ignore_index)");
 }
 
 template <class T>
@@ -31,6 +43,7 @@ inline void add_into(T* dst, int64_t i, const T* src, int64_t j) {
 // Visits positions [begin, end) of `shape` as (linear position, multi-index).
 template <class F>
 void for_each_index_in(const Shape& shape, int64_t begin, int64_t end, F&& fn) {
+  if (begin >= end) return;  // an empty shape has no position to start from
   std::vector<int64_t> idx(shape.size(), 0);
   int64_t rem = begin;
   for (int d = int(shape.size()) - 1; d >= 0; --d) {
@@ -54,7 +67,8 @@ void for_each_index(const Shape& shape, F&& fn) {
 // Gather moves elements: dispatched on their width and the index type, split
 // across threads by rows of the index (the offset of a row is computed once).
 template <class W, class I>
-void gather_typed(int axis, const ConstArg& x_arg, const ConstArg& index, W* o) {
+void gather_typed(const Gather& g, const ConstArg& x_arg, const ConstArg& index, W* o) {
+  const int axis = g.axis;
   const Shape& xs = x_arg.meta->shape;
   const Shape xst = contiguous_strides(xs);
   const Shape& is = index.meta->shape;
@@ -72,7 +86,11 @@ void gather_typed(int axis, const ConstArg& x_arg, const ConstArg& index, W* o) 
       const I* ir = ix + row * cols;
       W* orow = o + row * cols;
       for (int64_t i = 0; i < cols; ++i) {
-        const int64_t v = checked(int64_t(ir[i]), size, "gather", axis);
+        const int64_t v = int64_t(ir[i]);
+        if (v < 0 || v >= size) {
+          if (!g.loss.empty()) target_out_of_bounds(v, size, g.loss, axis);
+          index_out_of_bounds(v, size, "gather", axis);
+        }
         orow[i] = x[base + (axis == last ? 0 : i) + v * step];
       }
     });
@@ -80,19 +98,19 @@ void gather_typed(int axis, const ConstArg& x_arg, const ConstArg& index, W* o) 
 }
 
 template <class W>
-void gather_width(int axis, const ConstArg& x, const ConstArg& index, void* o) {
-  if (index.meta->dtype == DType::Int32) gather_typed<W, int32_t>(axis, x, index, static_cast<W*>(o));
-  else gather_typed<W, int64_t>(axis, x, index, static_cast<W*>(o));
+void gather_width(const Gather& g, const ConstArg& x, const ConstArg& index, void* o) {
+  if (index.meta->dtype == DType::Int32) gather_typed<W, int32_t>(g, x, index, static_cast<W*>(o));
+  else gather_typed<W, int64_t>(g, x, index, static_cast<W*>(o));
 }
 
 void gather_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
-  const int axis = static_cast<const Gather&>(p).axis;
+  const auto& g = static_cast<const Gather&>(p);
   if (in[1].meta->numel() == 0) return;
   switch (itemsize(in[0].meta->dtype)) {
-    case 1: gather_width<uint8_t>(axis, in[0], in[1], out[0].data); break;
-    case 2: gather_width<uint16_t>(axis, in[0], in[1], out[0].data); break;
-    case 4: gather_width<uint32_t>(axis, in[0], in[1], out[0].data); break;
-    case 8: gather_width<uint64_t>(axis, in[0], in[1], out[0].data); break;
+    case 1: gather_width<uint8_t>(g, in[0], in[1], out[0].data); break;
+    case 2: gather_width<uint16_t>(g, in[0], in[1], out[0].data); break;
+    case 4: gather_width<uint32_t>(g, in[0], in[1], out[0].data); break;
+    case 8: gather_width<uint64_t>(g, in[0], in[1], out[0].data); break;
   }
 }
 LUCID_REGISTER_KERNEL(Gather, CPU, gather_kernel);
@@ -134,14 +152,15 @@ void axis_split(const Shape& s, int axis, int64_t& outer, int64_t& inner) {
 }
 
 void index_select_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
-  const int axis = static_cast<const IndexSelect&>(p).axis;
+  const auto& sel = static_cast<const IndexSelect&>(p);
+  const int axis = sel.axis;
   const Shape& xs = in[0].meta->shape;
   int64_t outer, inner;
   axis_split(xs, axis, outer, inner);
   const int64_t n = in[1].meta->numel(), size = xs[axis];
   const size_t row = size_t(inner) * itemsize(in[0].meta->dtype);
   std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t j = 0; j < n; ++j) idx[j] = checked(read_index(in[1], j), size, "index_select", axis);
+  for (int64_t j = 0; j < n; ++j) idx[j] = checked(read_index(in[1], j), size, sel.caller.c_str(), axis);
   const char* x = static_cast<const char*>(in[0].data);
   char* o = static_cast<char*>(out[0].data);
   parallel_for(outer * n, std::max<int64_t>(1, int64_t(65536 / std::max<size_t>(row, 1))), [&](int64_t b, int64_t e) {

@@ -141,6 +141,32 @@ inline C erf_(C x) {
   else return std::erf(x);
 }
 
+// Integer arithmetic wraps modulo 2^bits, as PyTorch's does (two's
+// complement): signed overflow is undefined behaviour in C++, so the signed
+// types compute in their unsigned counterparts. bool and floats are unchanged.
+template <class C>
+constexpr bool is_signed_int_v = std::is_integral_v<C> && std::is_signed_v<C>;
+template <class C>
+LUCID_MATH_INLINE C wrap_add(C a, C b) {
+  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) + std::make_unsigned_t<C>(b));
+  else return C(a + b);
+}
+template <class C>
+LUCID_MATH_INLINE C wrap_sub(C a, C b) {
+  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) - std::make_unsigned_t<C>(b));
+  else return C(a - b);
+}
+template <class C>
+LUCID_MATH_INLINE C wrap_mul(C a, C b) {
+  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) * std::make_unsigned_t<C>(b));
+  else return C(a * b);
+}
+template <class C>
+LUCID_MATH_INLINE C wrap_neg(C x) {
+  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(0) - std::make_unsigned_t<C>(x));
+  else return C(-x);
+}
+
 template <UnaryOp op, class C>
 inline C unary_apply(C x) {
   if constexpr (std::is_floating_point_v<C>) {
@@ -176,10 +202,10 @@ inline C unary_apply(C x) {
     }
   } else {
     switch (op) {
-      case UnaryOp::Neg: return C(-x);
-      case UnaryOp::Abs: return x < 0 ? C(-x) : x;
+      case UnaryOp::Neg: return wrap_neg(x);
+      case UnaryOp::Abs: return x < 0 ? wrap_neg(x) : x;
       case UnaryOp::Sign: return C((x > 0) - (x < 0));
-      case UnaryOp::Square: return C(x * x);
+      case UnaryOp::Square: return wrap_mul(x, x);
       case UnaryOp::Relu: return x > 0 ? x : C(0);
       default: return x;
     }
@@ -214,9 +240,11 @@ inline C floor_div(C a, C b) {
     }
     return fl;
   } else if constexpr (std::is_same_v<C, bool>) {
-    return a && b;
+    if (!b) integer_division_by_zero(BinaryOp::FloorDiv);
+    return a;
   } else {
-    if (b == 0) return 0;
+    if (b == 0) integer_division_by_zero(BinaryOp::FloorDiv);
+    if (b == -1) return wrap_neg(a);  // INT_MIN / -1 traps in hardware; it wraps to INT_MIN
     C q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
@@ -228,21 +256,28 @@ inline C py_mod(C a, C b) {
     C r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
+  } else if constexpr (std::is_same_v<C, bool>) {
+    if (!b) integer_division_by_zero(BinaryOp::Remainder);
+    return false;
   } else {
-    if (b == 0) return 0;
+    if (b == 0) integer_division_by_zero(BinaryOp::Remainder);
+    if (b == -1) return 0;  // INT_MIN % -1 traps in hardware
     C r = a % b;
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
   }
 }
 
+// PyTorch's integer power: a negative exponent gives 1 / base truncated
+// (0 unless base is 1 or -1); 0 ** negative is PyTorch's too (its kernel
+// divides by zero there; its scalar path raises, see ops::pow).
 template <class C>
 inline C int_pow(C base, C exp) {
   if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
   C r = 1;
   while (exp) {
-    if (exp & 1) r *= base;
-    base *= base;
+    if (exp & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
     exp >>= 1;
   }
   return r;
@@ -251,12 +286,17 @@ inline C int_pow(C base, C exp) {
 template <BinaryOp op, class C>
 inline C binary_apply(C a, C b) {
   switch (op) {
-    case BinaryOp::Add: return C(a + b);
-    case BinaryOp::Sub: return C(a - b);
-    case BinaryOp::Mul: return C(a * b);
+    case BinaryOp::Add: return wrap_add(a, b);
+    case BinaryOp::Sub: return wrap_sub(a, b);
+    case BinaryOp::Mul: return wrap_mul(a, b);
     case BinaryOp::Div:
       if constexpr (std::is_floating_point_v<C>) return a / b;
-      else return b == 0 ? C(0) : C(a / b);
+      else {
+        if (b == 0) integer_division_by_zero(BinaryOp::Div);
+        if constexpr (is_signed_int_v<C>)
+          if (b == -1) return wrap_neg(a);  // INT_MIN / -1 traps in hardware
+        return C(a / b);
+      }
     case BinaryOp::FloorDiv: return floor_div(a, b);
     case BinaryOp::Remainder: return py_mod(a, b);
     case BinaryOp::Pow:

@@ -64,6 +64,21 @@ struct AnyOp {
 // (sums of integers are promoted to int64 by the op layer).
 template <class T>
 using acc_t = compute_t<T>;
+// Sums and products of signed integers accumulate in the unsigned type of
+// the same width: they wrap like PyTorch's instead of overflowing (undefined
+// behaviour in C++); the bits stored back are the two's complement result.
+template <class T>
+struct modular_acc {
+  using type = acc_t<T>;
+};
+template <>
+struct modular_acc<int32_t> {
+  using type = uint32_t;
+};
+template <>
+struct modular_acc<int64_t> {
+  using type = uint64_t;
+};
 
 // Sum of a contiguous run: lanes over blocks of at most 1024, the blocks
 // added pairwise, so the rounding error grows with log(n) rather than n.
@@ -234,11 +249,12 @@ void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   }
   LUCID_DISPATCH_NUMERIC(dt, rd.name().c_str(), [&] {
     using A = acc_t<T>;
+    using M = typename modular_acc<T>::type;
     const T* x = static_cast<const T*>(plan.data);
     T* o = static_cast<T*>(out[0].data);
     switch (rd.op) {
-      case ReduceOp::Sum: reduce_ori<SumOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
-      case ReduceOp::Prod: reduce_ori<ProdOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Sum: reduce_ori<SumOp<M>, T, M>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Prod: reduce_ori<ProdOp<M>, T, M>(x, o, plan.outer, plan.r, plan.inner); break;
       case ReduceOp::Max: reduce_ori<MaxOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
       case ReduceOp::Min: reduce_ori<MinOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
       default: break;

@@ -100,6 +100,7 @@ void graph_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
   const EagerPlan ep = plan_eager(p, in_metas, out_metas);
   if (ep.empty()) return;
   check_indices(p, in);
+  check_divisors(p, in);
   const std::string key = ep.key();
 
   ProgramCache& pc = cache();

@@ -30,7 +30,9 @@ DType compute_type(DType t) { return is_half(t) ? DType::Float32 : t; }
 // x != 0 as bool; the plan never relies on how MPSGraph casts to bool.
 V to_bool(PlanBuilder& g, V x) { return g.dtype(x) == DType::Bool ? x : g.ne(x, g.like(0, x)); }
 
-// Negative indices count from the end, as in PyTorch.
+// Indices are checked on the host where it sees them (check_indices: [0,
+// size), as on the CPU); inside a compiled step it does not, and a negative
+// index then reads from the end instead of outside the buffer.
 V wrap_index(PlanBuilder& g, V idx, int64_t size) {
   return g.select(g.lt(idx, g.like(0, idx)), g.add(idx, g.like(double(size), idx)), idx);
 }
@@ -748,6 +750,7 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
       return {lower_as_strided_scatter(g, static_cast<const AsStridedScatter&>(p), in[0], in[1], im[0], im[1])};
     case OpKind::Split: return lower_split(g, static_cast<const Split&>(p), in[0], im[0], om);
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
+    case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan:
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
     case OpKind::Count:
       break;
@@ -794,6 +797,10 @@ const char* op_kind_name(OpKind k) {
     case OpKind::ViewScatter: return "ViewScatter";
     case OpKind::ViewOfBase: return "ViewOfBase";
     case OpKind::StridedView: return "StridedView";
+    case OpKind::ArgSort: return "ArgSort";
+    case OpKind::TopK: return "TopK";
+    case OpKind::NonZero: return "NonZero";
+    case OpKind::Scan: return "Scan";
     case OpKind::RecurrentCell: return "RecurrentCell";
     case OpKind::RecurrentCellBackward: return "RecurrentCellBackward";
     case OpKind::ConvTranspose2d: return "ConvTranspose2d";
@@ -822,6 +829,15 @@ Lowering lowering_of(OpKind kind) {
     case OpKind::EngineUpdate: case OpKind::Count:
     // Autograd's records of writes through views: never run.
     case OpKind::ViewScatter: case OpKind::ViewOfBase:
+    // Sorting: the CPU kernels sort stably with NaN above every number
+    // (PyTorch's order); MPSGraph's argSort/topK promise neither.
+    case OpKind::ArgSort: case OpKind::TopK:
+    // The output shape is the count of non-zeros, known only after the input
+    // is read; a graph has static shapes.
+    case OpKind::NonZero:
+    // Not lowered yet: MPSGraph's cumulativeSum/Product fit, but need a plan
+    // operation with its reference interpretation (interpreter.cpp) first.
+    case OpKind::Scan:
     // No Metal form yet (NotImplementedError naming the operator): the fused
     // recurrent cell and its backward would be a dozen graph operations each
     // (slices, sigmoid/tanh, products) with no case of the reference
@@ -976,9 +992,24 @@ void check_indices(const Primitive& p, const std::vector<ConstArg>& in) {
   const bool i32 = index->meta->dtype == DType::Int32;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = i32 ? static_cast<const int32_t*>(index->data)[i] : static_cast<const int64_t*>(index->data)[i];
-    if (v < -size || v >= size)
+    if (v < 0 || v >= size)
       fail<IndexError>(p.name(), "(): index ", v, " is out of bounds for dimension ", axis, " with size ", size);
   }
+}
+
+void check_divisors(const Primitive& p, const std::vector<ConstArg>& in) {
+  if (p.kind() != OpKind::Binary) return;
+  const BinaryOp op = static_cast<const Binary&>(p).op;
+  if (op != BinaryOp::Div && op != BinaryOp::FloorDiv && op != BinaryOp::Remainder) return;
+  const TensorMeta& divisor = *in[1].meta;
+  // Integer Div is the truncating division (true division casts to float first).
+  if (is_floating(divisor.dtype) || in[0].meta->numel() == 0) return;
+  const int64_t n = divisor.numel();
+  const auto* bytes = static_cast<const uint8_t*>(in[1].data);
+  const size_t width = size_t(itemsize(divisor.dtype));
+  for (int64_t i = 0; i < n; ++i)
+    if (std::all_of(bytes + size_t(i) * width, bytes + size_t(i + 1) * width, [](uint8_t b) { return b == 0; }))
+      integer_division_by_zero(op);
 }
 
 int read_strided(PlanBuilder& g, int storage, const Shape& sizes, const std::vector<int64_t>& strides,

@@ -64,10 +64,15 @@ void fill_random(void* dst, DType dtype, Distribution dist, uint64_t seed, uint6
 // `inputs` holds Random's key.
 void fill_host(const Primitive& prim, const std::vector<ConstArg>& inputs, void* dst, const TensorMeta& out);
 
-// IndexError for an out-of-range index of Gather, ScatterAdd, IndexSelect or
+// IndexError for an index outside [0, size) (as on the CPU) of Gather, ScatterAdd, IndexSelect or
 // IndexAdd, read from host-visible memory before the op runs (a GPU cannot
 // raise); no-op for other primitives.
 void check_indices(const Primitive& prim, const std::vector<ConstArg>& inputs);
+
+// The CPU's ZeroDivisionError for an integer div, floor_divide or remainder
+// with a zero divisor, read from host-visible memory before the op runs;
+// no-op for other primitives.
+void check_divisors(const Primitive& prim, const std::vector<ConstArg>& inputs);
 
 // A strided operand (a view: sizes, element strides, element offset) read
 // from the flat placeholder `storage` of its whole buffer: a slice when the

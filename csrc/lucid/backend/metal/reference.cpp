@@ -129,6 +129,7 @@ class ReferenceExecutable final : public graph::Executable {
           break;
         case Lowering::Graph: {
           check_indices(p, args);
+          check_divisors(p, args);
           const EagerPlan ep = plan_eager(p, in_metas, out_metas);
           std::vector<const void*> ins;
           for (int i : ep.input_of_placeholder) ins.push_back(args[size_t(i)].data);

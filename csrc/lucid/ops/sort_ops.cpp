@@ -1,0 +1,143 @@
+// Sorting and scans: the ArgSort, TopK, NonZero and Scan primitives and the
+// public ops built on them (sort, argsort, topk, nonzero, cumsum, cumprod).
+#include "lucid/ops/op_util.h"
+
+namespace lucid {
+
+using detail::call;
+
+static std::vector<Tensor> no_grads(const std::vector<int>& argnums) { return std::vector<Tensor>(argnums.size()); }
+
+// ----------------------------------------------------------------- ArgSort
+std::string ArgSort::name() const { return "argsort"; }
+bool ArgSort::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& a = static_cast<const ArgSort&>(o);
+  return a.axis == axis && a.descending == descending;
+}
+size_t ArgSort::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), descending); }
+std::vector<TensorMeta> ArgSort::infer(const std::vector<TensorMeta>& in) const {
+  return {{in[0].shape, DType::Int64, in[0].device}};
+}
+std::vector<Tensor> ArgSort::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                 const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
+  const int axis = normalize_axis(dim, x.ndim());
+  if (x.ndim() == 0) return zeros({}, DType::Int64, x.device());
+  return call<ArgSort>({x}, axis, descending);
+}
+
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  Tensor idx = argsort(x, dim, descending);
+  if (x.ndim() == 0) return {clone(x), idx};
+  return {gather(x, normalize_axis(dim, x.ndim()), idx), idx};  // differentiable through gather
+}
+
+// -------------------------------------------------------------------- TopK
+std::string TopK::name() const { return "topk"; }
+bool TopK::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& t = static_cast<const TopK&>(o);
+  return t.axis == axis && t.k == k && t.largest == largest;
+}
+size_t TopK::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), axis), size_t(k)), largest); }
+std::vector<TensorMeta> TopK::infer(const std::vector<TensorMeta>& in) const {
+  Shape s = in[0].shape;
+  s[size_t(axis)] = k;
+  return {{s, DType::Int64, in[0].device}};
+}
+std::vector<Tensor> TopK::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                              const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+  const int axis = normalize_axis(dim, x.ndim());
+  LUCID_CHECK_T(TypeError, x.dtype() != DType::Bool, "topk(): not implemented for bool tensors (got ",
+                meta_str(x.meta()), "); cast to an integer dtype first");
+  const int64_t size = x.ndim() == 0 ? 1 : x.shape()[size_t(axis)];
+  LUCID_CHECK(k >= 0 && k <= size, "topk(): selected index k out of range: k=", k, " for dimension ", dim,
+              " of size ", size, " (input ", shape_str(x.shape()), ")");
+  if (x.ndim() == 0) return {clone(x), zeros({}, DType::Int64, x.device())};  // PyTorch: k of 0 or 1 alike
+  Tensor idx = call<TopK>({x}, axis, k, largest);
+  return {gather(x, axis, idx), idx};
+}
+
+// ----------------------------------------------------------------- NonZero
+std::string NonZero::name() const { return "nonzero"; }
+bool NonZero::equals(const Primitive& o) const {
+  return o.kind() == kind() && static_cast<const NonZero&>(o).count == count;
+}
+size_t NonZero::hash() const { return hash_mix(size_t(kind()), size_t(count)); }
+std::vector<TensorMeta> NonZero::infer(const std::vector<TensorMeta>& in) const {
+  return {{{count, int64_t(in[0].shape.size())}, DType::Int64, in[0].device}};
+}
+std::vector<Tensor> NonZero::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                 const std::vector<int>& argnums) const {
+  return no_grads(argnums);
+}
+
+Tensor nonzero(const Tensor& x) {
+  if (x.is_symbolic())
+    fail<Error>("nonzero(): the number of non-zero elements decides the result's shape, so it cannot be traced "
+                "into a compiled step; compute it outside the step (or use a mask with where())");
+  const Tensor count = sum(cast(x, DType::Bool), {}, false, DType::Int64);
+  const int64_t n = *count.data<int64_t>("nonzero");
+  return call<NonZero>({x}, n);
+}
+
+// -------------------------------------------------------------------- Scan
+std::string Scan::name() const {
+  return std::string(op == ScanOp::Sum ? "cumsum" : "cumprod") + (reverse ? "(reverse)" : "");
+}
+bool Scan::equals(const Primitive& o) const {
+  if (o.kind() != kind()) return false;
+  const auto& s = static_cast<const Scan&>(o);
+  return s.op == op && s.axis == axis && s.reverse == reverse;
+}
+size_t Scan::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), size_t(op)), axis), reverse); }
+std::vector<TensorMeta> Scan::infer(const std::vector<TensorMeta>& in) const {
+  LUCID_CHECK_T(TypeError, in[0].dtype != DType::Bool, "internal: ", name(), " of a bool tensor");
+  return {in[0]};
+}
+
+std::vector<Tensor> Scan::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                              const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  const Tensor& g = cot[0];
+  // The adjoint of a scan is the scan in the other direction.
+  auto back_sum = [&](const Tensor& t) { return call<Scan>({t}, ScanOp::Sum, axis, !reverse); };
+  if (op == ScanOp::Sum) return {back_sum(g)};
+  // cumprod: dL/dx_k = sum_{i>=k} g_i prod_{j<=i, j!=k} x_j. Before the first
+  // zero that is back_sum(g * y)_k / x_k (PyTorch's formula); at the first
+  // zero it is back_sum(g * y')_k with that zero replaced by one in y'; after
+  // it the products hold the zero, so nothing.
+  const Tensor& x = in[0];
+  const Tensor& y = out[0];
+  const Tensor one = ones_like(x);
+  const Tensor is_zero = eq(x, zeros_like(x));
+  const Tensor zeros_so_far = call<Scan>({cast(is_zero, DType::Int64)}, ScanOp::Sum, axis, reverse);
+  const Tensor before_zero = eq(zeros_so_far, zeros_like(zeros_so_far));
+  const Tensor first_zero = logical_and(is_zero, eq(zeros_so_far, ones_like(zeros_so_far)));
+  const Tensor y_skip = call<Scan>({where(first_zero, one, x)}, ScanOp::Prod, axis, reverse);
+  const Tensor plain = div(back_sum(mul(g, y)), where(before_zero, x, one));
+  const Tensor at_zero = back_sum(mul(g, y_skip));
+  return {where(before_zero, plain, where(first_zero, at_zero, zeros_like(g)))};
+}
+
+static Tensor scan(ScanOp op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  const int axis = normalize_axis(dim, x.ndim());
+  Tensor in = x;
+  if (dtype) in = cast(in, *dtype);
+  else if (!is_floating(in.dtype())) in = cast(in, DType::Int64);  // PyTorch: integers and bool accumulate in int64
+  LUCID_CHECK_T(TypeError, in.dtype() != DType::Bool, op == ScanOp::Sum ? "cumsum" : "cumprod",
+                "(): dtype=bool is not supported; use an integer or floating dtype");
+  if (in.ndim() == 0) return in.same(x) ? clone(in) : in;
+  return call<Scan>({in}, op, axis, false);
+}
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) { return scan(ScanOp::Sum, x, dim, dtype); }
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) { return scan(ScanOp::Prod, x, dim, dtype); }
+
+}  // namespace lucid
