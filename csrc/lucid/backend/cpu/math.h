@@ -200,6 +200,8 @@ inline C unary_apply(C x) {
       case UnaryOp::Trunc: return std::trunc(x);
       default: return x;
     }
+  } else if constexpr (std::is_same_v<C, bool>) {
+    return x;  // abs, sign, square and relu of a bool are itself (neg of a bool is refused before any kernel)
   } else {
     switch (op) {
       case UnaryOp::Neg: return wrap_neg(x);
