@@ -882,3 +882,65 @@ def test_activation_derivatives_at_their_corners(fn, dtype):
     # hardsigmoid: PyTorch's float64 derivative is float32(1/6); Lucid's is 1/6
     rtol = 1e-6 if (fn, dtype) == ("hardsigmoid", "float64") else 1e-6 if dtype == "float32" else 1e-15
     np.testing.assert_allclose(got[0], want[0], rtol=rtol, atol=1e-7 if dtype == "float32" else 1e-15)
+
+
+def make_model_frozen_parameter_rebound_through_a_detached_read(L, F, nn, drop):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p5 = nn.Parameter(L.tensor(np.array([[0.1]], dtype=np.float32)), requires_grad=False)
+            self.p11_ = nn.Parameter(L.tensor(np.array(-1.2999999523162842, dtype=np.float32)))
+
+        def forward(self, x):
+            p5, p11_ = self.p5, self.p11_
+            v8 = L.logsumexp(p5, -2, keepdim=False)
+            v13 = v8 + p11_
+            return v13
+    return Model()
+
+
+def loss_fn_frozen_parameter_rebound_through_a_detached_read(L, F):
+    def loss_fn(out):
+        return out.mean()
+    return loss_fn
+
+
+def test_frozen_parameter_rebound_through_a_detached_read():
+    """A frozen parameter read through a detached handle (logsumexp's max) was
+    captured with that temporary handle as its only owner; after `p.data = ...`
+    the cached executable still read the old memory (stale loss, no error).
+    Every tensor a trace reads a capture through now owns it.
+    (python -m tests.fuzz --seed 401753 --count 1 (make_step))"""
+    make_model = make_model_frozen_parameter_rebound_through_a_detached_read
+    make_loss = loss_fn_frozen_parameter_rebound_through_a_detached_read
+    batches = [
+        (np.array([-1.], dtype=np.float32),),
+        (np.array([1.9], dtype=np.float32),),
+        (np.array([-2.2], dtype=np.float32),),
+    ]
+    eager = make_model(lucid, LF, lnn, LF.dropout)
+    compiled = make_model(lucid, LF, lnn, LF.dropout)
+    loss_fn = make_loss(lucid, LF)
+    step = make_step(compiled, make_loss(lucid, LF))
+    opt_e = loptim.SGD([{'params': [eager.p5, eager.p11_]}], lr=0.01)
+    opt_c = loptim.SGD([{'params': [compiled.p5, compiled.p11_]}], lr=0.01)
+    call = 0
+    for s, set_to_none in enumerate([True, True, True]):
+        if s == 2:
+            eager.p5.data = eager.p5.data * 2.0
+            compiled.p5.data = compiled.p5.data * 2.0
+        eager.zero_grad(set_to_none)
+        compiled.zero_grad(set_to_none)
+        for _ in range(1):
+            x, *ys = [lucid.tensor(a) for a in batches[call]]
+            want = loss_fn(eager(x), *ys)
+            want.backward()
+            got = step(x, *ys)
+            same(got, want, f'loss, call {call}')
+            for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+                same(b.grad, a.grad, f'grad {n}, call {call}')
+            call += 1
+        opt_e.step()
+        opt_c.step()
+        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
+            same(b, a, f'{n} after step {s}')

@@ -26,9 +26,11 @@ Executable::Executable(Graph graph, std::vector<RandomKeyFeed> random_feeds)
 
 bool Executable::bindings_valid() const {
   for (const auto& c : graph_.captures) {
-    if (c.bound_per_call || c.owner.expired()) continue;  // constants, or a tensor no longer referenced
-    auto owner = c.owner.lock();
-    if (owner && owner->storage != c.storage) return false;
+    if (c.bound_per_call) continue;
+    for (const auto& o : c.owners) {
+      auto owner = o.lock();  // expired: a temporary handle, no longer referenced
+      if (owner && owner->storage != c.storage) return false;
+    }
   }
   return true;
 }

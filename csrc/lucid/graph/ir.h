@@ -35,7 +35,10 @@ struct Node {
 struct Capture {
   int value = -1;                        // the value holding its contents at entry
   std::shared_ptr<Storage> storage;      // kept alive by the graph
-  std::weak_ptr<TensorImpl> owner;       // the tensor that was captured (to detect rebinding)
+  // Every tensor the trace read or wrote this memory through (a parameter and
+  // a detached handle of it, say): a later `.data = ...` on any of them is a
+  // rebinding the cached executable must not miss.
+  std::vector<std::weak_ptr<TensorImpl>> owners;
   // Bound anew on every run (Executable::run's `bound`), for buffers whose
   // owner changes between calls (an accumulated .grad); `storage` then holds
   // the last binding.

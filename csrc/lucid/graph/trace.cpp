@@ -57,6 +57,7 @@ GraphTracer::Contents& GraphTracer::contents_of(const Tensor& t) {
     LUCID_CHECK_T(NotImplementedError, it->second.flat_meta.dtype == t.dtype(),
                   "a compiled step cannot read one memory as two dtypes (", dtype_name(it->second.flat_meta.dtype),
                   " and ", dtype_name(t.dtype()), ")");
+    if (!t.is_symbolic()) add_owner(it->second, t);
     return it->second;
   }
   LUCID_CHECK_T(Error, !t.is_symbolic(), "internal: a traced tensor whose memory the trace does not know");
@@ -66,7 +67,7 @@ GraphTracer::Contents& GraphTracer::contents_of(const Tensor& t) {
   c.flat_meta = {{t.storage_numel()}, t.dtype(), t.device()};
   c.capture = int(graph_.captures.size());
   c.flat = graph_.add_value(c.flat_meta, ValueKind::Capture, -1, c.capture);
-  graph_.captures.push_back({c.flat, storage, t.impl_ptr()});
+  graph_.captures.push_back({c.flat, storage, {t.impl_ptr()}});
   storage_of_capture_.push_back(storage.get());
   return contents_.emplace(storage.get(), std::move(c)).first->second;
 }
@@ -172,13 +173,17 @@ void GraphTracer::assign(const Tensor& target, const Tensor& value) {
     target.impl()->value_id = v;
     target.impl()->value_version = c.writes;
   }
-  // A concrete tensor written whole becomes the capture's owner: the buffer
-  // may first have been seen through a temporary alias (a detached handle),
-  // whose expiry would hide a later `target.data = ...` from bindings_valid().
-  if (!target.is_symbolic() && c.capture >= 0 && covers_all(target.layout(), c.flat_meta.numel())) {
-    Capture& cap = graph_.captures[c.capture];
-    if (!cap.bound_per_call) cap.owner = target.impl_ptr();
-  }
+  if (!target.is_symbolic()) add_owner(c, target);
+}
+
+void GraphTracer::add_owner(const Contents& c, const Tensor& t) {
+  if (c.capture < 0) return;
+  Capture& cap = graph_.captures[c.capture];
+  if (cap.bound_per_call) return;
+  const TensorImpl* impl = t.impl_ptr().get();
+  for (const auto& o : cap.owners)
+    if (o.lock().get() == impl) return;
+  cap.owners.push_back(t.impl_ptr());
 }
 
 void GraphTracer::guard_writebacks_since(const std::vector<Writeback>& before, const Tensor& cond) {

@@ -67,6 +67,7 @@ class GraphTracer final : public Tracer {
 
   Tensor new_value(int value);  // a symbolic tensor with memory of its own
   Contents& contents_of(const Tensor& t);
+  void add_owner(const Contents& c, const Tensor& t);  // t reaches c's captured memory
   int flat_value(Contents& c);
   int read(Contents& c, const Layout& layout, const TensorMeta& meta);
   void write(Contents& c, const Layout& layout, int value);
