@@ -425,3 +425,17 @@ def test_loss_modules_match_functionals():
     assert_close(nn.BCELoss()(lucid.tensor(p), lucid.tensor(b)), torch.nn.BCELoss()(torch.tensor(p), torch.tensor(b)))
     lp = np.log(rnd(5, 3, low=0.1, high=0.9, seed=4))
     assert_close(nn.NLLLoss()(lucid.tensor(lp), lucid.tensor(y)), torch.nn.NLLLoss()(torch.tensor(lp), torch.tensor(y)))
+
+
+@pytest.mark.parametrize("name,kw", [("elu", {"alpha": 1.3}), ("celu", {"alpha": 0.5}), ("selu", {})])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_exponential_activations_keep_a_finite_gradient_where_expm1_overflows(name, kw, dtype):
+    # The branch not taken (expm1 of a large positive x) overflowed to inf, and
+    # inf times where's zero cotangent made the gradient NaN; PyTorch's is 1 (scaled for selu).
+    x = np.array([-800.0, -100.0, -1.0, -1e-8, 0.0, 1e-8, 1.0, 50.0, 100.0, 800.0])
+    a = lucid.tensor(x, dtype=getattr(lucid, dtype), requires_grad=True)
+    t = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
+    getattr(F, name)(a, **kw).sum().backward()
+    getattr(torch.nn.functional, name)(t, **kw).sum().backward()
+    assert np.isfinite(a.grad.numpy()).all()
+    assert_close(a.grad, t.grad)

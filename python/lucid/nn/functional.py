@@ -859,12 +859,21 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
     return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(x, negative_slope)), inplace)
 
 
+def _exponential_below_zero(x, scale, alpha):
+    """where(x > 0, x, alpha * expm1(x / scale)), the branch not taken fed a
+    zero: expm1 of a large x overflows, and its inf times where's zero
+    cotangent would make the gradient NaN where PyTorch's is 1."""
+    positive = _C.gt(x, 0)
+    below = _C.where(positive, _C.wrap_scalar(0.0, x), x)
+    return _C.where(positive, x, _C.mul(_C.expm1(_C.div(below, scale)), alpha))
+
+
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(x), alpha)), inplace)
+    return _inplace(input, lambda x: _exponential_below_zero(x, 1.0, alpha), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(_C.div(x, alpha)), alpha)), inplace)
+    return _inplace(input, lambda x: _exponential_below_zero(x, alpha, alpha), inplace)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -872,8 +881,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):  # noqa: A002
-    return _inplace(input, lambda x: _C.mul(_C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(x), _SELU_ALPHA)),
-                                            _SELU_SCALE), inplace)
+    return _inplace(input, lambda x: _C.mul(_exponential_below_zero(x, 1.0, _SELU_ALPHA), _SELU_SCALE), inplace)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
