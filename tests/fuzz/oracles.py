@@ -107,8 +107,9 @@ def close_diff(a, b, rtol, slack=None, scale=None):
         return f"shape {a.shape} vs {b.shape}"
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     fin = np.isfinite(b64)
-    if (np.isfinite(a64) != fin).any() or (np.isnan(a64) != np.isnan(b64)).any():
-        return _describe(a, b, np.isfinite(a64) != fin)
+    kind = (np.isfinite(a64) != fin) | (np.isnan(a64) != np.isnan(b64))  # finite vs not, NaN vs inf
+    if kind.any():
+        return _describe(a, b, kind)
     if not fin.any():
         return None
     scale = max(float(np.abs(b64[fin]).max()), scale or 0.0)
@@ -434,10 +435,17 @@ def run_fused_step(inst: Instance):
     return led
 
 
+def _magnitude(v):
+    a = np.asarray(_arr(v), dtype=np.float64)
+    a = a[np.isfinite(a)]
+    return float(np.abs(a).max()) if a.size else 0.0
+
+
 def _untouched_state(eager, compiled):
-    """Labels of compiled state entries of parameters the eager optimizer
-    has no state for, where that state was never stepped (step 0, or all
-    zeros for a rule without a step count: SGD's momentum_buffer)."""
+    """Labels of compiled state entries made at trace time and never stepped:
+    the state of a parameter the eager optimizer has none for (step 0, or all
+    zeros for a rule without a step count: SGD's momentum_buffer), and
+    all-zero entries eager lacks."""
     out = set()
     by_param = {}
     for k in compiled:
@@ -445,6 +453,9 @@ def _untouched_state(eager, compiled):
             by_param.setdefault(k.split("]")[0], []).append(k)
     for prefix, keys in by_param.items():
         if any(k.startswith(prefix + "]") for k in eager):
+            # state both have: an entry only the compiled step has, all zeros, was made by a
+            # retrace on a skipped step (RMSprop's momentum_buffer after momentum was raised)
+            out.update(k for k in keys if k not in eager and not np.any(_arr(compiled[k])))
             continue
         step = compiled.get(prefix + "].step")
         if step is not None and float(step) == 0.0:
@@ -904,6 +915,7 @@ def run_torch_optim(inst: Instance):
         # p - update rounds relative to the larger of the two (the update
         # may cancel most of p): the parameter before the step is the scale
         before = {n: float(np.abs(_arr(lp)).max()) if lp.numel() else 0.0 for n, lp in ml.named_parameters()}
+        state_before = {k: _magnitude(v) for k, v in state_items(ol).items()}
         try:
             if scaler is not None:
                 scaler.step(ol)
@@ -937,7 +949,7 @@ def run_torch_optim(inst: Instance):
             if k.startswith("group"):
                 continue
             i = int(k[len("state["):k.index("]")])
-            led.close(where, k, ls.get(k), ts.get(k), rtol, scale=gscale.get(i, 0.0))
+            led.close(where, k, ls.get(k), ts.get(k), rtol, scale=max(gscale.get(i, 0.0), state_before.get(k, 0.0)))
         if scaler is not None:
             led.close(where, "scale", np.array(scaler.get_scale()), np.array(tscaler.get_scale()), 0.0)
         if sl is not None:
