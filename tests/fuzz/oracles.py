@@ -20,6 +20,7 @@ compared with a tolerance (see ``Tolerance``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import traceback
 from dataclasses import dataclass
 
@@ -863,6 +864,51 @@ def _keep_scalar_dtypes(topt, sd):
                 tst[name] = tst[name].to(getattr(torch, v.dtype.name))
 
 
+def _float64_twin_optimizer(p, tm, kw, sd, inv_scale=1.0):
+    """The same PyTorch step in float64 from the same parameters, gradients
+    (unscaled by a GradScaler's 1/scale) and state (None where it cannot be
+    built; a step the scaler skips gives no slack): its distance from the float32
+    step is PyTorch's own rounding on this step, which an ill-conditioned
+    update (g + wd * w cancelling, then divided by sqrt(v) ~ eps) amplifies
+    far beyond a few ulps of the parameter."""
+    try:
+        with _quiet():
+            tm64 = copy.deepcopy(tm).to(torch.float64)
+            for q64, q in zip(tm64.parameters(), tm.parameters()):
+                q64.grad = None if q.grad is None else q.grad.detach().to(torch.float64) * inv_scale  # unscaled
+            to64 = make_optimizer(p, tm64, lib="torch", kwargs=kw)
+            to64.load_state_dict(_to_torch_state(sd))
+            _single_tensor(to64)
+        return tm64, to64
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _twin_slack(twin64, tm, to):
+    """Twice |float32 step - float64 step| per parameter name and per state
+    label (empty without a twin)."""
+    if twin64 is None:
+        return {}
+    tm64, to64 = twin64
+    try:
+        with _quiet():
+            to64.step()
+    except Exception:  # noqa: BLE001
+        return {}
+
+    def gap(a, b):
+        if a is None or b is None or np.shape(a) != np.shape(b):
+            return None
+        d = np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+        return 2.0 * np.where(np.isfinite(d), d, 0.0)
+
+    t64 = dict(tm64.named_parameters())
+    out = {n: gap(_arr(q), _arr(t64[n])) for n, q in tm.named_parameters()}
+    s32, s64 = state_items(to), state_items(to64)
+    out.update({k: gap(v, s64.get(k)) for k, v in s32.items()})
+    return out
+
+
 def run_torch_optim(inst: Instance):
     """One eager step of the Lucid optimizer (with its GradScaler) vs
     torch.optim from the same parameters, gradients and state, every step."""
@@ -912,6 +958,8 @@ def run_torch_optim(inst: Instance):
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
             tscaler.load_state_dict(scaler.state_dict())
             tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
+        inv_scale = 1.0 if tscaler is None else 1.0 / float(tscaler.get_scale())
+        twin64 = _float64_twin_optimizer(p, tm, kw, sd, inv_scale) if p.dtype == "float32" else None
         # p - update rounds relative to the larger of the two (the update
         # may cancel most of p): the parameter before the step is the scale
         before = {n: float(np.abs(_arr(lp)).max()) if lp.numel() else 0.0 for n, lp in ml.named_parameters()}
@@ -937,8 +985,10 @@ def run_torch_optim(inst: Instance):
             # momentum_buffer at the first step and fails; Lucid starts one.
             raise Skip(f"PyTorch cannot take this step: {e!r}") from None
         tp_ = dict(tm.named_parameters())
+        skipped = tscaler is not None and float(tscaler.get_scale()) < 1.0 / inv_scale  # backed off: no step
+        slack = {} if skipped else _twin_slack(twin64, tm, to)
         for n, lp in ml.named_parameters():
-            led.close(where, f"param {n}", lp, tp_[n], rtol, scale=before[n])
+            led.close(where, f"param {n}", lp, tp_[n], rtol, slack=slack.get(n), scale=before[n])
         ts = state_items(to)
         ls = state_items(ol)
         # a moment is a blend of its old value and the gradient (PyTorch lerps,
@@ -949,7 +999,8 @@ def run_torch_optim(inst: Instance):
             if k.startswith("group"):
                 continue
             i = int(k[len("state["):k.index("]")])
-            led.close(where, k, ls.get(k), ts.get(k), rtol, scale=max(gscale.get(i, 0.0), state_before.get(k, 0.0)))
+            led.close(where, k, ls.get(k), ts.get(k), rtol, slack=slack.get(k),
+                      scale=max(gscale.get(i, 0.0), state_before.get(k, 0.0)))
         if scaler is not None:
             led.close(where, "scale", np.array(scaler.get_scale()), np.array(tscaler.get_scale()), 0.0)
         if sl is not None:
