@@ -226,6 +226,20 @@ def test_flip_roll_movedim_repeat():
     check(lambda m, a: a.unflatten(2, (2, 2)), x)
 
 
+@pytest.mark.parametrize("shape,reps", [((3, 1), (1, 3)), ((1, 3), (3, 1)), ((3,), (3, 1)), ((2, 3), (1, 1)),
+                                        ((2, 3), (2, 1, 1))])
+def test_repeat_returns_new_contiguous_memory(shape, reps):
+    # PyTorch's repeat copies: the result is contiguous and a write to it never reaches the input
+    # (repeating along size-1 dims was an expanded view of the input, stride 0).
+    x, t = lucid.tensor(rnd(*shape, seed=20)), torch.from_numpy(rnd(*shape, seed=20))
+    y, u = x.repeat(*reps), t.repeat(*reps)
+    assert y.is_contiguous() and y.stride() == u.stride()
+    assert y.view(-1).shape == u.view(-1).shape
+    before = x.numpy().copy()
+    y.view(-1)[0] = 123.0
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
 # ---------------------------------------------------------------- errors
 def test_shape_errors():
     x = rnd(2, 3)

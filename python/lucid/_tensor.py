@@ -289,12 +289,14 @@ def _repeat(self, *sizes):
     if len(sizes) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     x = _C.reshape(self, [1] * (len(sizes) - self.ndim) + list(self.shape))
-    # interleave a size-`r` axis before each dim, broadcast, then merge
+    # interleave a size-`r` axis before each dim, broadcast, then merge; the
+    # broadcast is copied once: repeat returns new memory, as in PyTorch (a
+    # view of x would make writes to the result reach x)
     shape, target = [], []
     for r, s in zip(sizes, x.shape):
         shape += [1, s]
         target += [r, s]
-    out = _C.broadcast_to(_C.reshape(x, shape), target)
+    out = _C.clone(_C.broadcast_to(_C.reshape(x, shape), target))
     return _C.reshape(out, [r * s for r, s in zip(sizes, x.shape)])
 
 
