@@ -962,7 +962,7 @@ def run_torch_optim(inst: Instance):
         twin64 = _float64_twin_optimizer(p, tm, kw, sd, inv_scale) if p.dtype == "float32" else None
         # p - update rounds relative to the larger of the two (the update
         # may cancel most of p): the parameter before the step is the scale
-        before = {n: float(np.abs(_arr(lp)).max()) if lp.numel() else 0.0 for n, lp in ml.named_parameters()}
+        before = {n: _magnitude(lp) for n, lp in ml.named_parameters()}
         state_before = {k: _magnitude(v) for k, v in state_items(ol).items()}
         try:
             if scaler is not None:
