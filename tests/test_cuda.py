@@ -376,23 +376,4 @@ def test_optimizers_match_the_cpu(opt_name):
     np.testing.assert_allclose(out["cuda"], out["cpu"], rtol=1e-5, atol=1e-6)
 
 
-@gpu
-def test_compiled_steps_say_they_are_not_available():
-    # No compiled-graph backend for cuda yet: each compiled entry point
-    # refuses clearly and leaves the model and the optimizer as they were.
-    from lucid.compile import compile_optimizer, fused_step, make_step
-
-    model = nn.Linear(4, 2).cuda()
-    before = [p.detach().cpu().numpy().copy() for p in model.parameters()]
-    opt = lucid.optim.Adam(model.parameters(), lr=0.1)
-    x, y = lucid.ones(3, 4, device="cuda"), lucid.zeros(3, 2, device="cuda")
-    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
-        fused_step(model, F.mse_loss, opt)(x, y)
-    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
-        make_step(model, F.mse_loss)(x, y)
-    F.mse_loss(model(x), y).backward()
-    with pytest.raises(NotImplementedError, match="not available for the cuda device"):
-        compile_optimizer(opt).step()
-    assert opt.state_dict()["state"] == {}
-    for b, p in zip(before, model.parameters()):
-        np.testing.assert_array_equal(p.detach().cpu().numpy(), b)
+# Compiled steps on the cuda device: tests/test_cuda_compile.py.

@@ -329,7 +329,8 @@ std::vector<Tensor> CompiledStep::run(Prepared& p) {
   for (size_t k = 0; k < e.new_grad_params.size(); ++k)
     Tensor(p.params[e.new_grad_params[k]]).set_grad(outs[e.num_results + k]);
   bool found_inf = false;
-  if (e.found_inf >= 0) found_inf = *static_cast<const bool*>(outs[size_t(e.found_inf)].raw_data());
+  if (e.found_inf >= 0)  // on a device, one small read-back
+    found_inf = *static_cast<const bool*>(to_device(outs[size_t(e.found_inf)], Device{}).raw_data());
   if (!found_inf)  // an overflow step does not count, as with scaler.step(opt)
     for (auto [gi, i] : e.slots) p.groups[gi].engine->advance(i, *p.groups[gi].hyper);
   if (p.scaler) p.scaler->update(found_inf);

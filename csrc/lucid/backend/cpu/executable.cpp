@@ -9,6 +9,7 @@
 
 #include "lucid/backend/cpu/fusion.h"
 #include "lucid/graph/executable.h"
+#include "lucid/graph/memory_plan.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/primitives.h"
 
@@ -20,70 +21,15 @@ using graph::Graph;
 using graph::ValueKind;
 
 constexpr size_t kAlign = 64;
-size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// Kernels that read and write element i at the same index only, so an
-// output may take the place of an input's buffer.
-bool is_elementwise(OpKind k) {
-  return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Where || k == OpKind::Cast || k == OpKind::Copy ||
-         k == OpKind::EngineUpdate;
-}
+using graph::ArenaPlanner;
+using graph::contiguous_view_offset;
+using graph::is_elementwise;
 
 // Where a value's bytes live during a run.
 struct Location {
   enum Kind : uint8_t { Arena, Input, Feed, Capture, Alias } kind = Arena;
   int64_t index = 0;   // arena offset / input, feed or capture index / aliased value id
   size_t offset = 0;   // Alias: bytes into the aliased value
-};
-
-// A view node whose output is one row-major block of its (row-major) input
-// reads the input's bytes in place: returns its offset in elements, or -1.
-int64_t contiguous_view_offset(const graph::Graph& g, const graph::Node& n) {
-  if (!n.prim->is_view()) return -1;
-  const std::optional<Layout> l = n.prim->view_layout(contiguous_layout(g.values[n.inputs[0]].meta.shape));
-  if (!l || !is_contiguous(l->shape, l->strides)) return -1;
-  return l->offset;
-}
-
-// Best-fit allocation of byte ranges in the arena, by lifetime.
-class ArenaPlanner {
- public:
-  size_t allocate(size_t n) {
-    n = aligned(std::max<size_t>(n, 1));
-    auto best = free_.end();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= n && (best == free_.end() || it->second < best->second)) best = it;
-    if (best != free_.end()) {
-      const size_t off = best->first, size = best->second;
-      free_.erase(best);
-      if (size > n) free_[off + n] = size - n;
-      return off;
-    }
-    const size_t off = top_;
-    top_ += n;
-    return off;
-  }
-  void release(size_t off, size_t n) {
-    n = aligned(std::max<size_t>(n, 1));
-    auto it = free_.emplace(off, n).first;
-    auto next = std::next(it);
-    if (next != free_.end() && it->first + it->second == next->first) {
-      it->second += next->second;
-      free_.erase(next);
-    }
-    if (it != free_.begin()) {
-      auto prev = std::prev(it);
-      if (prev->first + prev->second == it->first) {
-        prev->second += it->second;
-        free_.erase(it);
-      }
-    }
-  }
-  size_t size() const { return top_; }
-
- private:
-  std::map<size_t, size_t> free_;
-  size_t top_ = 0;
 };
 
 class CpuExecutable final : public graph::Executable {

@@ -1,0 +1,344 @@
+// The CUDA executable: the same static schedule over one pre-planned device
+// arena as the CPU's, each node one launch of the cuda kernel the eager
+// dispatcher would run (no fused elementwise kernels yet), captured once into
+// a CUDA graph and replayed per call.
+//
+// Everything a run reads lives at an address fixed when the graph is
+// captured: the arguments are copied into arena slots, and the scalar feeds
+// (learning rates, bias corrections, the loss scale, random keys) and any
+// host-side captured constants are staged into one device block with one
+// host-to-device copy per call, so a new learning rate never needs a new
+// capture. Captured device buffers (parameters, optimizer state) are read
+// and written where they live; a call that finds one rebound (a per-call
+// .grad that is a new tensor) captures again.
+//
+// The first call runs the schedule as plain launches (loading every kernel
+// module and cuBLAS outside any capture), then captures it. A schedule that
+// cannot be captured (a kernel that synchronises, say) keeps running as plain
+// launches; describe() says why. LUCID_CUDA_GRAPHS=0 turns capture off.
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "lucid/backend/cuda/runtime.h"
+#include "lucid/graph/executable.h"
+#include "lucid/graph/memory_plan.h"
+#include "lucid/ops/kernels.h"
+
+namespace lucid::cuda {
+
+namespace {
+
+using graph::Graph;
+using graph::ValueKind;
+
+constexpr size_t kAlign = 256;  // cuBLAS and vector loads like 256-byte aligned operands
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL_ = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+
+bool graphs_enabled() {
+  const char* v = std::getenv("LUCID_CUDA_GRAPHS");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+// Where a value's bytes live during a run.
+struct Location {
+  enum Kind : uint8_t { Arena, Staged, Capture, Alias } kind = Arena;
+  int64_t index = 0;   // arena / staged-block offset, capture index, or aliased value id
+  size_t offset = 0;   // Alias: bytes into the aliased value
+};
+
+class CudaExecutable final : public graph::Executable {
+ public:
+  CudaExecutable(Graph g, std::vector<graph::RandomKeyFeed> rf) : Executable(std::move(g), std::move(rf)) {
+    use_graphs_ = graphs_enabled();
+    plan();
+  }
+
+  ~CudaExecutable() override {
+    try {
+      drop_graph();
+    } catch (...) {
+    }
+  }
+
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "cuda executable: " << steps_.size() << " kernels for " << graph_.nodes.size() << " nodes, arena "
+       << arena_bytes_ << " bytes, " << staged_bytes_ << " staged bytes, " << graph_.captures.size()
+       << " captured buffers, " << graph_.writebacks.size() << " writebacks (" << direct_writes_
+       << " in place); ";
+    if (exec_) os << "CUDA graph captured (" << captures_made_ << " capture" << (captures_made_ == 1 ? "" : "s") << ")";
+    else if (!use_graphs_) os << "CUDA graphs off (LUCID_CUDA_GRAPHS=0)";
+    else if (!capture_error_.empty()) os << "not captured: " << capture_error_;
+    else os << "not captured yet";
+    return os.str();
+  }
+
+ private:
+  void plan() {
+    const int nv = int(graph_.values.size());
+    const int nn = int(graph_.nodes.size());
+    // Every value lives on the device, host scalars (feeds, and ops on them) included.
+    metas_.resize(size_t(nv));
+    for (int v = 0; v < nv; ++v) {
+      metas_[v] = graph_.values[v].meta;
+      metas_[v].device = Device{DeviceType::CUDA, 0};
+    }
+    auto nbytes = [&](int v) { return size_t(graph_.values[v].meta.numel()) * itemsize(graph_.values[v].meta.dtype); };
+    loc_.assign(size_t(nv), {});
+    graph::ArenaPlanner staged(16);
+    for (size_t i = 0; i < graph_.feeds.size(); ++i) {
+      const int v = graph_.feeds[i];
+      loc_[v] = {Location::Staged, int64_t(staged.allocate(nbytes(v)))};
+      stage_feeds_.push_back({int(i), size_t(loc_[v].index), nbytes(v)});
+    }
+    for (size_t c = 0; c < graph_.captures.size(); ++c) {
+      const graph::Capture& cap = graph_.captures[c];
+      if (cap.storage->device().type == DeviceType::CUDA) {
+        loc_[cap.value] = {Location::Capture, int64_t(c)};
+        continue;
+      }
+      LUCID_CHECK_T(NotImplementedError, !cap.bound_per_call,
+                    "a compiled step on the cuda device cannot bind host memory per call");
+      for (const auto& w : graph_.writebacks)
+        LUCID_CHECK_T(NotImplementedError, w.capture != int(c),
+                      "a compiled step on the cuda device cannot write host memory it captured (",
+                      meta_str(graph_.values[cap.value].meta), ")");
+      // A host constant the trace captured: staged with the feeds on every call.
+      loc_[cap.value] = {Location::Staged, int64_t(staged.allocate(nbytes(cap.value)))};
+      stage_captures_.push_back({int(c), size_t(loc_[cap.value].index), nbytes(cap.value)});
+    }
+    staged_bytes_ = staged.size();
+
+    std::vector<bool> is_view(size_t(nn), false);
+    for (int i = 0; i < nn; ++i) {
+      const graph::Node& n = graph_.nodes[i];
+      const int64_t offset = graph::contiguous_view_offset(graph_, n);
+      if (offset < 0) continue;
+      is_view[i] = true;
+      loc_[n.outputs[0]] = {Location::Alias, n.inputs[0], size_t(offset) * itemsize(graph_.values[n.outputs[0]].meta.dtype)};
+    }
+    auto root = [&](int v) {
+      while (loc_[v].kind == Location::Alias) v = int(loc_[v].index);
+      return v;
+    };
+
+    // The schedule: every node but the in-place views, in recording order.
+    std::vector<int> step_of_node(size_t(nn), 0);
+    for (int i = 0; i < nn; ++i) {
+      step_of_node[i] = int(steps_.size());  // a view "runs" with the next step
+      if (!is_view[i]) steps_.push_back(i);
+    }
+    const int ns = int(steps_.size());
+    std::vector<int> last_step(size_t(nv), -1);
+    for (int i = 0; i < nn; ++i)
+      for (int v : graph_.nodes[i].inputs) last_step[root(v)] = std::max(last_step[root(v)], step_of_node[i]);
+    for (int o : graph_.outputs) last_step[root(o)] = ns;
+    for (const auto& w : graph_.writebacks) last_step[root(w.value)] = ns;
+
+    // A writeback whose value is made elementwise after every read of the old
+    // contents is computed straight into the captured buffer (as on the CPU).
+    std::vector<int> direct_target(size_t(nv), -1);
+    for (const auto& w : graph_.writebacks) {
+      const int cap_value = graph_.captures[w.capture].value;
+      if (loc_[cap_value].kind != Location::Capture) continue;
+      int value = w.value;
+      while (loc_[value].kind == Location::Alias && loc_[value].offset == 0 &&
+             nbytes(int(loc_[value].index)) == nbytes(value))
+        value = int(loc_[value].index);
+      const graph::Value& v = graph_.values[value];
+      if (v.kind != ValueKind::Node || loc_[value].kind == Location::Alias) continue;
+      if (!graph::is_elementwise(graph_.nodes[v.producer].prim->kind()) || nbytes(value) != nbytes(cap_value) ||
+          v.meta.dtype != graph_.values[cap_value].meta.dtype)
+        continue;
+      if (last_step[cap_value] > step_of_node[v.producer]) continue;
+      bool shared = false;
+      for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && root(w2.value) == root(w.value));
+      if (shared || direct_target[value] >= 0) continue;
+      direct_target[value] = w.capture;
+      ++direct_writes_;
+    }
+
+    graph::ArenaPlanner arena(kAlign);
+    // Arguments are copied in before the schedule runs: their slots live throughout.
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+      const int v = graph_.inputs[i];
+      loc_[v] = {Location::Arena, int64_t(arena.allocate(nbytes(v)))};
+    }
+    std::vector<std::vector<int>> frees_at(size_t(ns) + 1);
+    for (int s = 0; s < ns; ++s) {
+      for (int o : graph_.nodes[steps_[s]].outputs) {
+        if (direct_target[o] >= 0) {
+          loc_[o] = {Location::Capture, direct_target[o]};
+          continue;
+        }
+        loc_[o] = {Location::Arena, int64_t(arena.allocate(nbytes(o)))};
+        const int end = std::max(last_step[o], s);  // unread values die with their step
+        if (end < ns) frees_at[end].push_back(o);
+      }
+      for (int v : frees_at[s]) arena.release(size_t(loc_[v].index), nbytes(v));
+    }
+    arena_bytes_ = arena.size();
+    const Device dev{DeviceType::CUDA, 0};
+    arena_ = Tensor::empty({int64_t(arena_bytes_ + kAlign)}, DType::Bool, dev);
+    if (staged_bytes_) staged_ = Tensor::empty({int64_t(staged_bytes_)}, DType::Bool, dev);
+    host_staged_.assign(staged_bytes_, 0);
+    resolved_root_.resize(size_t(nv));
+    resolved_offset_.assign(size_t(nv), 0);
+    for (int v = 0; v < nv; ++v) {
+      resolved_root_[v] = root(v);
+      for (int a = v; loc_[a].kind == Location::Alias; a = int(loc_[a].index)) resolved_offset_[v] += loc_[a].offset;
+    }
+    // Raises NotImplementedError, before anything runs, for a primitive with no cuda kernel.
+    for (int n : steps_) kernels_.push_back(find_kernel(*graph_.nodes[n].prim, DeviceType::CUDA));
+  }
+
+  char* address(int v) const {
+    const Location& l = loc_[resolved_root_[v]];
+    char* base = nullptr;
+    switch (l.kind) {
+      case Location::Arena: base = static_cast<char*>(arena_.raw_data()) + l.index; break;
+      case Location::Staged: base = static_cast<char*>(staged_.raw_data()) + l.index; break;
+      case Location::Capture: base = static_cast<char*>(graph_.captures[l.index].storage->data()); break;
+      case Location::Alias: break;
+    }
+    return base + resolved_offset_[v];
+  }
+
+  // Queues the schedule and the writebacks on the stream (or into a capture).
+  void enqueue() {
+    std::vector<ConstArg> in_args;
+    std::vector<MutArg> out_args;
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      const graph::Node& n = graph_.nodes[steps_[s]];
+      in_args.clear();
+      out_args.clear();
+      for (int v : n.inputs) in_args.push_back({address(v), &metas_[v]});
+      for (int v : n.outputs) out_args.push_back({address(v), &metas_[v]});
+      kernels_[s](*n.prim, in_args, out_args);
+    }
+    Runtime& rt = Runtime::get();
+    for (const auto& w : graph_.writebacks) {
+      const TensorMeta& m = graph_.values[w.value].meta;
+      rt.device_to_device(graph_.captures[w.capture].storage->data(), address(w.value),
+                          size_t(m.numel()) * itemsize(m.dtype));
+    }
+  }
+
+  std::vector<void*> capture_addresses() const {
+    std::vector<void*> out;
+    for (const auto& c : graph_.captures) out.push_back(c.storage->data());
+    return out;
+  }
+
+  void drop_graph() {
+    if (exec_) driver().cuGraphExecDestroy(exec_);
+    if (cugraph_) driver().cuGraphDestroy(cugraph_);
+    exec_ = nullptr;
+    cugraph_ = nullptr;
+  }
+
+  // Records the schedule into a CUDA graph; on failure the schedule keeps
+  // running as plain launches, with the reason kept for describe().
+  void capture() {
+    const DriverApi& d = driver();
+    CUstream stream = Runtime::get().stream();
+    check(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL_), "cuStreamBeginCapture");
+    std::string error;
+    try {
+      enqueue();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    CUgraph g = nullptr;
+    const CUresult end = d.cuStreamEndCapture(stream, &g);
+    if (error.empty() && end != CUDA_SUCCESS) error = "cuStreamEndCapture failed with CUDA error " + std::to_string(end);
+    CUgraphExec exec = nullptr;
+    if (error.empty()) {
+      const CUresult r = d.cuGraphInstantiate(&exec, g, 0);
+      if (r != CUDA_SUCCESS) error = "cuGraphInstantiate failed with CUDA error " + std::to_string(r);
+    }
+    if (!error.empty()) {
+      if (g) d.cuGraphDestroy(g);
+      capture_error_ = error;
+      return;
+    }
+    cugraph_ = g;
+    exec_ = exec;
+    bound_addresses_ = capture_addresses();
+    ++captures_made_;
+  }
+
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
+    Runtime& rt = Runtime::get();
+    rt.bind_thread();
+    std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
+    // The host scalars and constants, in one copy.
+    for (const auto& s : stage_feeds_) std::memcpy(host_staged_.data() + s.offset, feeds[s.index].raw_data(), s.bytes);
+    for (const auto& s : stage_captures_)
+      std::memcpy(host_staged_.data() + s.offset, graph_.captures[s.index].storage->data(), s.bytes);
+    if (staged_bytes_) rt.host_to_device(staged_.raw_data(), host_staged_.data(), staged_bytes_);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      rt.device_to_device(address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
+
+    if (exec_ && capture_addresses() != bound_addresses_) drop_graph();  // a buffer was rebound
+    bool ran = false;
+    if (!exec_ && !warmed_) {
+      enqueue();
+      warmed_ = true;
+      ran = true;
+    }
+    if (!exec_ && use_graphs_ && capture_error_.empty()) capture();
+    if (!ran) {
+      if (exec_) check(driver().cuGraphLaunch(exec_, rt.stream()), "cuGraphLaunch");
+      else enqueue();
+    }
+    for (const auto& w : graph_.writebacks) graph_.captures[w.capture].storage->bump_version();
+    std::vector<Tensor> outs;
+    for (int o : graph_.outputs) {
+      const TensorMeta& m = graph_.values[o].meta;
+      Tensor t = Tensor::empty(m.shape, m.dtype, m.device);
+      if (m.device.type == DeviceType::CUDA) rt.device_to_device(t.raw_data(), address(o), t.nbytes());
+      else rt.device_to_host(t.raw_data(), address(o), t.nbytes());
+      outs.push_back(t);
+    }
+    return outs;
+  }
+
+  struct Staging {
+    int index;      // feed or capture index
+    size_t offset;  // into the staged block
+    size_t bytes;
+  };
+
+  bool use_graphs_ = true;
+  bool warmed_ = false;
+  std::string capture_error_;
+  int captures_made_ = 0;
+  CUgraph cugraph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::vector<void*> bound_addresses_;
+  std::vector<TensorMeta> metas_;
+  std::vector<Location> loc_;
+  std::vector<int> steps_;  // node indices
+  std::vector<Kernel> kernels_;
+  std::vector<int> resolved_root_;
+  std::vector<size_t> resolved_offset_;
+  std::vector<Staging> stage_feeds_, stage_captures_;
+  Tensor arena_, staged_;
+  std::vector<char> host_staged_;
+  size_t arena_bytes_ = 0, staged_bytes_ = 0;
+  int direct_writes_ = 0;
+};
+
+std::shared_ptr<graph::Executable> compile_cuda(Graph g, std::vector<graph::RandomKeyFeed> rf) {
+  return std::make_shared<CudaExecutable>(std::move(g), std::move(rf));
+}
+
+struct Registrar {
+  Registrar() { graph::register_compiler(DeviceType::CUDA, compile_cuda); }
+} registrar;
+
+}  // namespace
+
+}  // namespace lucid::cuda
