@@ -41,7 +41,7 @@ echo "== tests"
 # full logs under $LOGS (the device tool's $OUT when set)
 logs="${OUT:-/tmp}"
 timeout_opt=$(python -c "import pytest_timeout" 2>/dev/null && echo "--timeout=120")
-python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py "$@" >"$logs/tests.log" 2>&1
+timeout 200 python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py tests/test_cuda_compile.py "$@" >"$logs/tests.log" 2>&1
 grep -E "^(FAILED|ERROR)|passed|failed" "$logs/tests.log" | tail -60
 echo "== benchmark"
-python -m benchmarks.cuda_eager 2>&1 | tee "$logs/bench.log" | tail -20
+timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
