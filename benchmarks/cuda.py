@@ -125,7 +125,12 @@ def torch_variant(w, data, steps, variant):
         return _time(lambda: body().item(), torch.cuda.synchronize, steps)
     if variant == "torch.compile":
         compiled = torch.compile(body, mode="reduce-overhead")
-        return _time(lambda: compiled().item(), torch.cuda.synchronize, steps)
+
+        def call():
+            torch.compiler.cudagraph_mark_step_begin()  # each call a new step: earlier outputs may be overwritten
+            return compiled().item()
+
+        return _time(call, torch.cuda.synchronize, steps)
     # torch graph: warm up on a side stream, then capture the whole step (the
     # recipe of PyTorch's CUDA graphs notes, "whole network capture").
     t0 = time.perf_counter()

@@ -377,3 +377,33 @@ def test_optimizers_match_the_cpu(opt_name):
 
 
 # Compiled steps on the cuda device: tests/test_cuda_compile.py.
+
+
+def test_fused_kernels_compile_with_nvrtc():
+    # The kernels a compiled step on cuda generates for its fused elementwise
+    # groups, compiled with NVRTC (no GPU needed) for real training steps;
+    # the steps themselves run on the CPU and must still match eager.
+    why = _nvrtc_missing()
+    if why:
+        pytest.skip(f"NVRTC is not installed: {why}")
+    from lucid import _C
+    from lucid.compile import fused_step
+
+    workloads = _gpt_workload()
+    from benchmarks.workloads import torchlike
+
+    _C._compile_steps_with(lucid.cuda._cuda.fused_kernel_checker("sm_90"))
+    try:
+        for name in ("mlp_small", "gpt_tiny", "cnn_small"):
+            w = dict(workloads.WORKLOADS[name], batch=2)
+            if name == "gpt_tiny":
+                w.update(ctx=8, layers=1)
+            data = workloads.make_data(w)
+            lucid.manual_seed(0)
+            model = torchlike.build_model(lucid, w)
+            opt = torchlike.make_optimizer(lucid, w["optimizer"], model.parameters())
+            scaler = lucid.amp.GradScaler("cpu")
+            step = fused_step(model, torchlike.loss_fn(lucid, w), opt, scaler)
+            assert np.isfinite(step(lucid.tensor(data["x"]), lucid.tensor(data["y"])).item())
+    finally:
+        _C._compile_steps_with(None)

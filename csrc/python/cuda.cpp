@@ -3,6 +3,7 @@
 // that CI runs without a GPU.
 #include "bindings.h"
 #include "lucid/backend/cuda/runtime.h"
+#include "lucid/graph/executable.h"
 
 namespace lucid::python {
 
@@ -34,6 +35,20 @@ void init_cuda(py::module_& m) {
   c.def("compile_kernel_modules", [](const std::string& arch) {
     py::gil_scoped_release nogil;
     return cuda::compile_fixed_modules(arch);
+  });
+  // A graph compiler for compiled steps (lucid._C._compile_steps_with) that
+  // builds the CPU executable, after compiling with NVRTC for `arch` the
+  // kernels the cuda executable would generate for the graph's fused groups:
+  // checks the generated kernels on a machine without a GPU.
+  c.def("fused_kernel_checker", [](const std::string& arch) {
+    GraphCompiler c;
+    c.name = "cpu, the cuda fused kernels compiled for " + arch;
+    c.fn = [arch](graph::Graph g, std::vector<graph::RandomKeyFeed> rf) {
+      const std::string source = cuda::fused_module_source(g);
+      if (!source.empty()) cuda::compile_cubin(source, arch, false);
+      return graph::compile(std::move(g), std::move(rf), DeviceType::CPU);
+    };
+    return c;
   });
   c.def("nvrtc_version", [] {
     int major = 0, minor = 0;

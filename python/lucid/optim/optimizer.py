@@ -88,6 +88,8 @@ def _export(t):
     represent the dtype, as torch's state_dict shares its tensors); an
     integer step count (SparseAdam's) as a Python int, as torch keeps it."""
     t = t.detach()
+    if t.device.type != "cpu":  # NumPy cannot hold device memory: a host copy
+        t = t.cpu()
     if t.dtype == _C.dtype.int64 and t.ndim == 0:
         return int(t.item())
     if t.dtype == _C.dtype.bfloat16:

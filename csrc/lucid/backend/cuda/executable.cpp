@@ -1,7 +1,8 @@
 // The CUDA executable: the same static schedule over one pre-planned device
 // arena as the CPU's, each node one launch of the cuda kernel the eager
-// dispatcher would run (no fused elementwise kernels yet), captured once into
-// a CUDA graph and replayed per call.
+// dispatcher would run and each fused elementwise group (the CPU's fusion
+// plan) one generated NVRTC kernel, captured once into a CUDA graph and
+// replayed per call.
 //
 // Everything a run reads lives at an address fixed when the graph is
 // captured: the arguments are copied into arena slots, and the scalar feeds
@@ -15,15 +16,19 @@
 // The first call runs the schedule as plain launches (loading every kernel
 // module and cuBLAS outside any capture), then captures it. A schedule that
 // cannot be captured (a kernel that synchronises, say) keeps running as plain
-// launches; describe() says why. LUCID_CUDA_GRAPHS=0 turns capture off.
+// launches; describe() says why. LUCID_CUDA_GRAPHS=0 turns capture off,
+// LUCID_CUDA_FUSION=0 the generated kernels (every node its own kernel).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
+#include "lucid/backend/cpu/fusion.h"
 #include "lucid/backend/cuda/runtime.h"
 #include "lucid/graph/executable.h"
 #include "lucid/graph/memory_plan.h"
 #include "lucid/ops/kernels.h"
+#include "lucid/ops/primitives.h"
 
 namespace lucid::cuda {
 
@@ -38,6 +43,97 @@ constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL_ = CU_STREAM_CAPTURE_MODE_THRE
 bool graphs_enabled() {
   const char* v = std::getenv("LUCID_CUDA_GRAPHS");
   return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool fusion_enabled() {
+  const char* v = std::getenv("LUCID_CUDA_FUSION");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+// A fused group as one kernel: each thread takes elements i of the group's
+// index space, loads its inputs into float registers (bools as 0/1, as the
+// CPU's fused pass keeps them), runs the group's instructions with the
+// eager kernels' device functions, and stores the outputs.
+std::string group_source(const cpu::FusedGroup& g, int k) {
+  std::ostringstream os;
+  const size_t ni = std::max<size_t>(g.inputs.size(), 1);
+  os << "struct FusedArgs" << k << " { i64 n; const void* in[" << ni << "]; void* out[" << g.outputs.size()
+     << "]; };\nextern \"C\" __global__ void fused_" << k << "(const FusedArgs" << k << " a) {\n"
+     << "  for (i64 i = global_index(); i < a.n; i += global_stride()) {\n";
+  for (int r = 0; r < g.num_regs; ++r) os << "    float r" << r << " = 0.f;\n";
+  for (size_t j = 0; j < g.inputs.size(); ++j) {
+    const cpu::FusedInput& in = g.inputs[j];
+    std::string index = "i";
+    if (in.scalar) {
+      index = "0";
+    } else if (in.broadcast()) {
+      os << "    i64 o" << j << " = 0;\n    { i64 t = i;";
+      for (size_t d = in.dims.size(); d-- > 0;) {
+        if (d == 0) os << " o" << j << " += t * " << in.strides[d] << "LL;";
+        else os << " o" << j << " += (t % " << in.dims[d] << "LL) * " << in.strides[d] << "LL; t /= " << in.dims[d] << "LL;";
+      }
+      os << " }\n";
+      index = "o" + std::to_string(j);
+    }
+    if (in.is_bool) os << "    r" << in.reg << " = ((const bool*)a.in[" << j << "])[" << index << "] ? 1.f : 0.f;\n";
+    else os << "    r" << in.reg << " = ((const float*)a.in[" << j << "])[" << index << "];\n";
+  }
+  for (const cpu::FusedInstr& ins : g.code) {
+    os << "    r" << ins.dst << " = ";
+    const int op = ins.op;
+    switch (ins.kind) {
+      case OpKind::Unary:
+        if (unary_returns_bool(UnaryOp(op))) os << "unary_predicate<float>(" << op << ", r" << ins.src[0] << ") ? 1.f : 0.f";
+        else os << "unary_apply<float>(" << op << ", r" << ins.src[0] << ")";
+        break;
+      case OpKind::Binary:
+        if (binary_returns_bool(BinaryOp(op)))
+          os << "binary_predicate<float>(" << op << ", r" << ins.src[0] << ", r" << ins.src[1] << ") ? 1.f : 0.f";
+        else os << "binary_apply(" << op << ", r" << ins.src[0] << ", r" << ins.src[1] << ")";
+        break;
+      case OpKind::Where: os << "r" << ins.src[0] << " != 0.f ? r" << ins.src[1] << " : r" << ins.src[2]; break;
+      case OpKind::Cast:  // float32 <-> bool: to bool is x != 0
+        if (op) os << "r" << ins.src[0] << " != 0.f ? 1.f : 0.f";
+        else os << "r" << ins.src[0];
+        break;
+      default: fail<Error>("internal: a fused group holds an instruction of kind ", int(ins.kind));
+    }
+    os << ";\n";
+  }
+  for (size_t j = 0; j < g.outputs.size(); ++j) {
+    const cpu::FusedOutput& o = g.outputs[j];
+    if (o.is_bool) os << "    ((bool*)a.out[" << j << "])[i] = r" << o.reg << " != 0.f;\n";
+    else os << "    ((float*)a.out[" << j << "])[i] = r" << o.reg << ";\n";
+  }
+  os << "  }\n}\n";
+  return os.str();
+}
+
+// The fusion plan of `g` (the CPU executable's): lifetimes by node, a
+// contiguous view's readers counting as readers of what it views.
+std::vector<cpu::FusedGroup> plan_groups(const Graph& g) {
+  const int nv = int(g.values.size()), nn = int(g.nodes.size());
+  std::vector<int> viewed(size_t(nv), -1);
+  for (int i = 0; i < nn; ++i)
+    if (graph::contiguous_view_offset(g, g.nodes[i]) >= 0) viewed[g.nodes[i].outputs[0]] = g.nodes[i].inputs[0];
+  auto root = [&](int v) {
+    while (viewed[v] >= 0) v = viewed[v];
+    return v;
+  };
+  std::vector<int> last_use(size_t(nv), -1);
+  for (int i = 0; i < nn; ++i)
+    for (int v : g.nodes[i].inputs) last_use[v] = std::max(last_use[v], i);
+  for (int o : g.outputs) last_use[o] = nn;
+  for (const auto& w : g.writebacks) last_use[w.value] = nn;
+  for (int v = nv - 1; v >= 0; --v)
+    if (viewed[v] >= 0) last_use[root(v)] = std::max(last_use[root(v)], last_use[v]);
+  return cpu::plan_fusion(g, last_use);
+}
+
+std::string module_source(const std::vector<cpu::FusedGroup>& groups) {
+  std::string source;
+  for (size_t k = 0; k < groups.size(); ++k) source += group_source(groups[k], int(k));
+  return source;
 }
 
 // Where a value's bytes live during a run.
@@ -63,7 +159,7 @@ class CudaExecutable final : public graph::Executable {
 
   std::string describe() const override {
     std::ostringstream os;
-    os << "cuda executable: " << steps_.size() << " kernels for " << graph_.nodes.size() << " nodes, arena "
+    os << "cuda executable: " << steps_.size() << " kernels (" << groups_.size() << " fused groups) for " << graph_.nodes.size() << " nodes, arena "
        << arena_bytes_ << " bytes, " << staged_bytes_ << " staged bytes, " << graph_.captures.size()
        << " captured buffers, " << graph_.writebacks.size() << " writebacks (" << direct_writes_
        << " in place); ";
@@ -123,18 +219,40 @@ class CudaExecutable final : public graph::Executable {
       return v;
     };
 
-    // The schedule: every node but the in-place views, in recording order.
-    std::vector<int> step_of_node(size_t(nn), 0);
+    // Fused elementwise groups: the CPU executable's plan, each group one
+    // generated kernel here.
+    if (fusion_enabled()) groups_ = plan_groups(graph_);
+    std::vector<int> group_of(size_t(nn), -1);
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (int m : groups_[gi].nodes) group_of[m] = int(gi);
+
+    // The schedule: every node but the in-place views, a group at its last member.
+    std::vector<int> step_of_node(size_t(nn), 0), group_step(groups_.size(), -1);
     for (int i = 0; i < nn; ++i) {
       step_of_node[i] = int(steps_.size());  // a view "runs" with the next step
-      if (!is_view[i]) steps_.push_back(i);
+      if (is_view[i]) continue;
+      if (group_of[i] >= 0) {
+        if (groups_[group_of[i]].nodes.back() == i) {
+          group_step[group_of[i]] = int(steps_.size());
+          steps_.push_back({-1, group_of[i]});
+        }
+        continue;
+      }
+      steps_.push_back({i, -1});
     }
+    for (int i = 0; i < nn; ++i)  // members execute with their group
+      if (group_of[i] >= 0) step_of_node[i] = group_step[group_of[i]];
     const int ns = int(steps_.size());
     std::vector<int> last_step(size_t(nv), -1);
     for (int i = 0; i < nn; ++i)
       for (int v : graph_.nodes[i].inputs) last_step[root(v)] = std::max(last_step[root(v)], step_of_node[i]);
     for (int o : graph_.outputs) last_step[root(o)] = ns;
     for (const auto& w : graph_.writebacks) last_step[root(w.value)] = ns;
+    std::vector<bool> materialized(size_t(nv), true);
+    for (const auto& grp : groups_) {
+      for (int m : grp.nodes) materialized[graph_.nodes[m].outputs[0]] = false;
+      for (const auto& o : grp.outputs) materialized[o.value] = true;
+    }
 
     // A writeback whose value is made elementwise after every read of the old
     // contents is computed straight into the captured buffer (as on the CPU).
@@ -152,6 +270,15 @@ class CudaExecutable final : public graph::Executable {
           v.meta.dtype != graph_.values[cap_value].meta.dtype)
         continue;
       if (last_step[cap_value] > step_of_node[v.producer]) continue;
+      // Inside a fused group, members after the producer must not read the
+      // old contents: other threads may already have written theirs.
+      if (group_of[v.producer] >= 0) {
+        const auto& members = groups_[group_of[v.producer]].nodes;
+        bool read_later = false;
+        for (auto it = std::find(members.begin(), members.end(), v.producer) + 1; it != members.end(); ++it)
+          for (int in : graph_.nodes[*it].inputs) read_later |= root(in) == cap_value;
+        if (read_later) continue;
+      }
       bool shared = false;
       for (const auto& w2 : graph_.writebacks) shared |= (&w2 != &w && root(w2.value) == root(w.value));
       if (shared || direct_target[value] >= 0) continue;
@@ -166,15 +293,21 @@ class CudaExecutable final : public graph::Executable {
       loc_[v] = {Location::Arena, int64_t(arena.allocate(nbytes(v)))};
     }
     std::vector<std::vector<int>> frees_at(size_t(ns) + 1);
+    auto place = [&](int o, int s) {
+      if (!materialized[o] || loc_[o].kind == Location::Alias) return;
+      if (direct_target[o] >= 0) {
+        loc_[o] = {Location::Capture, direct_target[o]};
+        return;
+      }
+      loc_[o] = {Location::Arena, int64_t(arena.allocate(nbytes(o)))};
+      const int end = std::max(last_step[o], s);  // unread values die with their step
+      if (end < ns) frees_at[end].push_back(o);
+    };
     for (int s = 0; s < ns; ++s) {
-      for (int o : graph_.nodes[steps_[s]].outputs) {
-        if (direct_target[o] >= 0) {
-          loc_[o] = {Location::Capture, direct_target[o]};
-          continue;
-        }
-        loc_[o] = {Location::Arena, int64_t(arena.allocate(nbytes(o)))};
-        const int end = std::max(last_step[o], s);  // unread values die with their step
-        if (end < ns) frees_at[end].push_back(o);
+      if (steps_[s].node >= 0) {
+        for (int o : graph_.nodes[steps_[s].node].outputs) place(o, s);
+      } else {
+        for (const auto& o : groups_[steps_[s].group].outputs) place(o.value, s);
       }
       for (int v : frees_at[s]) arena.release(size_t(loc_[v].index), nbytes(v));
     }
@@ -190,7 +323,15 @@ class CudaExecutable final : public graph::Executable {
       for (int a = v; loc_[a].kind == Location::Alias; a = int(loc_[a].index)) resolved_offset_[v] += loc_[a].offset;
     }
     // Raises NotImplementedError, before anything runs, for a primitive with no cuda kernel.
-    for (int n : steps_) kernels_.push_back(find_kernel(*graph_.nodes[n].prim, DeviceType::CUDA));
+    kernels_.assign(steps_.size(), nullptr);
+    for (size_t s = 0; s < steps_.size(); ++s)
+      if (steps_[s].node >= 0) kernels_[s] = find_kernel(*graph_.nodes[steps_[s].node].prim, DeviceType::CUDA);
+    if (!groups_.empty()) {
+      // Every group of the step in one module: one NVRTC compile (cached on disk).
+      const std::string source = module_source(groups_);
+      for (size_t k = 0; k < groups_.size(); ++k)
+        group_kernels_.push_back(Runtime::get().kernel(source, "fused_" + std::to_string(k)));
+    }
   }
 
   char* address(int v) const {
@@ -209,15 +350,25 @@ class CudaExecutable final : public graph::Executable {
   void enqueue() {
     std::vector<ConstArg> in_args;
     std::vector<MutArg> out_args;
+    Runtime& rt = Runtime::get();
+    std::vector<uint64_t> words;
     for (size_t s = 0; s < steps_.size(); ++s) {
-      const graph::Node& n = graph_.nodes[steps_[s]];
+      if (steps_[s].group >= 0) {
+        const cpu::FusedGroup& grp = groups_[steps_[s].group];
+        words.assign(1, uint64_t(grp.numel));
+        for (const auto& in : grp.inputs) words.push_back(reinterpret_cast<uint64_t>(address(in.value)));
+        if (grp.inputs.empty()) words.push_back(0);
+        for (const auto& o : grp.outputs) words.push_back(reinterpret_cast<uint64_t>(address(o.value)));
+        rt.launch_raw(group_kernels_[steps_[s].group], rt.elementwise(grp.numel), words.data());
+        continue;
+      }
+      const graph::Node& n = graph_.nodes[steps_[s].node];
       in_args.clear();
       out_args.clear();
       for (int v : n.inputs) in_args.push_back({address(v), &metas_[v]});
       for (int v : n.outputs) out_args.push_back({address(v), &metas_[v]});
       kernels_[s](*n.prim, in_args, out_args);
     }
-    Runtime& rt = Runtime::get();
     for (const auto& w : graph_.writebacks) {
       const TensorMeta& m = graph_.values[w.value].meta;
       rt.device_to_device(graph_.captures[w.capture].storage->data(), address(w.value),
@@ -320,8 +471,14 @@ class CudaExecutable final : public graph::Executable {
   std::vector<void*> bound_addresses_;
   std::vector<TensorMeta> metas_;
   std::vector<Location> loc_;
-  std::vector<int> steps_;  // node indices
+  struct Step {
+    int node = -1;   // >= 0: a single kernel
+    int group = -1;  // >= 0: index into groups_
+  };
+  std::vector<Step> steps_;
   std::vector<Kernel> kernels_;
+  std::vector<cpu::FusedGroup> groups_;
+  std::vector<CUfunction> group_kernels_;
   std::vector<int> resolved_root_;
   std::vector<size_t> resolved_offset_;
   std::vector<Staging> stage_feeds_, stage_captures_;
@@ -330,6 +487,12 @@ class CudaExecutable final : public graph::Executable {
   size_t arena_bytes_ = 0, staged_bytes_ = 0;
   int direct_writes_ = 0;
 };
+
+}  // namespace
+
+std::string fused_module_source(const graph::Graph& g) { return module_source(plan_groups(g)); }
+
+namespace {
 
 std::shared_ptr<graph::Executable> compile_cuda(Graph g, std::vector<graph::RandomKeyFeed> rf) {
   return std::make_shared<CudaExecutable>(std::move(g), std::move(rf));

@@ -45,14 +45,15 @@ std::string nvrtc_version() {
 }
 
 // Compiles with NVRTC; on failure returns false with the log in `log`.
-bool nvrtc_compile(const std::string& source, const std::string& arch, std::string& cubin, std::string& log) {
+bool nvrtc_compile(const std::string& source, const std::string& arch, bool fmad, std::string& cubin,
+                   std::string& log) {
   const NvrtcApi& n = nvrtc();
   nvrtcProgram prog = nullptr;
   check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "lucid_kernels.cu", 0, nullptr, nullptr),
               "nvrtcCreateProgram");
   const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device"};
-  const nvrtcResult r = n.nvrtcCompileProgram(prog, 3, opts);
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "--fmad=false"};
+  const nvrtcResult r = n.nvrtcCompileProgram(prog, fmad ? 3 : 4, opts);
   size_t log_size = 0;
   n.nvrtcGetProgramLogSize(prog, &log_size);
   log.assign(log_size, '\0');
@@ -73,9 +74,9 @@ bool nvrtc_compile(const std::string& source, const std::string& arch, std::stri
 bool allow_tf32() { return g_allow_tf32.load(); }
 void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
 
-std::string compile_cubin(const std::string& body, const std::string& arch) {
+std::string compile_cubin(const std::string& body, const std::string& arch, bool fmad) {
   const std::string source = std::string(prelude_source()) + body;
-  const std::string key = source + "\n//" + arch + " nvrtc " + nvrtc_version();
+  const std::string key = source + "\n//" + arch + " nvrtc " + nvrtc_version() + (fmad ? "" : " --fmad=false");
   char name[64];
   std::snprintf(name, sizeof name, "%016llx.cubin", (unsigned long long)fnv1a(key));
   const std::string dir = cache_dir();
@@ -89,7 +90,7 @@ std::string compile_cubin(const std::string& body, const std::string& arch) {
     }
   }
   std::string cubin, log;
-  if (!nvrtc_compile(source, arch, cubin, log))
+  if (!nvrtc_compile(source, arch, fmad, cubin, log))
     fail<Error>("internal: a CUDA kernel failed to compile for ", arch, ":\n", log);
   if (!path.empty()) {  // written whole, then renamed: readers never see a partial file
     make_dirs(dir);
@@ -107,7 +108,7 @@ std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std
   std::vector<std::pair<std::string, std::string>> failures;
   for (const auto& m : fixed_modules()) {
     std::string cubin, log;
-    if (!nvrtc_compile(std::string(prelude_source()) + m.body, arch, cubin, log) || cubin.empty())
+    if (!nvrtc_compile(std::string(prelude_source()) + m.body, arch, true, cubin, log) || cubin.empty())
       failures.emplace_back(m.name, log.empty() ? "no machine code produced" : log);
   }
   return failures;
@@ -261,10 +262,10 @@ void Runtime::synchronize() {
 }
 
 // ------------------------------------------------------------------ kernels
-CUmodule Runtime::load_module(const std::string& key, const std::string& body) {
+CUmodule Runtime::load_module(const std::string& key, const std::string& body, bool fmad) {
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
-  const std::string cubin = compile_cubin(body, arch());
+  const std::string cubin = compile_cubin(body, arch(), fmad);
   CUmodule m = nullptr;
   check(driver().cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData");
   modules_[key] = m;
@@ -289,7 +290,7 @@ CUfunction Runtime::kernel(const std::string& source, const std::string& name) {
   const std::string fkey = key + ":" + name;
   auto it = functions_.find(fkey);
   if (it != functions_.end()) return it->second;
-  CUmodule m = load_module(key, source);
+  CUmodule m = load_module(key, source, false);
   CUfunction f = nullptr;
   check(driver().cuModuleGetFunction(&f, m, name.c_str()), ("cuModuleGetFunction " + name).c_str());
   functions_[fkey] = f;

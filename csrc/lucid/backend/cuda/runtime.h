@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lucid/backend/cuda/driver.h"
+#include "lucid/graph/ir.h"
 
 namespace lucid::cuda {
 
@@ -61,7 +62,8 @@ class Runtime {
   // -------------------------------------------------------------- kernels
   // Kernel `name` of the fixed module `module` (sources.h), loaded on first use.
   CUfunction fixed_kernel(const std::string& module, const std::string& name);
-  // Kernel `name` of a module compiled from `source` (the prelude is prepended).
+  // Kernel `name` of a module compiled from `source` (the prelude is
+  // prepended), without floating-point contraction.
   CUfunction kernel(const std::string& source, const std::string& name);
   // Runs `fn` with one by-value argument struct.
   template <class Args>
@@ -82,7 +84,7 @@ class Runtime {
 
  private:
   Runtime();
-  CUmodule load_module(const std::string& key, const std::string& source);
+  CUmodule load_module(const std::string& key, const std::string& source, bool fmad = true);
 
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
@@ -105,10 +107,17 @@ class Runtime {
 // NVRTC: `source` (the prelude prepended) compiled to machine code for
 // `arch` ("sm_90"), from the disk cache when it was compiled before. Needs
 // NVRTC only, no device: CI compiles every kernel this way.
-std::string compile_cubin(const std::string& source, const std::string& arch);
+// `fmad` false: no contraction of a*b+c into one rounding (generated kernels
+// fusing several ops round each op's result, as the ops' own kernels do).
+std::string compile_cubin(const std::string& source, const std::string& arch, bool fmad = true);
 // Compiles every fixed module for `arch`; returns the modules that failed
 // with NVRTC's log (empty when all compile). Ignores the disk cache.
 std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch);
+
+// The source of the kernels a compiled step on the cuda device generates
+// for `graph` (an optimised graph): one per fused elementwise group, in one
+// module; empty when nothing fuses. For compiling them without a GPU (tests).
+std::string fused_module_source(const graph::Graph& graph);
 
 // TF32 tensor cores for float32 matrix products (off by default, as
 // PyTorch's torch.backends.cuda.matmul.allow_tf32).
