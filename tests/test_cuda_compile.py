@@ -36,8 +36,8 @@ def _to_device(model, device):
     return model
 
 
-def _params(model):
-    return [p.detach().cpu().numpy() for p in model.parameters()]
+def _params(model):  # copies: on the CPU, numpy() shares the parameter's memory
+    return [p.detach().cpu().numpy().copy() for p in model.parameters()]
 
 
 def _close(a, e, rtol, atol, what):
