@@ -407,3 +407,42 @@ def test_fused_kernels_compile_with_nvrtc():
             assert np.isfinite(step(lucid.tensor(data["x"]), lucid.tensor(data["y"])).item())
     finally:
         _C._compile_steps_with(None)
+
+
+# Primitives that run on the host (backend/cuda/host_fallback.cpp): the
+# operands are read back, the CPU kernel runs, the results go back.
+@gpu
+def test_sort_topk_nonzero_scan_split_on_the_host_fallback():
+    x = rnd(5, 7)
+    same(lambda t: lucid.sort(t, dim=1, descending=True), x)
+    same(lambda t: lucid.argsort(t, dim=0), x, grad=False)
+    same(lambda t: lucid.topk(t, 3, dim=1), x)
+    same(lambda t: lucid.cumsum(t, 1), x)
+    same(lambda t: lucid.cumprod(t, 0), x)
+    same(lambda t: lucid.split(t * 2, [2, 5], dim=1), x)
+    same(lambda t: lucid.chunk(t * 2, 3, dim=0), x)
+    same(lambda t: lucid.nonzero(t > 0.3), x, grad=False)
+
+
+@gpu
+def test_conv_transpose_and_recurrent_layers_on_the_host_fallback():
+    same(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1), rnd(2, 3, 5, 5), rnd(3, 4, 3, 3, seed=1),
+         rnd(4, seed=2), rtol=1e-4, atol=1e-5)
+    for cls in (nn.RNN, nn.GRU, nn.LSTM):
+        lucid.manual_seed(0)
+        cpu_layer = cls(6, 5, num_layers=2, batch_first=True)
+        dev_layer = cls(6, 5, num_layers=2, batch_first=True)
+        dev_layer.load_state_dict(cpu_layer.state_dict())
+        dev_layer.cuda()
+        x = rnd(3, 4, 6)
+
+        def run(layer, t):
+            out = layer(t)[0]
+            (out * out).sum().backward()
+            return out
+
+        (c,), (d,) = both(x, grad=True)
+        close(run(dev_layer, d), run(cpu_layer, c), 1e-5, 1e-6, cls.__name__)
+        close(d.grad, c.grad, 1e-5, 1e-6, cls.__name__ + " input grad")
+        for (name, pc), pd in zip(cpu_layer.named_parameters(), dev_layer.parameters()):
+            close(pd.grad, pc.grad, 1e-4, 1e-5, f"{cls.__name__} {name}")

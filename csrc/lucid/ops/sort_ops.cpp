@@ -85,7 +85,7 @@ Tensor nonzero(const Tensor& x) {
     fail<Error>("nonzero(): the number of non-zero elements decides the result's shape, so it cannot be traced "
                 "into a compiled step; compute it outside the step (or use a mask with where())");
   const Tensor count = sum(cast(x, DType::Bool), {}, false, DType::Int64);
-  const int64_t n = *count.data<int64_t>("nonzero");
+  const int64_t n = *to_device(count, Device{}).data<int64_t>("nonzero");  // a read-back on a device
   return call<NonZero>({x}, n);
 }
 
