@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One GPU run: report the toolchain, build, run the cuda tests and the eager
-# cuda benchmark. Usage: scripts/cuda_run.sh [WHEEL_DIR] [pytest args...]
+# One GPU run: report the toolchain, build, run the cuda tests, the cuda
+# benchmark (every variant) and a profile of one fused step. Usage: scripts/cuda_run.sh [WHEEL_DIR] [pytest args...]
 # (WHEEL_DIR: local wheels for what the machine lacks; no network needed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +45,5 @@ timeout 200 python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py tests/test
 grep -E "^(FAILED|ERROR)|passed|failed" "$logs/tests.log" | tail -60
 echo "== benchmark"
 timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
+echo "== profile"
+timeout 90 python -m benchmarks.cuda_profile 2>&1 | tee "$logs/profile.log" | tail -32

@@ -19,6 +19,7 @@
 // launches; describe() says why. LUCID_CUDA_GRAPHS=0 turns capture off,
 // LUCID_CUDA_FUSION=0 the generated kernels (every node its own kernel).
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -352,7 +353,14 @@ class CudaExecutable final : public graph::Executable {
     std::vector<MutArg> out_args;
     Runtime& rt = Runtime::get();
     std::vector<uint64_t> words;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point t0 = Clock::now();
     for (size_t s = 0; s < steps_.size(); ++s) {
+      if (profiling_ && s > 0) {  // each step waited for: its own time, launch included
+        rt.synchronize();
+        step_seconds_[s - 1] += std::chrono::duration<double>(Clock::now() - t0).count();
+        t0 = Clock::now();
+      }
       if (steps_[s].group >= 0) {
         const cpu::FusedGroup& grp = groups_[steps_[s].group];
         words.assign(1, uint64_t(grp.numel));
@@ -368,6 +376,11 @@ class CudaExecutable final : public graph::Executable {
       for (int v : n.inputs) in_args.push_back({address(v), &metas_[v]});
       for (int v : n.outputs) out_args.push_back({address(v), &metas_[v]});
       kernels_[s](*n.prim, in_args, out_args);
+    }
+    if (profiling_ && !steps_.empty()) {
+      rt.synchronize();
+      step_seconds_.back() += std::chrono::duration<double>(Clock::now() - t0).count();
+      ++profiled_runs_;
     }
     for (const auto& w : graph_.writebacks) {
       const TensorMeta& m = graph_.values[w.value].meta;
@@ -439,9 +452,9 @@ class CudaExecutable final : public graph::Executable {
       warmed_ = true;
       ran = true;
     }
-    if (!exec_ && use_graphs_ && capture_error_.empty()) capture();
+    if (!exec_ && use_graphs_ && capture_error_.empty() && !profiling_) capture();
     if (!ran) {
-      if (exec_) check(driver().cuGraphLaunch(exec_, rt.stream()), "cuGraphLaunch");
+      if (exec_ && !profiling_) check(driver().cuGraphLaunch(exec_, rt.stream()), "cuGraphLaunch");
       else enqueue();
     }
     for (const auto& w : graph_.writebacks) graph_.captures[w.capture].storage->bump_version();
@@ -455,6 +468,35 @@ class CudaExecutable final : public graph::Executable {
     }
     return outs;
   }
+
+  // Profiling runs the schedule as plain launches, synchronising after each.
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    step_seconds_.assign(steps_.size(), 0.0);
+    profiled_runs_ = 0;
+  }
+  uint64_t profiled_runs() const override { return profiled_runs_; }
+  std::vector<ProfileEntry> profile() const override {
+    std::vector<ProfileEntry> out;
+    for (size_t s = 0; s < step_seconds_.size(); ++s) {
+      std::ostringstream os;
+      if (steps_[s].node >= 0) {
+        const graph::Node& n = graph_.nodes[steps_[s].node];
+        os << n.prim->name() << " " << shape_str(graph_.values[n.outputs[0]].meta.shape);
+        for (size_t i = 0; i < n.inputs.size(); ++i)
+          os << (i ? ", " : " <- ") << shape_str(graph_.values[n.inputs[i]].meta.shape);
+      } else {
+        const cpu::FusedGroup& grp = groups_[steps_[s].group];
+        os << "fused x" << grp.numel << " (" << grp.nodes.size() << " ops)";
+      }
+      out.push_back({os.str(), step_seconds_[s]});
+    }
+    return out;
+  }
+
+  bool profiling_ = false;
+  std::vector<double> step_seconds_;
+  uint64_t profiled_runs_ = 0;
 
   struct Staging {
     int index;      // feed or capture index
