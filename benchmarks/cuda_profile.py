@@ -33,9 +33,8 @@ def main(argv=None):
     exe.set_profiling(True)
     for _ in range(args.steps):
         step(x, y).item()
-    prof = exe.profile()
-    exe.set_profiling(False)
-    n = exe.profiled_runs
+    prof, n = exe.profile(), exe.profiled_runs
+    exe.set_profiling(False)  # (resets the counts)
     total = sum(s for _, s in prof) / n
     print(f"{args.workload}: {len(prof)} kernels, {1e3 * total:.3f} ms per step with a sync after each")
     by_kind = collections.Counter()
