@@ -205,6 +205,22 @@ class CudaExecutable final : public graph::Executable {
       loc_[cap.value] = {Location::Staged, int64_t(staged.allocate(nbytes(cap.value)))};
       stage_captures_.push_back({int(c), size_t(loc_[cap.value].index), nbytes(cap.value)});
     }
+    // Casts of a float feed to float32 (each hyper-parameter read by float32
+    // math): computed on the host while staging (the same rounding), so the
+    // schedule holds no kernel for them.
+    std::vector<bool> on_host(size_t(nn), false);
+    for (int i = 0; i < nn; ++i) {
+      const graph::Node& n = graph_.nodes[i];
+      if (n.prim->kind() != OpKind::Cast || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+      const graph::Value& in = graph_.values[n.inputs[0]];
+      const int out = n.outputs[0];
+      if (in.kind != ValueKind::Feed || graph_.values[out].meta.dtype != DType::Float32 ||
+          (in.meta.dtype != DType::Float64 && in.meta.dtype != DType::Float32))
+        continue;
+      on_host[i] = true;
+      loc_[out] = {Location::Staged, int64_t(staged.allocate(nbytes(out)))};
+      host_casts_.push_back({in.index, size_t(loc_[out].index), size_t(in.meta.numel())});
+    }
     staged_bytes_ = staged.size();
 
     std::vector<bool> is_view(size_t(nn), false);
@@ -231,7 +247,7 @@ class CudaExecutable final : public graph::Executable {
     std::vector<int> step_of_node(size_t(nn), 0), group_step(groups_.size(), -1);
     for (int i = 0; i < nn; ++i) {
       step_of_node[i] = int(steps_.size());  // a view "runs" with the next step
-      if (is_view[i]) continue;
+      if (is_view[i] || on_host[i]) continue;
       if (group_of[i] >= 0) {
         if (groups_[group_of[i]].nodes.back() == i) {
           group_step[group_of[i]] = int(steps_.size());
@@ -266,7 +282,7 @@ class CudaExecutable final : public graph::Executable {
              nbytes(int(loc_[value].index)) == nbytes(value))
         value = int(loc_[value].index);
       const graph::Value& v = graph_.values[value];
-      if (v.kind != ValueKind::Node || loc_[value].kind == Location::Alias) continue;
+      if (v.kind != ValueKind::Node || loc_[value].kind != Location::Arena) continue;
       if (!graph::is_elementwise(graph_.nodes[v.producer].prim->kind()) || nbytes(value) != nbytes(cap_value) ||
           v.meta.dtype != graph_.values[cap_value].meta.dtype)
         continue;
@@ -439,6 +455,12 @@ class CudaExecutable final : public graph::Executable {
     std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
     // The host scalars and constants, in one copy.
     for (const auto& s : stage_feeds_) std::memcpy(host_staged_.data() + s.offset, feeds[s.index].raw_data(), s.bytes);
+    for (const auto& c : host_casts_) {
+      const Tensor& f = feeds[c.feed];
+      float* dst = reinterpret_cast<float*>(host_staged_.data() + c.offset);
+      for (size_t k = 0; k < c.numel; ++k)
+        dst[k] = f.dtype() == DType::Float64 ? float(f.data<double>()[k]) : f.data<float>()[k];
+    }
     for (const auto& s : stage_captures_)
       std::memcpy(host_staged_.data() + s.offset, graph_.captures[s.index].storage->data(), s.bytes);
     if (staged_bytes_) rt.host_to_device(staged_.raw_data(), host_staged_.data(), staged_bytes_);
@@ -504,6 +526,12 @@ class CudaExecutable final : public graph::Executable {
     size_t bytes;
   };
 
+  struct HostCast {
+    int feed;       // feed index
+    size_t offset;  // of the float32 result in the staged block
+    size_t numel;
+  };
+  std::vector<HostCast> host_casts_;
   bool use_graphs_ = true;
   bool warmed_ = false;
   std::string capture_error_;

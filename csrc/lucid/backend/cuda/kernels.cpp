@@ -341,7 +341,11 @@ ReducePlan plan_reduce(const void* data, const TensorMeta& m, const std::vector<
     for (int d = 0; d < first; ++d) plan.outer *= s[d];
     for (int d = first; d <= last; ++d) plan.r *= red[d] ? s[d] : 1;
     for (int d = last + 1; d < nd; ++d) plan.inner *= s[d];
-    return plan;
+    // A long reduction over few columns (a bias gradient: [2048, 128] summed
+    // over rows) would be a few thousand threads each walking a column; the
+    // permuted copy below makes it one block-wide row reduction per column.
+    if (plan.inner == 1 || plan.outer * plan.inner >= 8192 || plan.r < 256) return plan;
+    plan.outer = plan.r = plan.inner = 1;
   }
   std::vector<int> perm;
   for (int d = 0; d < nd; ++d)
