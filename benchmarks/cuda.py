@@ -43,6 +43,12 @@ from benchmarks.workloads import torchlike  # noqa: E402
 TINY = {"kind": "train", "model": "mlp", "sizes": [16, 16], "batch": 4, "optimizer": {"name": "SGD", "lr": 1e-2},
         "what": "Linear 16->16, batch 4, cross-entropy, SGD"}
 
+# The GPT-2-small-like workload (cuda only: too large for the CPU suite).
+GPT_SMALL = {"kind": "train", "model": "gpt", "vocab": 8192, "ctx": 512, "layers": 12, "d_model": 768, "heads": 12,
+             "mlp_ratio": 4, "batch": 8, "optimizer": workloads.ADAMW,
+             "what": "GPT-2-small-like: vocab 8192, context 512, 12 layers, d_model 768, batch 8, AdamW"}
+EXTRA = {"tiny": TINY, "gpt_small": GPT_SMALL}
+
 VARIANTS = ["lucid eager", "lucid fused_step", "torch eager", "torch eager fused opt", "torch.compile",
             "torch graph", "jax jit"]
 
@@ -181,7 +187,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks --device cuda")
     ap.add_argument("--device", default="cuda", choices=["cuda"])
     ap.add_argument("--workloads", default="tiny,mlp_small,mlp_large,cnn_small,gpt_tiny",
-                    help="suite workloads, and `tiny` (the fixed cost of a step)")
+                    help="suite workloads, `tiny` (the fixed cost of a step) and `gpt_small`")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     ap.add_argument("--steps", type=int, default=50)
     args = ap.parse_args(argv)
@@ -199,7 +205,7 @@ def main(argv=None):
     print(f"{'workload':<12}{'variant':<24}{'median ms':>10}{'first ms':>10}{'peak MiB':>10}{'loss0':>10}"
           f"{'fused/this':>12}  note")
     for name in args.workloads.split(","):
-        w = TINY if name == "tiny" else workloads.WORKLOADS[name]
+        w = EXTRA.get(name) or workloads.WORKLOADS[name]
         data = workloads.make_data(w)
         rows = []
         for v in variants:
