@@ -97,8 +97,8 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
     // a view).
     const bool shared = g.impl_ptr().use_count() > 1 || g.is_view() || g.offset() != 0 ||
                         (!g.is_symbolic() && g.storage().use_count() > 1);
-    if (!g.is_contiguous()) g = clone(g);
-    else if (shared) g = g.is_symbolic() ? g.detach() : clone(g);
+    if (!g.is_contiguous()) g = contiguous_copy(g);
+    else if (shared) g = g.is_symbolic() ? g.detach() : contiguous_copy(g);
     leaf.set_grad(g);
   } else {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.

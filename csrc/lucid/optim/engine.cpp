@@ -269,7 +269,7 @@ void EngineOptimizer::set_state(size_t i, const StateEntries& entries) {
       next.buffers[k] = st.buffers[k];
       assign_data(next.buffers[k], v);
     } else {
-      next.buffers[k] = clone(v);
+      next.buffers[k] = contiguous_copy(v);
     }
   }
   next.exists = !entries.empty();
