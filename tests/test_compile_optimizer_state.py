@@ -290,3 +290,41 @@ def test_a_failed_call_that_traced_leaves_no_state_and_the_next_one_creates_it()
     bad_loss(model_e(x), y).backward()
     opt_e.step()
     assert_same_state(state_of(opt_c), state_of(opt_e), "after the first step taken")
+
+
+@pytest.mark.parametrize("name,kwargs,raised", [
+    ("SGD", dict(lr=0.1), dict(momentum=0.9)),
+    ("RMSprop", dict(lr=0.01), dict(momentum=0.5)),
+    ("RMSprop", dict(lr=0.01), dict(centered=True)),
+], ids=["SGD-momentum", "RMSprop-momentum", "RMSprop-centered"])
+def test_a_buffer_a_raised_flag_needs_is_created_at_the_first_step_taken(name, kwargs, raised):
+    """Raising momentum (or centered) mid-run retraces, and the buffer the
+    new flags need is created by the first step taken, not by the skipped
+    call that retraced. PyTorch's RMSprop cannot take the edit (its state
+    lacks the buffer: a KeyError), so RMSprop is compared with eager Lucid
+    only; SGD with PyTorch too."""
+    with_torch = name == "SGD"
+    model_c, model_e = make_model(lucid, lnn), make_model(lucid, lnn)
+    opt_c, opt_e = make_optimizer(lo, model_c, name, kwargs), make_optimizer(lo, model_e, name, kwargs)
+    sc_c, sc_e = GradScaler(**scaler_args()), GradScaler(**scaler_args())
+    if with_torch:
+        model_t = make_model(torch, torch.nn)
+        opt_t = make_optimizer(torch.optim, model_t, name, kwargs)
+        sc_t = torch.amp.GradScaler("cpu", **scaler_args())
+    step = fused_step(model_c, loss_fn, opt_c, grad_scaler=sc_c)
+    for s, skipped in enumerate([False, True, True, False, False]):
+        if s == 1:
+            for opt in (opt_c, opt_e) + ((opt_t,) if with_torch else ()):
+                for g in opt.param_groups:
+                    g.update(raised)
+        x, y = batch(s, 2, skipped)
+        got = step(lucid.tensor(x), lucid.tensor(y))
+        want = lucid_step(model_e, opt_e, sc_e, x, y)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        for a, b in zip(model_e.parameters(), model_c.parameters()):
+            np.testing.assert_array_equal(b.detach().numpy(), a.detach().numpy())
+        assert_same_state(state_of(opt_c), state_of(opt_e), f"step {s}")
+        if with_torch:
+            torch_step(model_t, opt_t, sc_t, x, y, name)
+            assert_state_like_torch(state_of(opt_e), state_of(opt_t), f"step {s}")
+    assert step.cache_info().misses == 2
