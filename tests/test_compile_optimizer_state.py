@@ -328,3 +328,37 @@ def test_a_buffer_a_raised_flag_needs_is_created_at_the_first_step_taken(name, k
             torch_step(model_t, opt_t, sc_t, x, y, name)
             assert_state_like_torch(state_of(opt_e), state_of(opt_t), f"step {s}")
     assert step.cache_info().misses == 2
+
+
+@pytest.mark.parametrize("name,kwargs", KINDS, ids=KIND_IDS)
+def test_accumulating_fused_step_creates_state_at_the_first_step_taken(name, kwargs):
+    """accumulate=2: the micro-batches' gradients are summed, the sum
+    overflows on the first call, and the state starts at the second."""
+    k = 2
+    model_c, model_e, model_t = make_model(lucid, lnn), make_model(lucid, lnn), make_model(torch, torch.nn)
+    opt_c = make_optimizer(lo, model_c, name, kwargs)
+    opt_e = make_optimizer(lo, model_e, name, kwargs)
+    opt_t = make_optimizer(torch.optim, model_t, name, kwargs)
+    sc_c, sc_e = GradScaler(**scaler_args()), GradScaler(**scaler_args())
+    sc_t = torch.amp.GradScaler("cpu", **scaler_args())
+    step = fused_step(model_c, loss_fn, opt_c, grad_scaler=sc_c, accumulate=k)
+    for s, skipped in enumerate([True, False, False]):
+        micro = [batch(10 * s + m, 2, skipped and m == 1) for m in range(k)]
+        step(lucid.tensor(np.stack([x for x, _ in micro])), lucid.tensor(np.stack([y for _, y in micro])))
+        for lib, model, opt, sc in ((lucid, model_e, opt_e, sc_e), (torch, model_t, opt_t, sc_t)):
+            opt.zero_grad()
+            for x, y in micro:
+                sc.scale(loss_fn(model(lib.tensor(x)), lib.tensor(y)) / k).backward()
+            if lib is torch and name == "SparseAdam":
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad = p.grad.to_sparse()
+            sc.step(opt)
+            sc.update()
+        what = f"{name} accumulate step {s}"
+        assert sc_c.get_scale() == sc_e.get_scale() == sc_t.get_scale(), what
+        for a, b, t in zip(model_e.parameters(), model_c.parameters(), model_t.parameters()):
+            np.testing.assert_array_equal(b.detach().numpy(), a.detach().numpy(), err_msg=what)
+            np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=what)
+        assert_same_state(state_of(opt_c), state_of(opt_e), what)
+        assert_state_like_torch(state_of(opt_e), state_of(opt_t), what)
