@@ -177,6 +177,7 @@ void EngineOptimizer::apply(size_t i, const Hyper& h) {
 
 void EngineOptimizer::init_state(size_t i, const Hyper& h) {
   ParamState& st = state_mut(i);
+  if (st.exists && st.reserved == 0) return algo_->init_state(st, params_[i], h, defaults_);
   // A state that starts, and a reserved buffer, take their initial values
   // from `h` now, written into the reserved storage (a compiled step has
   // bound it).
