@@ -469,13 +469,11 @@ def loss_fn_state_after_a_skipped_first_fused_step(L, F):
     return loss_fn
 
 
-@pytest.mark.xfail(strict=True, reason='fused_step creates optimizer state when tracing; a skipped first step leaves it in state_dict')
 def test_state_after_a_skipped_first_fused_step():
-    """Known difference: fused_step creates the optimizer state when it traces,
-    so after a first step skipped by the GradScaler (overflow) state_dict lists
-    untouched step-0 state where the eager loop and PyTorch list none (the next
-    successful step gives the same numbers either way). The state's creation
-    belongs to the compiled-step object that is moving into C++.
+    """fused_step created the optimizer state when it traced, so after a first
+    step skipped by the GradScaler (overflow) state_dict listed untouched
+    step-0 state where the eager loop and PyTorch list none. The trace now
+    only reserves the buffers; the first step taken creates the state.
     (python -m tests.fuzz --seed 12 --count 1)"""
     make_model, make_loss = make_model_state_after_a_skipped_first_fused_step, loss_fn_state_after_a_skipped_first_fused_step
     batches = [
@@ -718,12 +716,11 @@ def loss_fn_rprop_state_made_at_trace_time(L, F):
     return loss_fn
 
 
-@pytest.mark.xfail(strict=True, reason='fused_step creates optimizer state when tracing, from that call\'s lr')
 def test_rprop_state_made_at_trace_time():
-    """Known difference (the same cause as the test above): the first step
-    overflows and is skipped, StepLR halves the lr, and the first step taken
-    starts Rprop's step_size from the traced call's lr (fused_step) instead of
-    the current one (eager loop). (python -m tests.fuzz --seed 189 --count 1)"""
+    """The same cause as the test above: the first step overflows and is
+    skipped, StepLR halves the lr, and the first step taken started Rprop's
+    step_size from the traced call's lr (fused_step) instead of the current
+    one (eager loop, PyTorch). (python -m tests.fuzz --seed 189 --count 1)"""
     make_model, make_loss = make_model_rprop_state_made_at_trace_time, loss_fn_rprop_state_made_at_trace_time
     batches = [
         (np.array(0, dtype=np.float32),),
