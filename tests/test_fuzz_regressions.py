@@ -990,3 +990,41 @@ def test_accumulating_into_two_parameters_given_one_gradient(api, k):
     same(got, want, "loss")
     same(pc, pe, "p after the step")
     same(qc, qe, "q after the step")
+
+
+@pytest.mark.xfail(strict=True, reason="a compiled step keeps reading a trainable parameter's old memory through a "
+                                       "detach() after `p.data = new` (the rebinding check of a8e06a9 covers frozen "
+                                       "parameters only); C++ CompiledStep")
+@pytest.mark.parametrize("api", ["make_step", "fused_step", "train_step"])
+def test_trainable_parameter_rebound_through_a_detached_read(api):
+    """python -m tests.fuzz --seed 821401 --count 1 (make_step, fused_step and
+    train_step all flag it): a trainable parameter read through
+    ``p.detach()`` and rebound with ``p.data = p.data * 2`` between calls.
+    The compiled step's loss and gradients still use the old values
+    (silently: no retrace, no error); eager mode uses the new ones."""
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor([1.0, 2.0]))
+            self.q = lnn.Parameter(lucid.tensor([1.0, 1.0]))
+
+        def forward(self, x):
+            return lucid.tanh((self.p.detach() * x).sum()) * (self.q * x).sum()
+
+    compiled, eager = Model(), Model()
+    loss_fn = lambda out: out  # noqa: E731
+    opt = loptim.SGD(compiled.parameters(), lr=0.0)
+    step = {"make_step": lambda: make_step(compiled, loss_fn), "fused_step": lambda: fused_step(compiled, loss_fn, opt),
+            "train_step": lambda: train_step(lambda x: compiled(x), opt)}[api]()
+    x = lucid.tensor([1.0, 1.0])
+    for it in range(2):
+        if it:
+            compiled.p.data = compiled.p.data * 2.0
+            eager.p.data = eager.p.data * 2.0
+        compiled.zero_grad()
+        eager.zero_grad()
+        want = eager(x)
+        want.backward()
+        same(step(x), want, f"loss, call {it}")
+        if api == "make_step":
+            same(compiled.q.grad, eager.q.grad, f"grad q, call {it}")

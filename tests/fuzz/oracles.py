@@ -478,10 +478,9 @@ def eager_train_step(inst, model, fn, opt, scaler, micro):
     loss_m / k (times the scale) summed over the k micro-batches, unscaled,
     clipped (clip_grad_norm_ / clip_grad_value_ over the optimizer's
     parameters), one (scaler) step. Returns (loss, extras, norm): the mean of
-    the k losses, the extras detached (k = 1: an extra that is a view of a
-    parameter shows the update, as in the loop `out = fn(x); ...;
-    opt.step()`) or stacked along a new dim 0 before the update (k > 1), the
-    total norm."""
+    the k losses, the extras as fn computed them (copied before the update:
+    one that is a view of a parameter does not show it), stacked along a new
+    dim 0 when k > 1, the total norm."""
     spec = inst.program.train.step
     k = len(micro)
     order = spec.inputs
@@ -497,7 +496,7 @@ def eager_train_step(inst, model, fn, opt, scaler, micro):
         root = loss / k if k > 1 else loss
         (root if scaler is None else scaler.scale(root)).backward()
         losses.append(loss.detach())
-        extras.append([t.detach() for t in rest])
+        extras.append([t.detach().clone() for t in rest])
     loss = lucid.stack(losses, 0).mean() if k > 1 else losses[0]
     ex = [lucid.stack([e[j] for e in extras], 0) for j in range(len(extras[0]))] if k > 1 else extras[0]
     if scaler is not None:

@@ -568,7 +568,7 @@ def _body_train_step(inst, oracle):
               f"            root = loss / {k}" if k > 1 else "            root = loss",
               "            (scaler_e.scale(root) if scaler_e else root).backward()",
               "            losses.append(loss.detach())",
-              "            extras.append([t.detach() for t in rest])"]
+              "            extras.append([t.detach().clone() for t in rest])"]
     if k > 1:
         lines += ["        want = lucid.stack(losses, 0).mean()",
                   "        extras = [lucid.stack([e[j] for e in extras], 0) for j in range(len(extras[0]))]"]
