@@ -943,18 +943,14 @@ def test_frozen_parameter_rebound_through_a_detached_read():
             same(b, a, f'{n} after step {s}')
 
 
-@pytest.mark.xfail(strict=True, reason="a compiled step accumulating micro-batches counts a gradient twice where one "
-                                       "VJP hands the same tensor to two parameters (add): AccumulateGrad gives a traced "
-                                       "gradient a detached handle over the same storage, and the in-place accumulation "
-                                       "into one .grad reaches the other (csrc/lucid/autograd/node.cpp)")
 @pytest.mark.parametrize("api", ["train_step", "fused_step"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_accumulating_into_two_parameters_given_one_gradient(api, k):
     """python -m tests.fuzz --seed 812037 --count 1 --oracles train_step (also
     812881, 810471): ``p + q`` with accumulate=k. The first micro-batch's
     backward hands add's one gradient tensor to both leaves; under the
-    tracer, AccumulateGrad gives each leaf a detached handle of it, and a
-    detached handle shares the traced storage, so the second micro-batch's
+    tracer, AccumulateGrad gave each leaf a detached handle of it (now a
+    copy), and a detached handle shares the traced storage, so the second micro-batch's
     in-place `p.grad += g` also reaches q.grad, which then adds g again:
     with k=2 each gradient is 1.5x the eager one, with k=3 5/3x. Silent
     (Rprop shows it only in its `prev` state); eager mode and make_step

@@ -137,13 +137,6 @@ KNOWN = {
         "not compared with PyTorch: inf/NaN propagation through Lucid's composite gradients differs "
         "from PyTorch's dedicated kernels there (huber/smooth_l1 give NaN where PyTorch clamps to "
         "+-delta; var with an inf element gives NaN where PyTorch gives -inf)."),
-    "state_on_skipped_step": (
-        "fused_step with a GradScaler creates the optimizer state when it traces, from the "
-        "hyper-parameters of that call; when the first steps overflow (skipped), state_dict lists "
-        "untouched step-0 state where the eager loop (and PyTorch) list none, and a state whose "
-        "initial value depends on the lr (Rprop's step_size) starts from the lr of the traced call, "
-        "not of the first step taken (a scheduler between them changes the trajectory). Belongs to "
-        "the compiled-step object moving into C++."),
 }
 
 
@@ -155,7 +148,6 @@ class Ledger:
         self.oracle = oracle
         self.found = []
         self.known = []
-        self.excused = None       # a known kind that explains every later difference
 
     def __bool__(self):
         return bool(self.found)
@@ -163,9 +155,6 @@ class Ledger:
     def bitwise(self, where, what, got, want):
         d = bitwise_diff(got, want)
         if not d:
-            return
-        if self.excused is not None:
-            self.known.append((self.excused, where, what))
             return
         self.found.append(Mismatch(self.oracle, where, what, d))
 
@@ -392,7 +381,6 @@ def run_fused_step(inst: Instance):
     se, sc = make_scheduler(p, oe), make_scheduler(p, oc)
     scale_e, scale_c = make_scaler(p), make_scaler(p)
     step = fused_step(mc, loss_c, oc, grad_scaler=scale_c)
-    trace_state = _TraceTimeState()
     for s in range(p.train.steps):
         where = f"step {s}"
         call = s * p.train.micro
@@ -403,14 +391,12 @@ def run_fused_step(inst: Instance):
             le = _eager_loop_step(inst, me, loss_e, oe, scale_e, call, p.train.zero_mode(s))
         except Exception as e:  # noqa: BLE001
             raise Skip(f"eager fails: {e}") from None
-        trace_state.before_call(led, s, oc)
         lucid.manual_seed(call_seed(p, call))
         try:
             lc = step(*_flat(inst.lucid_batch(call)))
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
             return led
-        trace_state.after_call(oe, oc, scale_e)
         led.bitwise(where, "loss", lc, le)
         _compare_updates(led, where, me, mc, oe, oc, scale_e, scale_c)
         if se is not None:
@@ -423,8 +409,7 @@ def run_fused_step(inst: Instance):
 
 def _compare_updates(led, where, me, mc, oe, oc, scale_e, scale_c):
     """After one eager and one compiled update step: parameters, buffers,
-    optimizer state and the GradScaler's scale, bit for bit (state only the
-    compiled step made at trace time, untouched, is the known deviation)."""
+    optimizer state and the GradScaler's scale, bit for bit."""
     pe, pc = params_of(me), params_of(mc)
     for n in pe:
         led.bitwise(where, f"param {n}", pc[n], pe[n])
@@ -432,11 +417,7 @@ def _compare_updates(led, where, me, mc, oe, oc, scale_e, scale_c):
     for n in be:
         led.bitwise(where, f"buffer {n}", bc[n], be[n])
     ste, stc = state_items(oe), state_items(oc)
-    untouched = _untouched_state(ste, stc) if scale_e is not None else set()
     for k in sorted(set(ste) | set(stc)):
-        if k in untouched:
-            led.known.append(("state_on_skipped_step", where, k))
-            continue
         led.bitwise(where, k, stc.get(k), ste.get(k))
     if scale_e is not None:
         led.bitwise(where, "scale", np.array(scale_c.get_scale()), np.array(scale_e.get_scale()))
@@ -544,7 +525,6 @@ def run_train_step(inst: Instance):
         step = fused_step(mc, inst.lucid_loss(), oc, grad_scaler=scale_c, **kw)
     else:
         step = train_step(fn_c, oc, scale_c, **kw)
-    trace_state = _TraceTimeState()
     n_extras = len(p.step_extras())
     for s in range(p.train.steps):
         where = f"step {s}"
@@ -557,14 +537,12 @@ def run_train_step(inst: Instance):
             le, (kind_e, xe), ne = eager_train_step(inst, me, fn_e, oe, scale_e, micro)
         except Exception as e:  # noqa: BLE001
             raise Skip(f"eager fails: {e}") from None
-        trace_state.before_call(led, s, oc)
         lucid.manual_seed(call_seed(p, s * k))
         try:
             res = step(*(stacked[n] for n in spec.inputs))
         except Exception as e:  # noqa: BLE001
             led.error(where, e)
             return led
-        trace_state.after_call(oe, oc, scale_e)
         nc = None
         if spec.clip == "norm":
             res, nc = res
@@ -592,54 +570,10 @@ def run_train_step(inst: Instance):
     return led
 
 
-class _TraceTimeState:
-    """Tells when a compiled step's state was made at trace time from an
-    older lr than the one the eager loop makes its state from (Rprop's
-    step_size after skipped first steps and a scheduler): every later
-    difference is then the known deviation."""
-
-    def __init__(self):
-        self.provisional, self.traced_lrs = False, None
-
-    def before_call(self, led, s, oc):
-        lrs = [g["lr"] for g in oc.param_groups]
-        if s == 0:
-            self.traced_lrs = lrs
-        elif self.provisional and lrs != self.traced_lrs:
-            led.excused = "state_on_skipped_step"
-
-    def after_call(self, oe, oc, scale_e):
-        self.provisional = scale_e is not None and len(state_items(oc)) > len(state_items(oe))
-
-
 def _magnitude(v):
     a = np.asarray(_arr(v), dtype=np.float64)
     a = a[np.isfinite(a)]
     return float(np.abs(a).max()) if a.size else 0.0
-
-
-def _untouched_state(eager, compiled):
-    """Labels of compiled state entries made at trace time and never stepped:
-    the state of a parameter the eager optimizer has none for (step 0, or all
-    zeros for a rule without a step count: SGD's momentum_buffer), and
-    all-zero entries eager lacks."""
-    out = set()
-    by_param = {}
-    for k in compiled:
-        if k.startswith("state["):
-            by_param.setdefault(k.split("]")[0], []).append(k)
-    for prefix, keys in by_param.items():
-        if any(k.startswith(prefix + "]") for k in eager):
-            # state both have: an entry only the compiled step has, all zeros, was made by a
-            # retrace on a skipped step (RMSprop's momentum_buffer after momentum was raised)
-            out.update(k for k in keys if k not in eager and not np.any(_arr(compiled[k])))
-            continue
-        step = compiled.get(prefix + "].step")
-        if step is not None and float(step) == 0.0:
-            out.update(keys)
-        elif step is None and all(not np.any(_arr(compiled[k])) for k in keys):
-            out.update(keys)
-    return out
 
 
 def _flat(batch):
