@@ -985,16 +985,14 @@ def test_accumulating_into_two_parameters_given_one_gradient(api, k):
     same(qc, qe, "q after the step")
 
 
-@pytest.mark.xfail(strict=True, reason="a compiled step keeps reading a trainable parameter's old memory through a "
-                                       "detach() after `p.data = new` (the rebinding check of a8e06a9 covers frozen "
-                                       "parameters only); C++ CompiledStep")
 @pytest.mark.parametrize("api", ["make_step", "fused_step", "train_step"])
 def test_trainable_parameter_rebound_through_a_detached_read(api):
     """python -m tests.fuzz --seed 821401 --count 1 (make_step, fused_step and
     train_step all flag it): a trainable parameter read through
     ``p.detach()`` and rebound with ``p.data = p.data * 2`` between calls.
-    The compiled step's loss and gradients still use the old values
-    (silently: no retrace, no error); eager mode uses the new ones."""
+    The compiled step's loss and gradients used the old values (silently:
+    no retrace, no error), as only the detached handle, gone after the
+    trace, owned the captured memory; eager mode uses the new ones."""
     class Model(lnn.Module):
         def __init__(self):
             super().__init__()

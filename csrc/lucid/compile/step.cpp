@@ -370,7 +370,11 @@ static graph::CompileFn& step_compiler() {
 
 void CompiledStep::compile_steps_with(graph::CompileFn compiler) { step_compiler() = std::move(compiler); }
 
-static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, DeviceType device) {
+static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, DeviceType device,
+                                                  const std::vector<Tensor>& params) {
+  // A parameter the trace read only through another handle (p.detach())
+  // still owns that memory: `p.data = ...` must invalidate the executable.
+  for (const Tensor& p : params) tracer.own_if_captured(p);
   std::vector<graph::RandomKeyFeed> random_feeds;
   for (auto [feed, draws] : tracer.random_key_feeds()) random_feeds.push_back({feed, draws});
   if (step_compiler()) return step_compiler()(tracer.take_graph(), std::move(random_feeds));
@@ -390,7 +394,7 @@ void CompiledStep::trace_forward(const Call& call, Entry& entry) {
     }
     entry.num_results = outs.size();
   }
-  entry.exe = finish(tracer, call.args[0].device().type);
+  entry.exe = finish(tracer, call.args[0].device().type, call.params);
 }
 
 void CompiledStep::trace_update(const Call& call, Entry& entry) {
@@ -530,7 +534,7 @@ void CompiledStep::trace_update(const Call& call, Entry& entry) {
       }
     }
   }
-  entry.exe = finish(tracer, call.args[0].device().type);
+  entry.exe = finish(tracer, call.args[0].device().type, call.params);
 }
 
 void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
@@ -556,7 +560,7 @@ void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
       }
     }
   }
-  entry.exe = finish(tracer, device);
+  entry.exe = finish(tracer, device, call.params);
 }
 
 // ------------------------------------------------------------ miss reports
