@@ -11,7 +11,7 @@ import lucid.nn as lnn
 import lucid.nn.functional as LF
 import lucid.optim as loptim
 from lucid.amp import GradScaler
-from lucid.compile import compile_optimizer, fused_step, make_step
+from lucid.compile import compile_optimizer, fused_step, make_step, train_step
 
 torch = pytest.importorskip("torch")
 inf, nan = np.inf, np.nan
@@ -469,13 +469,11 @@ def loss_fn_state_after_a_skipped_first_fused_step(L, F):
     return loss_fn
 
 
-@pytest.mark.xfail(strict=True, reason='fused_step creates optimizer state when tracing; a skipped first step leaves it in state_dict')
 def test_state_after_a_skipped_first_fused_step():
-    """Known difference: fused_step creates the optimizer state when it traces,
-    so after a first step skipped by the GradScaler (overflow) state_dict lists
-    untouched step-0 state where the eager loop and PyTorch list none (the next
-    successful step gives the same numbers either way). The state's creation
-    belongs to the compiled-step object that is moving into C++.
+    """fused_step created the optimizer state when it traced, so after a first
+    step skipped by the GradScaler (overflow) state_dict listed untouched
+    step-0 state where the eager loop and PyTorch list none. The trace now
+    only reserves the buffers; the first step taken creates the state.
     (python -m tests.fuzz --seed 12 --count 1)"""
     make_model, make_loss = make_model_state_after_a_skipped_first_fused_step, loss_fn_state_after_a_skipped_first_fused_step
     batches = [
@@ -718,12 +716,11 @@ def loss_fn_rprop_state_made_at_trace_time(L, F):
     return loss_fn
 
 
-@pytest.mark.xfail(strict=True, reason='fused_step creates optimizer state when tracing, from that call\'s lr')
 def test_rprop_state_made_at_trace_time():
-    """Known difference (the same cause as the test above): the first step
-    overflows and is skipped, StepLR halves the lr, and the first step taken
-    starts Rprop's step_size from the traced call's lr (fused_step) instead of
-    the current one (eager loop). (python -m tests.fuzz --seed 189 --count 1)"""
+    """The same cause as the test above: the first step overflows and is
+    skipped, StepLR halves the lr, and the first step taken started Rprop's
+    step_size from the traced call's lr (fused_step) instead of the current
+    one (eager loop, PyTorch). (python -m tests.fuzz --seed 189 --count 1)"""
     make_model, make_loss = make_model_rprop_state_made_at_trace_time, loss_fn_rprop_state_made_at_trace_time
     batches = [
         (np.array(0, dtype=np.float32),),
@@ -944,3 +941,81 @@ def test_frozen_parameter_rebound_through_a_detached_read():
         opt_c.step()
         for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):
             same(b, a, f'{n} after step {s}')
+
+
+@pytest.mark.parametrize("api", ["train_step", "fused_step"])
+@pytest.mark.parametrize("k", [2, 3])
+def test_accumulating_into_two_parameters_given_one_gradient(api, k):
+    """python -m tests.fuzz --seed 812037 --count 1 --oracles train_step (also
+    812881, 810471): ``p + q`` with accumulate=k. The first micro-batch's
+    backward hands add's one gradient tensor to both leaves; under the
+    tracer, AccumulateGrad gave each leaf a detached handle of it (now a
+    copy), and a detached handle shares the traced storage, so the second micro-batch's
+    in-place `p.grad += g` also reaches q.grad, which then adds g again:
+    with k=2 each gradient is 1.5x the eager one, with k=3 5/3x. Silent
+    (Rprop shows it only in its `prev` state); eager mode and make_step
+    (one backward per executable) are right."""
+    def run(compiled):
+        p = lnn.Parameter(lucid.tensor(np.array([-1.0, 2.0])))
+        q = lnn.Parameter(lucid.tensor(np.array([0.5, 0.0])))
+        model = lnn.Module()
+        model.p, model.q = p, q
+        model.forward = lambda x: (p + q) * x
+        opt = loptim.SGD([p, q], lr=1.0)
+        xs = lucid.tensor(np.array([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]])[:k])
+        loss_fn = lambda out: out.sum()  # noqa: E731
+        if compiled:
+            step = (train_step(lambda x: loss_fn(model(x)), opt, accumulate=k) if api == "train_step"
+                    else fused_step(model, loss_fn, opt, accumulate=k))
+            got = step(xs)
+        else:
+            opt.zero_grad(True)
+            losses = []
+            for m in range(k):
+                loss = loss_fn(model(xs[m]))
+                (loss / k).backward()
+                losses.append(loss.detach())
+            opt.step()
+            got = lucid.stack(losses, 0).mean()
+        return got, p, q
+    want, pe, qe = run(False)
+    got, pc, qc = run(True)
+    same(got, want, "loss")
+    same(pc, pe, "p after the step")
+    same(qc, qe, "q after the step")
+
+
+@pytest.mark.parametrize("api", ["make_step", "fused_step", "train_step"])
+def test_trainable_parameter_rebound_through_a_detached_read(api):
+    """python -m tests.fuzz --seed 821401 --count 1 (make_step, fused_step and
+    train_step all flag it): a trainable parameter read through
+    ``p.detach()`` and rebound with ``p.data = p.data * 2`` between calls.
+    The compiled step's loss and gradients used the old values (silently:
+    no retrace, no error), as only the detached handle, gone after the
+    trace, owned the captured memory; eager mode uses the new ones."""
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor([1.0, 2.0]))
+            self.q = lnn.Parameter(lucid.tensor([1.0, 1.0]))
+
+        def forward(self, x):
+            return lucid.tanh((self.p.detach() * x).sum()) * (self.q * x).sum()
+
+    compiled, eager = Model(), Model()
+    loss_fn = lambda out: out  # noqa: E731
+    opt = loptim.SGD(compiled.parameters(), lr=0.0)
+    step = {"make_step": lambda: make_step(compiled, loss_fn), "fused_step": lambda: fused_step(compiled, loss_fn, opt),
+            "train_step": lambda: train_step(lambda x: compiled(x), opt)}[api]()
+    x = lucid.tensor([1.0, 1.0])
+    for it in range(2):
+        if it:
+            compiled.p.data = compiled.p.data * 2.0
+            eager.p.data = eager.p.data * 2.0
+        compiled.zero_grad()
+        eager.zero_grad()
+        want = eager(x)
+        want.backward()
+        same(step(x), want, f"loss, call {it}")
+        if api == "make_step":
+            same(compiled.q.grad, eager.q.grad, f"grad q, call {it}")

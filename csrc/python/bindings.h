@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the lucid._C bindings: conversions between Python values
 // and core types. Each area registers its functions from its own file.
+#include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

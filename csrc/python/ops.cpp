@@ -13,7 +13,7 @@ static const auto release = py::call_guard<py::gil_scoped_release>();
 // is recorded, the op reads a copy of self, so the saved input survives the
 // write.
 static Tensor source_for_inplace(const Tensor& self) {
-  return autograd::GradMode::is_enabled() && self.requires_grad() ? clone(self) : self;
+  return autograd::GradMode::is_enabled() && self.requires_grad() ? contiguous_copy(self) : self;
 }
 
 // `t op number` (or `number op t`, as `fn` orders them) with the wrapped-
@@ -144,10 +144,34 @@ void init_ops(py::module_& m) {
   m.def("matmul", &matmul, release);
 
   // shape (views)
-  m.def("reshape", [](const Tensor& x, const Shape& s) { return new_view(x, reshape(x, s)); }, release);
-  m.def("view", [](const Tensor& x, const Shape& s) { return new_view(x, view(x, s)); }, release);
+  // A reshape that keeps the shape is a view (as PyTorch's): its size-1
+  // dims' strides are recomputed.
+  m.def("reshape", [](const Tensor& x, const Shape& s) {
+    Tensor r = reshape(x, s);
+    return r.same(x) ? view(x, s) : r;
+  }, release);
+  m.def("view", &view, release);
   m.def("alias", &alias, release);
   m.def("contiguous", &contiguous, release);
+  // memory_format=torch.preserve_format for what Python builds (.to, the
+  // *_like factories): `make` receives the tensor in its memory order.
+  m.def("preserve_layout", [](const Tensor& t, const std::function<Tensor(const Tensor&)>& make) {
+    return preserve_layout(t, make);
+  });
+  m.def("in_memory_order", [](const Tensor& t, const std::vector<int64_t>& order,
+                              const std::function<Tensor(const Tensor&)>& make) { return in_memory_order(t, order, make); });
+  m.def("contiguous_copy", &contiguous_copy, release);
+  // PyTorch's strides for a view whose size-1 dims (or all dims, when it is
+  // empty) another derivation strides differently; they address nothing.
+  m.def("_set_unit_strides", [](const Tensor& t, const Shape& strides) {
+    LUCID_CHECK(int64_t(strides.size()) == t.ndim(), "_set_unit_strides: ", strides.size(), " strides for ", t.ndim(),
+                " dims");
+    for (size_t d = 0; d < strides.size(); ++d)
+      LUCID_CHECK(t.numel() == 0 || t.shape()[d] == 1 || t.strides()[d] == strides[d],
+                  "_set_unit_strides: dim ", d, " of size ", t.shape()[d], " has stride ", t.strides()[d]);
+    t.impl()->strides = strides;
+    return t;
+  });
   m.def("flatten", [](const Tensor& x, int64_t s, int64_t e) { return new_view(x, flatten(x, s, e)); }, py::arg("x"),
         py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> d) { return new_view(x, squeeze(x, d)); },

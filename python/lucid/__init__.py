@@ -41,6 +41,9 @@ int = int32  # noqa: A001
 long = int64
 
 from . import _tensor  # noqa: E402,F401  (adds the Tensor methods)
+from ._memory_format import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
 from ._creation import (  # noqa: E402
     arange,
     empty,

@@ -4,6 +4,7 @@ import numbers
 import numpy as np
 
 from . import _C
+from ._memory_format import make_in_format, preserve_format
 from ._utils import as_shape, to_dtype
 
 _NP_WIDEN = {np.dtype("uint8"): np.int64, np.dtype("int8"): np.int64, np.dtype("int16"): np.int64,
@@ -130,28 +131,37 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return _factory(as_shape((size,)), fill_value, dtype, device, requires_grad)
 
 
-def _like(t, value, dtype, device, requires_grad):
-    dtype = to_dtype(dtype) or t.dtype
-    out = _C.full(list(t.shape), value, dtype, device if device is not None else t.device)
+def _like(t, make, memory_format, what, requires_grad=False):
+    """A new tensor of t's shape from make(t laid out in memory order), laid
+    out as memory_format says (PyTorch's default keeps t's memory order)."""
+    out = make_in_format(t, memory_format, make, what)
     if requires_grad:
         out.requires_grad_(True)
     return out
 
 
-def zeros_like(t, dtype=None, device=None, requires_grad=False):
-    return _like(t, 0.0, dtype, device, requires_grad)
+def _full_like(t, value, dtype, device, requires_grad, memory_format, what):
+    dtype = to_dtype(dtype) or t.dtype
+    device = device if device is not None else t.device
+    return _like(t, lambda u: _C.full(list(u.shape), value, dtype, device), memory_format, what, requires_grad)
 
 
-def ones_like(t, dtype=None, device=None, requires_grad=False):
-    return _like(t, 1.0, dtype, device, requires_grad)
+def zeros_like(t, dtype=None, device=None, requires_grad=False, *, layout=None, memory_format=preserve_format):
+    return _full_like(t, 0.0, dtype, device, requires_grad, memory_format, "zeros_like")
 
 
-def empty_like(t, dtype=None, device=None, requires_grad=False):
-    return _like(t, 0.0, dtype, device, requires_grad)
+def ones_like(t, dtype=None, device=None, requires_grad=False, *, layout=None, memory_format=preserve_format):
+    return _full_like(t, 1.0, dtype, device, requires_grad, memory_format, "ones_like")
 
 
-def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
-    return _like(t, fill_value, dtype, device, requires_grad)
+def empty_like(t, dtype=None, device=None, requires_grad=False, *, layout=None, pin_memory=False,
+               memory_format=preserve_format):
+    return _full_like(t, 0.0, dtype, device, requires_grad, memory_format, "empty_like")
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False, *, layout=None,
+              memory_format=preserve_format):
+    return _full_like(t, fill_value, dtype, device, requires_grad, memory_format, "full_like")
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -211,12 +221,15 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     return t
 
 
-def rand_like(t, dtype=None, device=None):
-    return rand(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def rand_like(t, dtype=None, device=None, requires_grad=False, *, layout=None, memory_format=preserve_format):
+    # Drawn in memory order, as PyTorch fills a new tensor.
+    return _like(t, lambda u: rand(*u.shape, dtype=dtype or t.dtype, device=device or t.device),
+                 memory_format, "rand_like", requires_grad)
 
 
-def randn_like(t, dtype=None, device=None):
-    return randn(*t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def randn_like(t, dtype=None, device=None, requires_grad=False, *, layout=None, memory_format=preserve_format):
+    return _like(t, lambda u: randn(*u.shape, dtype=dtype or t.dtype, device=device or t.device),
+                 memory_format, "randn_like", requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _C
 from . import _functions as F
+from ._memory_format import contiguous_format, is_in_format, make_in_format, preserve_format
 from ._utils import as_dims, as_shape, is_number, to_dtype
 
 Tensor = _C.Tensor
@@ -136,7 +137,7 @@ def _cuda_device(device):
 
 
 @_method("to")
-def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -146,23 +147,30 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
             device = a
     out = self
     if dtype is not None and to_dtype(dtype) != out.dtype:
-        out = _C.cast(out, to_dtype(dtype))
+        dt = to_dtype(dtype)
+        out = make_in_format(out, memory_format, lambda t: _C.cast(t, dt), "to")
+    elif memory_format is not None and memory_format is not preserve_format and not is_in_format(out, memory_format):
+        out = make_in_format(out, memory_format, _C.contiguous_copy, "to")
     if device is not None and _C.device(str(device)) != out.device:
-        out = _C.to_device(out, str(device))
+        out = make_in_format(out, memory_format, lambda t: _C.to_device(t, str(device)), "to")
     if copy and out is self:
-        out = _C.clone(self)
+        out = make_in_format(self, memory_format, _C.contiguous_copy, "to")
     return out
 
 
 for _name, _dt in [("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
                    ("long", "int64"), ("int", "int32"), ("bool", "bool")]:
-    setattr(Tensor, _name, (lambda d: lambda self: _C.cast(self, getattr(_C.dtype, d)))(_dt))
+    setattr(Tensor, _name, (lambda d: lambda self, memory_format=preserve_format: _to(
+        self, getattr(_C.dtype, d), memory_format=memory_format))(_dt))
 _method("cpu", lambda self: _to(self, device="cpu"))
 _method("cuda", lambda self, device=None, non_blocking=False: _to(self, device=_cuda_device(device)))
-_method("type_as", lambda self, other: _C.cast(self, other.dtype))
-_method("contiguous", lambda self, memory_format=None: self if self.is_contiguous() else _C.contiguous(self))
+_method("type_as", lambda self, other: _to(self, other.dtype))
+_method("contiguous", lambda self, memory_format=contiguous_format: (
+    self if is_in_format(self, memory_format) else make_in_format(self, memory_format, _C.contiguous_copy, "contiguous")))
+_method("is_contiguous", lambda self, memory_format=contiguous_format: is_in_format(self, memory_format))
 _method("is_floating_point", lambda self: self.dtype.is_floating_point)
-_method("clone", lambda self, memory_format=None: _C.clone(self))
+_method("clone", lambda self, memory_format=preserve_format: make_in_format(
+    self, memory_format, _C.contiguous_copy, "clone"))
 Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
 Tensor.T = property(lambda self: _C.permute(self, list(range(self.ndim - 1, -1, -1))))
 Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
@@ -296,7 +304,7 @@ def _repeat(self, *sizes):
     for r, s in zip(sizes, x.shape):
         shape += [1, s]
         target += [r, s]
-    out = _C.clone(_C.broadcast_to(_C.reshape(x, shape), target))
+    out = _C.contiguous_copy(_C.broadcast_to(_C.reshape(x, shape), target))
     return _C.reshape(out, [r * s for r, s in zip(sizes, x.shape)])
 
 
@@ -550,11 +558,31 @@ def _basic(self, items):
             out_shape.append(size)
         d += 1
     x = _C.slice(self, starts, stops, steps) if self.ndim else self
-    x = _C.reshape(x, out_shape)
+    if builtins.any(k is None or isinstance(k, (builtins.int, tuple)) for k in items):
+        x = _C._set_unit_strides(_C.reshape(x, out_shape), _indexed_strides(self, items))
     if empty_axes:
         stops = [0 if i in empty_axes else s for i, s in enumerate(out_shape)]
         x = _C.slice(x, [0] * len(out_shape), stops, [1] * len(out_shape))
     return x, adv
+
+
+def _indexed_strides(self, items):
+    """The strides PyTorch gives x[items] (ints, slices, None; the
+    advanced indices as full slices): it applies the items left to right, so
+    a None takes its stride from the dim that follows it at that point."""
+    dims = [[size, stride] for size, stride in zip(self.shape, self.stride())]
+    at = 0  # the result dim the next item applies to
+    for k in items:
+        if k is None or isinstance(k, tuple):
+            dims.insert(at, [1, dims[at][0] * dims[at][1] if at < len(dims) else 1])
+            at += 1
+        elif isinstance(k, builtins.int):
+            del dims[at]
+        else:
+            if isinstance(k, slice) and k.step not in (None, 1):
+                dims[at][1] *= builtins.int(k.step)
+            at += 1
+    return [stride for _, stride in dims]
 
 
 @_method("__getitem__")

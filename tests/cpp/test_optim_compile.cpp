@@ -232,6 +232,38 @@ TEST_CASE("fused step: bad calls throw before anything runs") {
   CHECK(!net.w1.grad().defined());  // tracing left the real gradients as they were
 }
 
+TEST_CASE("fused step: a step the GradScaler skips creates no state; the first step taken does, from its lr") {
+  const std::vector<std::pair<std::string, Options>> kinds = {
+      {"adam", {{"lr", 0.01}}}, {"sgd", {{"lr", 0.05}, {"momentum", 0.9}}}, {"rprop", {{"lr", 0.01}}},
+      {"asgd", {{"lr", 0.01}}}, {"nadam", {{"lr", 0.01}}}};
+  for (const auto& [kind, options] : kinds) {
+    INFO(kind);
+    Net net(7), eager_net(7);
+    Optimizer opt(kind, net.params(), options), eager(kind, eager_net.params(), options);
+    lucid::compile::GradScalerState scaler(65536.0);
+    lucid::compile::StepOptions so;
+    so.grad_scaler = &scaler;
+    FusedStep step([&](const std::vector<Tensor>& in) { return net.loss(in[0], in[1]); }, opt, so);
+    const Batch b = batch(2);
+    step({b.x, b.y * 1e36});  // the scaled gradients overflow: the step is skipped
+    CHECK(scaler.get_scale() == 32768.0);
+    for (size_t i = 0; i < net.params().size(); ++i) CHECK(!opt.engine(0).has_state(i));
+    CHECK(opt.state_dict()["state"].size() == 0);
+    // the first step taken starts the state from its own lr (Rprop's
+    // step_size, ASGD's eta), as the eager step with that lr does
+    opt.set_lr(0.002);
+    eager.set_lr(0.002);
+    check_close(step({b.x, b.y}), eager_step(eager, eager_net, b));
+    check_same_state(opt, eager);
+    check_close(step({b.x, b.y}), eager_step(eager, eager_net, b));
+    check_same_state(opt, eager);
+    CHECK(opt.engine(0).state(0).step == eager.engine(0).state(0).step);
+    const auto pe = eager_net.params(), pf = net.params();
+    for (size_t k = 0; k < pe.size(); ++k) check_close(pf[k], pe[k]);
+    CHECK(step.cache_info().misses == 1);  // creating the state retraced nothing
+  }
+}
+
 TEST_CASE("fused step: frozen parameters and engines given directly") {
   Net eager_net(9), fused_net(9);
   eager_net.b2.set_requires_grad(false);

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .program import LOSSES, Edit, Leaf, Node, Program, Train
+from .program import LOSSES, Edit, Leaf, Node, Program, StepSpec, Train
 from .runtime import namespace
 
 BIG = 1e30
@@ -1154,7 +1154,39 @@ def gen_train(r, prog: Program) -> Train:
         if r.random() < 0.3:
             t.poison = (int(r.integers(t.steps)),)
     t.zero_modes = [bool(r.random() < 0.5) for _ in range(t.steps)]
+    t.step = gen_step_spec(prog)
     return t
+
+
+NORM_TYPES = [2.0, 1.0, float("inf"), 3.0, 0.5]
+
+
+def gen_step_spec(prog: Program) -> StepSpec:
+    """The train_step oracle's step function, from its own stream of the
+    seed (the rest of the program draws as it always did)."""
+    r = prog.rng("train_step")
+    c = lambda *xs: xs[int(r.integers(len(xs)))]  # noqa: E731
+    spec = StepSpec(clip=c(None, "norm", "norm", "value"), max_norm=float(c(1e-3, 0.05, 1.0, 100.0)),
+                    norm_type=float(c(*NORM_TYPES)))
+    inputs = ["x"] + (["y"] if LOSSES[prog.loss].target is not None else [])
+    spec.inputs = tuple(inputs)
+    if r.random() < 0.2:
+        spec.api = "fused_step"
+        return spec
+    if r.random() < 0.4:
+        inputs.append("w")
+        spec.w_shape = c((), (1,))
+    if r.random() < 0.3:
+        inputs.append("shift")
+    if r.random() < 0.5:
+        inputs = [inputs[i] for i in r.permutation(len(inputs))]
+    spec.inputs = tuple(inputs)
+    values = [o for nd in prog.nodes if not nd.stmt for o in nd.outs]
+    n = int(c(0, 1, 1, 2, 3))
+    if n:
+        spec.extras = tuple(str(v) for v in r.choice(["out"] + values, size=n))
+        spec.as_list = bool(r.random() < 0.3)
+    return spec
 
 
 # ==================================================================== views

@@ -67,6 +67,29 @@ class Edit:
 
 
 @dataclass
+class StepSpec:
+    """How the ``train_step`` oracle wraps the program in a step function.
+
+    ``api``: ``train_step`` (``fn(*inputs)`` computes its own loss) or
+    ``fused_step`` (``loss_fn(model(x), *targets)``; plain inputs, no
+    extras). ``inputs``: the order of the function's arguments among ``x``,
+    ``y`` (the loss's target, when it has one), ``w`` (a weight the loss is
+    multiplied by, shape ``w_shape``) and ``shift`` (added to the output
+    before the loss). ``extras``: values the function returns after the loss
+    (``out`` or a node's output), as a list when ``as_list``. ``clip``:
+    None, ``norm`` (``max_norm``, ``norm_type``) or ``value`` (``max_norm``
+    is the clip value). The step accumulates ``Train.micro`` micro-batches."""
+    api: str = "train_step"
+    inputs: tuple = ("x", "y")
+    w_shape: tuple = ()
+    extras: tuple = ()
+    as_list: bool = False
+    clip: str | None = None
+    max_norm: float = 1.0
+    norm_type: float = 2.0
+
+
+@dataclass
 class Train:
     """How the program is trained. ``micro`` micro-batches accumulate per
     step; ``zero_modes[s]`` is the set_to_none flag of step s's zero_grad."""
@@ -80,6 +103,7 @@ class Train:
     scaler: dict | None = None                              # GradScaler keywords
     poison: tuple = ()                                      # steps whose input holds an inf
     zero_modes: list = field(default_factory=list)
+    step: StepSpec | None = None                            # the train_step oracle's step function
 
     def zero_mode(self, step):
         return self.zero_modes[step % len(self.zero_modes)] if self.zero_modes else True
@@ -112,7 +136,7 @@ class Program:
     def params(self):
         return [lf for lf in self.leaves if lf.kind in ("param", "frozen")]
 
-    def forward_source(self, name="forward", indent="    "):
+    def forward_source(self, name="forward", indent="    ", extras=()):
         lines = [f"def {name}(self, x):"]
         reads = [lf.name for lf in self.leaves]
         if reads:
@@ -120,13 +144,51 @@ class Program:
                          ", ".join(f"self.{n}" for n in reads) + ("," if len(reads) == 1 else ""))
         for nd in self.nodes:
             lines.append(indent + nd.line())
-        lines.append(indent + f"return {self.out}")
+        lines.append(indent + "return " + ", ".join((self.out,) + tuple(extras)))
         return "\n".join(lines)
 
     def loss_source(self, name="loss_fn"):
         kind = LOSSES[self.loss]
         args = "out" + ("" if kind.target is None else ", y")
         return f"def {name}({args}):\n    return {kind.expr.format(**self.loss_attrs)}"
+
+    def step_source(self, name="step_fn", indent="    "):
+        """The train_step oracle's step function over ``model`` and
+        ``loss_fn`` (train.step; None without one). Its model returns the
+        node values among the extras after its output."""
+        spec = self.train.step
+        if spec is None:
+            return None
+        kind = LOSSES[self.loss]
+        if spec.api == "fused_step":
+            return None
+        lines = [f"def {name}({', '.join(spec.inputs)}):"]
+        nodes = self.step_model_extras()
+        lines.append(indent + ", ".join(["out", *nodes]) + " = model(x)" if nodes else indent + "out = model(x)")
+        arg = "out + shift" if "shift" in spec.inputs else "out"
+        loss = f"loss_fn({arg}{'' if kind.target is None else ', y'})" + (" * w" if "w" in spec.inputs else "")
+        lines.append(indent + f"loss = {loss}")
+        extras = self.step_extras()
+        if extras:
+            items = ", ".join(["loss", *extras])
+            lines.append(indent + (f"return [{items}]" if spec.as_list else f"return ({items},)"))
+        else:
+            lines.append(indent + "return loss")
+        return "\n".join(lines)
+
+    def step_extras(self):
+        """What the step function returns after the loss: ``out`` and the
+        node values among train.step.extras that still exist (shrinking
+        removes nodes)."""
+        spec = self.train.step
+        if spec is None or spec.api == "fused_step":
+            return ()
+        names = {o for nd in self.nodes if not nd.stmt for o in nd.outs}
+        return tuple(e for e in spec.extras if e == "out" or e in names)
+
+    def step_model_extras(self):
+        """The node values the step function's model returns, once each."""
+        return tuple(dict.fromkeys(e for e in self.step_extras() if e != "out"))
 
     def used_names(self):
         used = {self.out}

@@ -24,7 +24,8 @@ import lucid.nn as lnn
 import lucid.nn.functional as LF
 import lucid.optim as loptim
 from lucid.amp import GradScaler
-from lucid.compile import compile_optimizer, fused_step, make_step
+from lucid.compile import compile_optimizer, fused_step, make_step, train_step
+from lucid.nn.utils import clip_grad_norm_, clip_grad_value_
 
 torch = pytest.importorskip("torch")
 inf, nan = np.inf, np.nan
@@ -78,7 +79,7 @@ def fmt_array(a):
     return f"np.array({body}, dtype=np.{dt})"
 
 
-def _model_factory(inst: Instance, name):
+def _model_factory(inst: Instance, name, extras=()):
     p = inst.program
     lines = [f"def make_model_{name}(L, F, nn, drop):",
              f"    class Model(nn.Module):",
@@ -95,7 +96,7 @@ def _model_factory(inst: Instance, name):
     if not p.leaves:
         lines.append("            pass")
     lines.append("")
-    lines.append(textwrap.indent(p.forward_source(), "        "))
+    lines.append(textwrap.indent(p.forward_source(extras=extras), "        "))
     lines.append("    return Model()")
     return "\n".join(lines)
 
@@ -206,13 +207,15 @@ def render(program: Program, oracle: str, name: str, note: str = "") -> str:
     body = {
         "make_step": _body_make_step, "accumulate": _body_make_step, "fused_step": _body_fused,
         "compile_optimizer": _body_compile_optimizer, "torch": _body_torch, "torch_optim": _body_torch_optim,
+        "train_step": _body_train_step,
     }[oracle](inst, oracle)
     seeds = ""
     if inst.drops:
         seeds = f"    SEEDS = {[call_seed(p, c) for c in range(p.calls())]!r}\n"
     doc = f'    """{note}"""\n' if note else ""
+    extras = p.step_model_extras() if oracle == "train_step" else ()
     return "\n\n\n".join([
-        _model_factory(inst, name),
+        _model_factory(inst, name, extras),
         _loss(p, name),
         f"def test_{name}():\n{doc}"
         f"    make_model, make_loss = make_model_{name}, loss_fn_{name}\n"
@@ -511,4 +514,95 @@ def _body_torch_optim(inst, oracle):
     ]
     if sched:
         lines.append("        sched.step()")
+    return "\n".join(lines)
+
+
+def _body_train_step(inst, oracle):
+    """The eager loop of tests/fuzz/oracles.py eager_train_step, written out."""
+    p = inst.program
+    spec, sc, k = p.train.step, p.train.scaler, p.train.micro
+    rows = []
+    for c in range(p.calls()):
+        d = inst.step_inputs(c)
+        rows.append("        [" + ", ".join(fmt_array(d[n]) for n in spec.inputs) + "],")
+    lines = ["    inputs = [  # " + ", ".join(spec.inputs) + " of each call", *rows, "    ]",
+             "    eager = make_model(lucid, LF, lnn, LF.dropout)",
+             "    compiled = make_model(lucid, LF, lnn, LF.dropout)",
+             "    loss_fn = make_loss(lucid, LF)", ""]
+    if spec.api == "fused_step":
+        lines.append("    fn_e = lambda x, *ys: loss_fn(eager(x), *ys)  # noqa: E731")
+    else:
+        lines += ["    def make_fn(model):",
+                  textwrap.indent(p.step_source(), "        "),
+                  "        return step_fn", "",
+                  "    fn_e, fn_c = make_fn(eager), make_fn(compiled)"]
+    lines += [f"    opt_e = {_opt_ctor(p, 'eager', 'loptim')}",
+              f"    opt_c = {_opt_ctor(p, 'compiled', 'loptim')}"]
+    if sc:
+        kw = ", ".join(f"{key}={v!r}" for key, v in sc.items())
+        lines.append(f"    scaler_e, scaler_c = GradScaler({kw}), GradScaler({kw})")
+    else:
+        lines.append("    scaler_e = scaler_c = None")
+    from .oracles import _clip_kwargs
+    kw = ", ".join(f"{key}={v!r}" for key, v in {**_clip_kwargs(spec), "accumulate": k}.items())
+    if spec.api == "fused_step":
+        lines.append(f"    step = fused_step(compiled, make_loss(lucid, LF), opt_c, scaler_c, {kw})")
+    else:
+        lines.append(f"    step = train_step(fn_c, opt_c, scaler_c, {kw})")
+    sched_e, sched_c = _sched(p, "opt_e", "loptim"), _sched(p, "opt_c", "loptim")
+    if sched_e:
+        lines.append(f"    sched_e, sched_c = {sched_e}, {sched_c}")
+    lines.append(f"    for s in range({p.train.steps}):")
+    ed = _edit_lines(p, ["opt_e", "opt_c"], ["eager", "compiled"], "        ")
+    if ed:
+        lines.append(ed)
+    sl = _seed_line(p, inst, "        ", f"s * {k}")
+    lines += [f"        micro = [[lucid.tensor(a) for a in inputs[s * {k} + m]] for m in range({k})]",
+              "        opt_e.zero_grad(True)"]
+    if sl:
+        lines.append(sl)
+    lines += ["        losses, extras = [], []",
+              "        for args in micro:",
+              "            out = fn_e(*args)",
+              "            loss, rest = (out[0], out[1:]) if isinstance(out, (tuple, list)) else (out, ())",
+              f"            root = loss / {k}" if k > 1 else "            root = loss",
+              "            (scaler_e.scale(root) if scaler_e else root).backward()",
+              "            losses.append(loss.detach())",
+              "            extras.append([t.detach().clone() for t in rest])"]
+    if k > 1:
+        lines += ["        want = lucid.stack(losses, 0).mean()",
+                  "        extras = [lucid.stack([e[j] for e in extras], 0) for j in range(len(extras[0]))]"]
+    else:
+        lines += ["        want, extras = losses[0], extras[0]"]
+    if sc:
+        lines.append("        scaler_e.unscale_(opt_e)")
+    params = "[q for g in opt_e.param_groups for q in g['params']]"
+    if spec.clip == "norm":
+        lines.append(f"        norm_e = clip_grad_norm_({params}, {spec.max_norm!r}, {spec.norm_type!r})")
+    elif spec.clip == "value":
+        lines.append(f"        clip_grad_value_({params}, {spec.max_norm!r})")
+    lines += ["        scaler_e.step(opt_e)", "        scaler_e.update()"] if sc else ["        opt_e.step()"]
+    if sl:
+        lines.append(sl)
+    if k > 1:
+        lines.append(f"        got = step(*[lucid.tensor(np.stack([inputs[s * {k} + m][i] for m in range({k})])) "
+                     f"for i in range({len(spec.inputs)})])")
+    else:
+        lines.append("        got = step(*[lucid.tensor(a) for a in inputs[s]])")
+    if spec.clip == "norm":
+        lines += ["        got, norm_c = got", "        same(norm_c, norm_e, f'norm, step {s}')"]
+    if p.step_extras():
+        lines += [f"        assert isinstance(got, {'list' if spec.as_list else 'tuple'})",
+                  "        got, *extras_c = got",
+                  "        assert len(extras_c) == len(extras)",
+                  "        for j, (a, b) in enumerate(zip(extras_c, extras)):",
+                  "            same(a, b, f'extra {j}, step {s}')"]
+    lines += ["        same(got, want, f'loss, step {s}')",
+              "        for (n, a), b in zip(eager.named_parameters(), compiled.parameters()):",
+              "            same(b, a, f'{n} after step {s}')",
+              _state_check("        ")]
+    if sc:
+        lines.append("        assert scaler_c.get_scale() == scaler_e.get_scale()")
+    if sched_e:
+        lines += ["        sched_e.step()", "        sched_c.step()"]
     return "\n".join(lines)

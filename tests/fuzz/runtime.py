@@ -129,10 +129,11 @@ class Instance:
         self.drops = dropout_nodes(program)
 
     # --------------------------------------------------------------- lucid
-    def lucid_model(self):
+    def lucid_model(self, extras=()):
+        """The Lucid model; its forward returns (out, *extras) with value names."""
         p = self.program
-        cls = type("FuzzModel", (lnn.Module,), {"forward": compile_source(p.forward_source(), namespace("lucid"),
-                                                                          "forward")})
+        cls = type("FuzzModel", (lnn.Module,), {"forward": compile_source(p.forward_source(extras=extras),
+                                                                          namespace("lucid"), "forward")})
         m = cls()
         for lf in p.leaves:
             v = lucid.tensor(self.leaf_values[lf.name])
@@ -171,6 +172,22 @@ class Instance:
     def torch_batch(self, call):
         x, ys = self.batches[call]
         return torch.from_numpy(np.array(x)), tuple(torch.from_numpy(np.array(y)) for y in ys)
+
+    def step_inputs(self, call):
+        """The train_step oracle's arguments of one call by name: x, y (the
+        target, when the loss has one), w (a loss weight in [0.5, 2)) and
+        shift (added to the output), NumPy."""
+        p = self.program
+        x, ys = self.batches[call]
+        out = {"x": x}
+        if ys:
+            out["y"] = ys[0]
+        spec = p.train.step
+        if spec is not None and "w" in spec.inputs:
+            out["w"] = (0.5 + 1.5 * p.rng("w", call).random(spec.w_shape)).astype(p.dtype)
+        if spec is not None and "shift" in spec.inputs:
+            out["shift"] = np.clip(p.rng("shift", call).standard_normal(self.out_shape), -3, 3).astype(p.dtype)
+        return out
 
     def dropout_masks(self, seed):
         """The keep-masks (scaled by 1/(1-p)) Lucid's dropouts draw after

@@ -142,6 +142,11 @@ class Shrinker:
             q = p.clone()
             q.train.zero_modes = [True]
             yield q
+        if t.step is not None:
+            for change in _step_simplifications(t.step):
+                q = p.clone()
+                change(q.train.step)
+                yield q
         if t.optimizer not in ("SGD", "LBFGS") and self.oracle in ("make_step", "torch"):
             q = p.clone()
             q.train.optimizer, q.train.opt_kwargs, q.train.group1 = "SGD", {"lr": 0.01}, {}
@@ -254,6 +259,32 @@ class Shrinker:
 _LOSS_RANK = {"mean": 0, "sum_sq": 1, "mse": 2}
 
 
+def _step_simplifications(spec):
+    """Edits that make the train_step oracle's step function simpler."""
+    def drop_input(n):
+        def f(sp):
+            sp.inputs = tuple(i for i in sp.inputs if i != n)
+        return f
+    out = [drop_input(n) for n in ("w", "shift") if n in spec.inputs]
+    if spec.extras:
+        out.append(lambda sp: setattr(sp, "extras", ()))
+        out += [lambda sp, j=j: setattr(sp, "extras", sp.extras[:j] + sp.extras[j + 1:]) for j in range(len(spec.extras))]
+    if spec.as_list:
+        out.append(lambda sp: setattr(sp, "as_list", False))
+    if spec.clip is not None:
+        out.append(lambda sp: setattr(sp, "clip", None))
+    if list(spec.inputs[:1]) != ["x"]:
+        out.append(lambda sp: setattr(sp, "inputs", tuple(sorted(sp.inputs, key=("x", "y", "w", "shift").index))))
+    return out
+
+
+def _step_cost(spec):
+    if spec is None:
+        return 0
+    return (10 * len(spec.extras) + 10 * ("w" in spec.inputs) + 10 * ("shift" in spec.inputs)
+            + 10 * (spec.clip is not None) + spec.as_list + (spec.inputs[:1] != ("x",)))
+
+
 def cost(p):
     """What shrinking decreases, strictly (so no pass can cycle): nodes
     first, then tensor sizes, then the training recipe."""
@@ -262,7 +293,8 @@ def cost(p):
     recipe = (100 * t.steps * t.micro + 50 * sum(len(e) for e in t.edits.values()) + 50 * (t.scheduler is not None)
               + 50 * (t.scaler is not None) + 20 * len(t.poison) + 10 * len(t.opt_kwargs) + 10 * len(t.group1)
               + 5 * sum(lf.group for lf in p.leaves) + (0 if t.optimizer in ("SGD", "LBFGS") else 10)
-              + sum(1 for z in t.zero_modes if not z) + (t.scaler or {}).get("growth_interval", 0) % 7)
+              + sum(1 for z in t.zero_modes if not z) + (t.scaler or {}).get("growth_interval", 0) % 7
+              + _step_cost(t.step))
     leaves = 20 * len(p.leaves) + sum(3 for lf in p.leaves if lf.kind == "param")
     return 1000 * len(p.nodes) + numel + recipe + leaves + 5 * _LOSS_RANK.get(p.loss, 3)
 

@@ -93,7 +93,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     buffers.erase(n);
 
     for (auto& [nr, weak] : n->retained)
-      if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? clone(grads[nr]).impl_ptr() : nullptr;
+      if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? contiguous_copy(grads[nr]).impl_ptr() : nullptr;
 
     auto cap = captures.find(n);
     if (cap != captures.end()) {

@@ -92,13 +92,12 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
     // .grad takes the incoming gradient only when nothing else refers to it
     // (PyTorch's rule): a VJP may hand one tensor to several inputs (add),
     // and a later in-place accumulation into one leaf's .grad must not reach
-    // another's. A traced gradient gets a handle of its own.
+    // another's (traced too: a detached handle would share the memory).
     // It must also be laid out as a fresh row-major tensor (a VJP may return
     // a view).
     const bool shared = g.impl_ptr().use_count() > 1 || g.is_view() || g.offset() != 0 ||
                         (!g.is_symbolic() && g.storage().use_count() > 1);
-    if (!g.is_contiguous()) g = clone(g);
-    else if (shared) g = g.is_symbolic() ? g.detach() : clone(g);
+    if (shared || !g.is_contiguous()) g = contiguous_copy(g);
     leaf.set_grad(g);
   } else {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.

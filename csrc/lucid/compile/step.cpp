@@ -26,7 +26,7 @@ struct CompiledStep::Signature {
     uint32_t flags = 0;
     std::vector<uint8_t> has_grad;      // compile_optimizer: which parameters have a gradient
     std::vector<TensorMeta> grad_metas;  // ... and their metas
-    std::vector<const void*> state;     // per parameter: exists, buffer count, buffer storages
+    std::vector<const void*> state;     // per parameter: buffer count, buffer storages
   };
   std::vector<GroupPart> groups;
   bool scaling = false;
@@ -61,9 +61,10 @@ void meta_changes(const std::string& what, const TensorMeta& a, const TensorMeta
   if (a.device != b.device) out.push_back(what + " device " + a.device.str() + " -> " + b.device.str());
 }
 
+// The buffers an executable binds; not whether the state exists: the first
+// step taken creates it over the buffers the trace reserved.
 void append_state(const optim::EngineOptimizer& engine, size_t i, std::vector<const void*>& out) {
   const optim::ParamState& st = engine.state(i);
-  out.push_back(reinterpret_cast<const void*>(uintptr_t(st.exists)));
   out.push_back(reinterpret_cast<const void*>(uintptr_t(st.buffers.size())));
   for (const Tensor& b : st.buffers) out.push_back(b.defined() ? b.storage().get() : nullptr);
 }
@@ -216,11 +217,10 @@ bool CompiledStep::matches(const Signature& s, const Call& call) const {
         if (grad.defined() && !(part.grad_metas[with_grad++] == grad.meta())) return false;
       }
       const optim::ParamState& st = g.engine->state(i);
-      if (at + 2 + st.buffers.size() > part.state.size() ||
-          part.state[at] != reinterpret_cast<const void*>(uintptr_t(st.exists)) ||
-          part.state[at + 1] != reinterpret_cast<const void*>(uintptr_t(st.buffers.size())))
+      if (at + 1 + st.buffers.size() > part.state.size() ||
+          part.state[at] != reinterpret_cast<const void*>(uintptr_t(st.buffers.size())))
         return false;
-      at += 2;
+      at += 1;
       for (const Tensor& b : st.buffers)
         if (part.state[at++] != (b.defined() ? b.storage().get() : nullptr)) return false;
     }
@@ -285,11 +285,19 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
       signature_of(call, *scratch_);
       last_miss_ = describe_change(last_entry_ ? &last_entry_->sig : nullptr, *scratch_, config_);
     }
-    entry = compile(call, p.created);
+    entry = compile(call);
     cache_.push_front(entry);
     while (cache_.size() > config_.cache_size) cache_.pop_back();
   }
   last_entry_ = entry;
+
+  // State yet to be created starts from this call's hyper-parameters (torch
+  // creates it at the first step taken): re-initialised before each run
+  // until a step is applied, in place, so the executable's bindings hold.
+  for (auto [gi, i] : entry->slots) {
+    const Group& g = call.groups[gi];
+    if (g.engine->has_reservation(i)) g.engine->reserve_state(i, *g.hyper);
+  }
 
   p.entry = entry;
   p.groups = std::move(call.groups);
@@ -312,19 +320,9 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
 std::vector<Tensor> CompiledStep::run(Prepared& p) {
   const auto held = lock();
   Entry& e = *p.entry;
-  std::vector<Tensor> outs;
-  try {
-    outs = e.exe->run(p.inputs, p.scalars, p.bound);
-  } catch (...) {
-    // The first run of a new trace failed (e.g. a target out of range): the
-    // state the trace created goes again, so the optimizer is as it was.
-    if (!p.created.empty()) {
-      for (auto [engine, i] : p.created) engine->set_state(i, {});
-      cache_.remove(p.entry);
-      if (last_entry_ == p.entry) last_entry_.reset();
-    }
-    throw;
-  }
+  // A run that fails (e.g. a target out of range) leaves the optimizer as it
+  // was: a state yet to be created is only reserved until a step is applied.
+  std::vector<Tensor> outs = e.exe->run(p.inputs, p.scalars, p.bound);
   // The bookkeeping of a successful run; nothing here can fail.
   for (size_t k = 0; k < e.new_grad_params.size(); ++k)
     Tensor(p.params[e.new_grad_params[k]]).set_grad(outs[e.num_results + k]);
@@ -346,31 +344,19 @@ std::vector<Tensor> CompiledStep::operator()(Call call) {
 }
 
 // ---------------------------------------------------------------- tracing
-std::shared_ptr<CompiledStep::Entry> CompiledStep::compile(const Call& call, StateList& created) {
+std::shared_ptr<CompiledStep::Entry> CompiledStep::compile(const Call& call) {
   const auto start = std::chrono::steady_clock::now();
   LUCID_CHECK_T(Error, graph::Tracer::current() == nullptr,
                 "a compiled step cannot be traced while another trace is active");
-  // State the trace creates is removed again if it fails: a failed first
-  // call leaves the optimizer as it was.
-  StateList stateless;
-  for (const Group& g : call.groups)
-    for (size_t i = 0; i < g.engine->num_params(); ++i)
-      if (!g.engine->has_state(i)) stateless.emplace_back(g.engine, i);
+  // A trace that fails leaves no state: it only reserves buffers.
   auto entry = std::make_shared<Entry>();
-  try {
-    if (config_.mode == StepMode::OptimizerUpdate)
-      trace_optimizer(call, *entry);
-    else if (config_.mode == StepMode::Forward)
-      trace_forward(call, *entry);
-    else
-      trace_update(call, *entry);
-  } catch (...) {
-    for (auto [engine, i] : stateless) engine->set_state(i, {});
-    throw;
-  }
-  for (auto [engine, i] : stateless)
-    if (engine->has_state(i)) created.emplace_back(engine, i);
-  // Tracing may create optimizer state: the entry is keyed by the signature
+  if (config_.mode == StepMode::OptimizerUpdate)
+    trace_optimizer(call, *entry);
+  else if (config_.mode == StepMode::Forward)
+    trace_forward(call, *entry);
+  else
+    trace_update(call, *entry);
+  // Tracing may reserve optimizer state: the entry is keyed by the signature
   // later calls will have.
   signature_of(call, entry->sig);
   entry->compile_seconds = seconds_since(start);
@@ -385,7 +371,11 @@ static graph::CompileFn& step_compiler() {
 
 void CompiledStep::compile_steps_with(graph::CompileFn compiler) { step_compiler() = std::move(compiler); }
 
-static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, DeviceType device) {
+static std::shared_ptr<graph::Executable> finish(graph::GraphTracer& tracer, DeviceType device,
+                                                  const std::vector<Tensor>& params) {
+  // A parameter the trace read only through another handle (p.detach())
+  // still owns that memory: `p.data = ...` must invalidate the executable.
+  for (const Tensor& p : params) tracer.own_if_captured(p);
   std::vector<graph::RandomKeyFeed> random_feeds;
   for (auto [feed, draws] : tracer.random_key_feeds()) random_feeds.push_back({feed, draws});
   if (step_compiler()) return step_compiler()(tracer.take_graph(), std::move(random_feeds));
@@ -405,7 +395,7 @@ void CompiledStep::trace_forward(const Call& call, Entry& entry) {
     }
     entry.num_results = outs.size();
   }
-  entry.exe = finish(tracer, call.args[0].device().type);
+  entry.exe = finish(tracer, call.args[0].device().type, call.params);
 }
 
 void CompiledStep::trace_update(const Call& call, Entry& entry) {
@@ -532,7 +522,7 @@ void CompiledStep::trace_update(const Call& call, Entry& entry) {
       for (size_t s = 0; s < entry.slots.size(); ++s) {
         const auto [gi, i] = entry.slots[s];
         const Group& g = call.groups[gi];
-        g.engine->init_state(i, *g.hyper);  // concrete buffers, even under the tracer
+        g.engine->reserve_state(i, *g.hyper);  // concrete buffers, even under the tracer
         std::vector<Tensor> feeds;
         for (size_t f = 0; f < g.engine->host_scalar_names().size(); ++f)
           feeds.push_back(tracer.add_feed({{}, DType::Float64, Device{}}));
@@ -545,7 +535,7 @@ void CompiledStep::trace_update(const Call& call, Entry& entry) {
       }
     }
   }
-  entry.exe = finish(tracer, call.args[0].device().type);
+  entry.exe = finish(tracer, call.args[0].device().type, call.params);
 }
 
 void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
@@ -562,7 +552,7 @@ void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
         if (!grad.defined()) continue;
         if (entry.slots.empty()) device = p.device().type;
         entry.slots.emplace_back(gi, i);
-        g.engine->init_state(i, *g.hyper);
+        g.engine->reserve_state(i, *g.hyper);
         const Tensor sym = tracer.add_input(grad.meta());
         std::vector<Tensor> feeds;
         for (size_t f = 0; f < g.engine->host_scalar_names().size(); ++f)
@@ -571,7 +561,7 @@ void CompiledStep::trace_optimizer(const Call& call, Entry& entry) {
       }
     }
   }
-  entry.exe = finish(tracer, device);
+  entry.exe = finish(tracer, device, call.params);
 }
 
 // ------------------------------------------------------------ miss reports

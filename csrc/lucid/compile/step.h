@@ -14,6 +14,12 @@
 // all). run() touches no front-end object, so Python releases the GIL
 // around it, and an interrupt cannot fall between an update and its count.
 //
+// Optimizer state appears as torch creates it: at the first step taken (a
+// step the GradScaler skips creates none), from that step's
+// hyper-parameters. A trace only reserves the buffers the executable binds
+// (optim::ParamState), and prepare() re-initialises a reservation in place
+// before each run until a step is applied.
+//
 // Calls of one step run one at a time (a recursive mutex held by every
 // public member): each call reads what the previous one wrote (parameters,
 // optimizer state, step counts, .grad, the cache), so overlapping calls from
@@ -107,7 +113,6 @@ class CompiledStep {
   CompiledStep& operator=(const CompiledStep&) = delete;
 
   struct Entry;
-  using StateList = std::vector<std::pair<optim::EngineOptimizer*, size_t>>;
   // A call checked and ready to run.
   struct Prepared {
     std::shared_ptr<Entry> entry;
@@ -117,7 +122,6 @@ class CompiledStep {
     std::vector<Group> groups;
     GradScalerState* scaler = nullptr;
     std::vector<Tensor> params;
-    StateList created;  // optimizer state this call's trace created (removed again if its first run fails)
   };
 
   // Validates the call and finds its executable, tracing and compiling it on
@@ -156,7 +160,7 @@ class CompiledStep {
   void signature_of(const Call& call, Signature& out) const;
   bool matches(const Signature& sig, const Call& call) const;
   std::shared_ptr<Entry> find(const Call& call);
-  std::shared_ptr<Entry> compile(const Call& call, StateList& created);
+  std::shared_ptr<Entry> compile(const Call& call);
   void trace_update(const Call& call, Entry& entry);
   void trace_optimizer(const Call& call, Entry& entry);
   void trace_forward(const Call& call, Entry& entry);

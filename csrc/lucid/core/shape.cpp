@@ -57,6 +57,48 @@ bool has_internal_overlap(const Shape& shape, const Shape& strides) {
   return false;
 }
 
+bool is_non_overlapping_and_dense(const Shape& shape, const Shape& strides) {
+  std::vector<size_t> dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return true;
+    if (shape[i] != 1) dims.push_back(i);
+  }
+  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides) {
+  const int64_t n = int64_t(shape.size());
+  // Insertion sort from the innermost dim outwards; `swap(a, b)` says dim a
+  // (now inside b) belongs outside it.
+  auto should_swap = [&](int64_t inner, int64_t outer) {
+    const int64_t s_in = strides[size_t(inner)], s_out = strides[size_t(outer)];
+    if (s_in == 0 || s_out == 0) return 0;
+    if (s_in != s_out) return s_in < s_out ? -1 : 1;
+    return shape[size_t(inner)] > shape[size_t(outer)] ? 1 : 0;
+  };
+  std::vector<int64_t> perm(static_cast<size_t>(n));  // innermost first
+  for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = n - 1 - i;
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[size_t(d0)], perm[size_t(d1)]);
+      if (c > 0) {
+        std::swap(perm[size_t(d0)], perm[size_t(d1)]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  return {perm.rbegin(), perm.rend()};
+}
+
 bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out) {
   out.assign(to.size(), 0);
   if (numel(from) == 0) {  // any strides describe an empty tensor: use row-major ones

@@ -24,6 +24,14 @@ bool is_contiguous(const Shape& shape, const Shape& strides);
 // Whether two elements can share a memory location (a stride-0 dim of size
 // > 1): PyTorch refuses in-place writes into such tensors.
 bool has_internal_overlap(const Shape& shape, const Shape& strides);
+// Whether the elements fill a block of memory exactly, in some dim order
+// (PyTorch's is_non_overlapping_and_dense).
+bool is_non_overlapping_and_dense(const Shape& shape, const Shape& strides);
+// The order of the dims in memory, outermost first, as PyTorch's
+// TensorIterator sorts them for a result: by decreasing stride, a
+// broadcast (stride-0) dim keeping its place, equal strides putting the
+// larger dim outside. Row-major gives 0, 1, ..., n-1.
+std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides);
 // The strides a reshape to `to` can keep without a copy (PyTorch's
 // computeStride), or nothing when the memory order does not allow a view.
 bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out);

@@ -107,7 +107,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs, const std
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].is_contiguous() || written(inputs[i])) {
       if (dense.empty()) dense = inputs;
-      dense[i] = clone(inputs[i]);
+      dense[i] = contiguous_copy(inputs[i]);
       args = &dense;
     }
   ++t_runs;

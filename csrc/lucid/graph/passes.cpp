@@ -117,7 +117,7 @@ void fold_constants(Graph& g) {
       // A capture is read from the start of its storage, row-major: a view
       // (of another constant) gets memory of its own.
       if (!outs[j].is_contiguous() || outs[j].offset() != 0 || outs[j].storage_numel() != outs[j].numel())
-        outs[j] = clone(outs[j]);
+        outs[j] = contiguous_copy(outs[j]);
       const int cap = int(g.captures.size());
       const int v = g.add_value(g.values[n.outputs[j]].meta, ValueKind::Capture, -1, cap);
       g.captures.push_back({v, outs[j].storage(), {}});

@@ -176,6 +176,12 @@ void GraphTracer::assign(const Tensor& target, const Tensor& value) {
   if (!target.is_symbolic()) add_owner(c, target);
 }
 
+void GraphTracer::own_if_captured(const Tensor& t) {
+  if (!t.defined() || t.is_symbolic() || !t.storage()) return;
+  auto it = contents_.find(t.storage().get());
+  if (it != contents_.end()) add_owner(it->second, t);
+}
+
 void GraphTracer::add_owner(const Contents& c, const Tensor& t) {
   if (c.capture < 0) return;
   Capture& cap = graph_.captures[c.capture];

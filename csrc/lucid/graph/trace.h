@@ -30,6 +30,10 @@ class GraphTracer final : public Tracer {
   // Captures `t` as a buffer supplied on every run instead of at trace time
   // (in the order of these calls): Executable::run's `bound` argument.
   void bind_per_call(const Tensor& t);
+  // Makes `t` an owner of memory the trace captured through another handle
+  // (a parameter read only through p.detach()), so that a later
+  // `t.data = ...` invalidates the executable. Nothing if not captured.
+  void own_if_captured(const Tensor& t);
 
   std::vector<Tensor> record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
                              const std::vector<TensorMeta>& output_metas) override;

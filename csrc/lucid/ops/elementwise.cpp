@@ -415,7 +415,31 @@ std::vector<Tensor> Copy::vjp(const std::vector<Tensor>&, const std::vector<Tens
   return {cot[0]};
 }
 
-Tensor clone(const Tensor& t) { return call<Copy>({t}); }
+Tensor contiguous_copy(const Tensor& t) { return call<Copy>({t}); }
+
+Tensor in_memory_order(const Tensor& t, const std::vector<int64_t>& order,
+                       const std::function<Tensor(const Tensor&)>& make) {
+  LUCID_CHECK(int64_t(order.size()) == t.ndim(), "memory order of ", order.size(), " dims for a tensor of ", t.ndim());
+  bool row_major = true;
+  for (size_t i = 0; i < order.size(); ++i) row_major = row_major && order[i] == int64_t(i);
+  if (row_major) return make(t);
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
+  Tensor out = permute(make(permute(t, order)), inverse);
+  // The result is memory of its own, not a view of the permuted one.
+  out.impl()->view_base = nullptr;
+  return out;
+}
+
+Tensor preserve_layout(const Tensor& t, const std::function<Tensor(const Tensor&)>& make) {
+  Tensor out = in_memory_order(t, memory_order(t.shape(), t.strides()), make);
+  // A dense input's strides are kept exactly (they differ from the
+  // result's only at size-1 dims, which address nothing).
+  if (!out.same(t) && is_non_overlapping_and_dense(t.shape(), t.strides())) out.impl()->strides = t.strides();
+  return out;
+}
+
+Tensor clone(const Tensor& t) { return preserve_layout(t, contiguous_copy); }
 
 Tensor to_device(const Tensor& t, const Device& device) {
   if (t.device() == device) return t;

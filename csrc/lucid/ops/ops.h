@@ -2,6 +2,7 @@
 // The public op API: what users (and VJP rules) call. Broadcasting, dtype
 // promotion and argument checks happen here, once; the primitives underneath
 // (primitives.h) see same-dtype, validated inputs.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,7 +60,16 @@ Tensor random_key_tensor(uint64_t count, Device device = {});
 
 // ---- dtype / copies -------------------------------------------------------
 Tensor cast(const Tensor& t, DType dtype);  // no-op when already `dtype`
-Tensor clone(const Tensor& t);
+// PyTorch's preserve_format (clone, .to, the *_like factories): `make` gets
+// `t` permuted into its memory order (outermost dim first) and returns a
+// fresh row-major tensor; the result is that, permuted back, so it has t's
+// memory order (and t's strides where t is dense). Row-major t: make(t).
+Tensor preserve_layout(const Tensor& t, const std::function<Tensor(const Tensor&)>& make);
+// The same with a given memory order (channels_last: 0, 2, 3, 1).
+Tensor in_memory_order(const Tensor& t, const std::vector<int64_t>& order,
+                       const std::function<Tensor(const Tensor&)>& make);
+Tensor clone(const Tensor& t);            // new memory in t's memory order, as torch.clone
+Tensor contiguous_copy(const Tensor& t);  // new row-major memory
 Tensor to_device(const Tensor& t, const Device& device);
 DType result_type(const Tensor& a, const Tensor& b);
 
@@ -153,7 +163,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // Views (outputs share x's memory; PyTorch's view semantics).
 Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed; a copy when the strides do not allow a view
 Tensor view(const Tensor& x, Shape shape);     // like reshape, but never a copy (Error instead)
-Tensor alias(const Tensor& x);                 // a new tensor over the same memory
+Tensor alias(const Tensor& x);                 // a new view with x's layout (PyTorch's alias)
 Tensor contiguous(const Tensor& x);            // x itself, or a row-major copy
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
 Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);

@@ -59,7 +59,7 @@ Tensor reshape(const Tensor& x, Shape shape) {
   if (view_strides(x.shape(), x.strides(), shape, strides)) return call<Reshape>({x}, shape);
   // The copy is the result's own memory: not a view of anything (PyTorch's
   // _unsafe_view of a clone).
-  Tensor out = call<Reshape>({clone(x)}, shape);
+  Tensor out = call<Reshape>({contiguous_copy(x)}, shape);
   out.impl()->view_base = nullptr;
   return out;
 }
@@ -73,9 +73,13 @@ Tensor view(const Tensor& x, Shape shape) {
   return call<Reshape>({x}, shape);
 }
 
-Tensor alias(const Tensor& x) { return call<Reshape>({x}, x.shape()); }
+Tensor alias(const Tensor& x) {
+  std::vector<int> identity(size_t(x.ndim()));
+  std::iota(identity.begin(), identity.end(), 0);
+  return call<Permute>({x}, identity);  // keeps every stride (a Reshape would recompute size-1 dims')
+}
 
-Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : contiguous_copy(x); }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   const int s = normalize_axis(start_dim, x.ndim()), e = normalize_axis(end_dim, x.ndim());
@@ -285,7 +289,7 @@ Tensor slice_scatter(const Tensor& base, const Tensor& src, const std::vector<in
                      const std::vector<int64_t>& stops, const std::vector<int64_t>& steps) {
   SliceSpec s = make_spec(base.shape(), starts, stops, steps);
   Tensor v = cast(broadcast_to(src, s.out_shape()), base.dtype());
-  if (is_full(s, base.shape())) return clone(v);
+  if (is_full(s, base.shape())) return contiguous_copy(v);
   return call<SliceScatter>({base, v}, s);
 }
 
@@ -339,7 +343,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   const Tensor* like = nullptr;
   for (const auto& t : xs)
     if (!legacy_empty(t) && !like) like = &t;
-  if (!like) return clone(cast(xs[0], dt));
+  if (!like) return contiguous_copy(cast(xs[0], dt));
   LUCID_CHECK(like->ndim() > 0, "zero-dimensional tensor cannot be concatenated");
   const int axis = normalize_axis(dim, like->ndim());
   std::vector<Tensor> parts;
@@ -353,7 +357,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
       parts.push_back(cast(t, dt));
     }
   }
-  if (parts.size() == 1) return clone(parts[0]);
+  if (parts.size() == 1) return contiguous_copy(parts[0]);
   return call<Concat>(parts, axis);
 }
 
@@ -365,7 +369,7 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   const int d = normalize_axis(dim, xs[0].ndim() + 1);
   std::vector<Tensor> parts;
   for (const auto& t : xs) parts.push_back(unsqueeze(t, d));
-  return parts.size() == 1 ? clone(parts[0]) : cat(parts, d);
+  return parts.size() == 1 ? contiguous_copy(parts[0]) : cat(parts, d);
 }
 
 // ------------------------------------------------------------------- Split

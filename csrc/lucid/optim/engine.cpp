@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/graph/tracer.h"
@@ -121,9 +122,11 @@ void EngineOptimizer::check(const Hyper& h) const {
                   " but the parameter is on ", p.device().str());
     if (g.is_symbolic() || p.is_symbolic())
       fail<Error>("optimizer step: parameter ", i, " or its gradient is a tensor from a compiled step's trace");
-    // `p.data = ...` can change a parameter under its state.
-    for (const Tensor& b : states_[i].buffers)
-      if (b.defined() && !(b.meta() == p.meta()))
+    // `p.data = ...` can change a parameter under its state (a reservation
+    // that no longer fits is replaced when the state is created).
+    const ParamState& st = states_[i];
+    for (size_t k = 0; k < st.buffers.size() && st.exists; ++k)
+      if (const Tensor& b = st.buffers[k]; b.defined() && !(st.reserved >> k & 1) && !(b.meta() == p.meta()))
         fail("parameter ", i, " is now ", meta_str(p.meta()), " but its optimizer state is ", meta_str(b.meta()),
              "; load or reset the optimizer state to match");
   }
@@ -135,7 +138,7 @@ void EngineOptimizer::step(const Hyper& h) {
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].grad().defined()) active.push_back(i);
   // Allocate first, so that running out of memory leaves every parameter as it was.
-  for (size_t i : active) algo_->init_state(states_[i], params_[i], h, defaults_);
+  for (size_t i : active) init_state(i, h);
   for (size_t i : active) apply(i, h);
   for (size_t i : active) algo_->advance(states_[i], h);
 }
@@ -173,7 +176,38 @@ void EngineOptimizer::apply(size_t i, const Hyper& h) {
 }
 
 void EngineOptimizer::init_state(size_t i, const Hyper& h) {
-  algo_->init_state(state_mut(i), params_[i], h, defaults_);
+  ParamState& st = state_mut(i);
+  if (st.exists && st.reserved == 0) return algo_->init_state(st, params_[i], h, defaults_);
+  // A state that starts, and a reserved buffer, take their initial values
+  // from `h` now, written into the reserved storage (a compiled step has
+  // bound it).
+  std::vector<Tensor> kept(st.buffers.size());
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (!st.exists || (st.reserved >> k & 1)) kept[k] = std::exchange(st.buffers[k], Tensor());
+  if (!st.exists) st = ParamState{};
+  st.reserved = 0;
+  algo_->init_state(st, params_[i], h, defaults_);
+  graph::TraceScope no_trace(nullptr);
+  autograd::NoGradGuard no_grad;
+  for (size_t k = 0; k < kept.size() && k < st.buffers.size(); ++k) {
+    Tensor& b = st.buffers[k];
+    if (kept[k].defined() && b.defined() && kept[k].meta() == b.meta()) {
+      assign_data(kept[k], b);
+      b = kept[k];
+    }
+  }
+}
+
+void EngineOptimizer::reserve_state(size_t i, const Hyper& h) {
+  ParamState& st = state_mut(i);
+  const bool existed = st.exists;
+  uint32_t listed = 0;  // the buffers of the existing state
+  for (size_t k = 0; k < st.buffers.size() && existed; ++k)
+    if (st.buffers[k].defined() && !(st.reserved >> k & 1)) listed |= 1u << k;
+  init_state(i, h);
+  st.exists = existed;
+  for (size_t k = 0; k < st.buffers.size(); ++k)
+    if (st.buffers[k].defined() && !(listed >> k & 1)) st.reserved |= 1u << k;
 }
 
 StateEntries EngineOptimizer::state_entries(size_t i) const {
@@ -188,7 +222,7 @@ StateEntries EngineOptimizer::state_entries(size_t i) const {
     out.emplace_back(snames[k], scalar_tensor(st.scalars[k], state_dtype()));
   const auto& bnames = algo_->buffer_names();
   for (size_t k = 0; k < bnames.size() && k < st.buffers.size(); ++k)
-    if (st.buffers[k].defined()) out.emplace_back(bnames[k], st.buffers[k]);
+    if (st.buffers[k].defined() && !(st.reserved >> k & 1)) out.emplace_back(bnames[k], st.buffers[k]);
   return out;
 }
 
@@ -269,11 +303,21 @@ void EngineOptimizer::set_state(size_t i, const StateEntries& entries) {
       next.buffers[k] = st.buffers[k];
       assign_data(next.buffers[k], v);
     } else {
-      next.buffers[k] = clone(v);
+      next.buffers[k] = contiguous_copy(v);
     }
   }
+  // A buffer the entries lack keeps its storage, reserved: a compiled step
+  // may have bound it, and init_state() restarts it if it is needed.
+  for (size_t k = 0; k < st.buffers.size() && k < next.buffers.size(); ++k)
+    if (st.buffers[k].defined() && !next.buffers[k].defined()) {
+      next.buffers[k] = st.buffers[k];
+      next.reserved |= 1u << k;
+    }
   next.exists = !entries.empty();
-  if (entries.empty()) next = ParamState{};
+  if (!next.exists) {
+    next.scalars.clear();
+    if (next.reserved == 0) next = ParamState{};
+  }
   st = std::move(next);
 }
 
@@ -319,6 +363,13 @@ void EngineOptimizer::update_with_ops(size_t i, const Tensor& param, const Tenso
   algo_->ops_update(param, grad, st, scalars, h);
 }
 
-void EngineOptimizer::advance(size_t i, const Hyper& h) { algo_->advance(state_mut(i), h); }
+void EngineOptimizer::advance(size_t i, const Hyper& h) {
+  ParamState& st = state_mut(i);
+  algo_->advance(st, h);
+  st.reserved = 0;
+  if (!st.exists)  // created by a compiled step's reservation
+    st.exists = algo_->has_step() ||
+                std::any_of(st.buffers.begin(), st.buffers.end(), [](const Tensor& b) { return b.defined(); });
+}
 
 }  // namespace lucid::optim

@@ -26,12 +26,20 @@ namespace lucid::optim {
 constexpr int kMaxEngineBuffers = 3;
 constexpr size_t kMaxEngineScalars = 16;
 
+// A compiled step binds the storage of the buffers it updates when it traces,
+// but torch creates the state at the first step taken (a step the GradScaler
+// skips creates nothing), from that step's hyper-parameters. So a trace only
+// reserves buffers: a reserved buffer is allocated but not part of the state
+// (state_entries() omits it; while `exists` is false every buffer is
+// reserved); init_state() gives it its initial value in place when the state
+// is created, and the first step applied makes it part of the state.
 struct ParamState {
   bool exists = false;          // torch would list the parameter in `state`
   double step = 0;              // completed steps
   std::vector<Tensor> buffers;  // one slot per buffer name; undefined while absent
   std::vector<double> scalars;  // per-parameter host scalars (NAdam's mu_product; ASGD's eta, mu)
   uint32_t fresh = 0;           // bit k: buffer k was created for the step in progress
+  uint32_t reserved = 0;        // bit k: buffer k is reserved, not yet part of an existing state
 };
 
 // A state entry by name, as state_dict()/load_state_dict() see it: buffers
@@ -114,16 +122,26 @@ class EngineOptimizer {
   // whose grad is None is skipped: no state, no step).
   void step(const Hyper& h);
 
-  // Creates parameter i's state now (Adagrad does at construction; a
-  // compiled step does before tracing).
+  // Creates the state parameter i's next step needs, from `h`: a state that
+  // does not exist starts from its initial values, as do its reserved
+  // buffers (their storage is kept). The eager step calls it; Adagrad does
+  // at construction.
   void init_state(size_t i, const Hyper& h);
+  // What a compiled step calls when it traces, and before each run of an
+  // update whose state is yet to be created (has_reservation()):
+  // init_state() without creating anything visible. The buffers it adds
+  // (all of them while the state does not exist) stay reserved until
+  // advance().
+  void reserve_state(size_t i, const Hyper& h);
+  bool has_reservation(size_t i) const { return !state(i).exists || state(i).reserved != 0; }
   bool has_state(size_t i) const { return state(i).exists; }
   const ParamState& state(size_t i) const;
   // The state as named entries in torch's key order (step as float32).
   StateEntries state_entries(size_t i) const;
   // Loading: check_state() validates names, shapes and dtypes without
   // changing anything; set_state() replaces the state (copying into the
-  // existing buffers, so their storage stays the same); empty = no state.
+  // existing buffers, so their storage stays the same; a buffer the entries
+  // lack stays allocated, reserved); empty = no state.
   void check_state(size_t i, const StateEntries& entries) const;
   void set_state(size_t i, const StateEntries& entries);
 
@@ -132,6 +150,8 @@ class EngineOptimizer {
   std::vector<double> host_scalars(size_t i, const Hyper& h) const;
   void update_with_ops(size_t i, const Tensor& param, const Tensor& grad, const std::vector<Tensor>& scalars,
                        const Hyper& h);
+  // The bookkeeping of a step applied to parameter i: its count and host
+  // scalars; a state created for the step, and its reserved buffers, now exist.
   void advance(size_t i, const Hyper& h);
 
  private:

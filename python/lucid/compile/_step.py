@@ -172,6 +172,11 @@ class TrainStep(_CompiledStep):
         clip = _clipping(clip_grad_norm, norm_type, clip_grad_value, accumulate)
         shape = self._shape = {}
         name = getattr(fn, "__name__", "the step function")
+        # An extra that is (a view of) a parameter would otherwise come back as
+        # memory the update overwrites, before or after the update depending on
+        # the executable's schedule: a copy holds the value fn computed. With
+        # accumulation the extras are stacked, which copies them already.
+        own = (lambda t: t.clone()) if clip["accumulate"] == 1 else (lambda t: t)
 
         def forward(args):
             out = fn(*args)
@@ -181,7 +186,7 @@ class TrainStep(_CompiledStep):
                                     f"{type(out).__name__} of {[type(t).__name__ for t in out]}")
                 shape["kind"] = type(out)
                 shape["n"] = len(out)
-                return [_scalar_loss(out[0], name), *out[1:]]
+                return [_scalar_loss(out[0], name), *(own(t) for t in out[1:])]
             shape["kind"] = None
             return [_scalar_loss(out, name)]
 
@@ -209,7 +214,9 @@ def train_step(fn, optimizer, grad_scaler=None, *, clip_grad_norm=None, norm_typ
     ``fn(*batch)`` returns the loss, or a tuple whose first element is the
     loss and whose others are tensors to hand back (logits for a metric, an
     RNN's hidden state for the next call: they come back detached, as
-    ``repackage_hidden`` would leave them). ``step = train_step(fn, opt)``
+    ``repackage_hidden`` would leave them, with the values ``fn`` computed:
+    one that is a parameter or a view of one holds its value before the
+    update). ``step = train_step(fn, opt)``
     then ``step(*batch)`` behaves like ``opt.zero_grad(); out = fn(*batch);
     loss.backward(); opt.step()`` and returns what ``fn`` returned, as one
     executable per call. The parameters are the optimizer's.

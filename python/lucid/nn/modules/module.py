@@ -44,7 +44,6 @@ def _parse_to(args, kwargs):
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
@@ -465,7 +464,9 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        device, dtype = _parse_to(args, dict(kwargs))
+        kwargs = dict(kwargs)
+        memory_format = kwargs.pop("memory_format", None)
+        device, dtype = _parse_to(args, kwargs)
 
         def convert(t):
             out = t
@@ -473,6 +474,8 @@ class Module:
                 out = _C.cast(out, dtype)
             if device is not None and out.device != device:
                 out = _C.to_device(out, str(device))
+            if memory_format is not None and t.ndim in (4, 5):  # PyTorch converts only 4-D and 5-D tensors
+                out = out.contiguous(memory_format=memory_format)
             return out
 
         return self._apply(convert)

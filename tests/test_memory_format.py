@@ -1,0 +1,215 @@
+"""Memory formats as in PyTorch: clone, .to, the *_like factories and
+Tensor.contiguous keep (preserve_format) or set (contiguous_format,
+channels_last) the memory order of their result; basic indexing keeps the
+strides PyTorch gives; the values, gradients and compiled steps do not
+depend on the layout. PyTorch is the oracle."""
+import random
+
+import numpy as np
+import pytest
+
+import lucid
+import lucid.nn as nn
+import lucid.optim  # noqa: F401
+from lucid.compile import fused_step
+
+torch = pytest.importorskip("torch")
+
+
+def _random_layout(rng):
+    """The same random strided tensor in both libraries: a permutation of a
+    row-major block, sliced with steps, sometimes expanded."""
+    nd = rng.randint(0, 4)
+    shape = [rng.choice([1, 1, 2, 3, 4]) for _ in range(nd)]
+    perm = list(range(nd))
+    rng.shuffle(perm)
+    base = np.arange(float(np.prod(shape, dtype=np.int64)), dtype=np.float32).reshape(shape)
+    xt, xl = torch.tensor(base).permute(perm), lucid.tensor(base).permute(*perm)
+    for d in range(nd):
+        if rng.random() < 0.3 and xt.shape[d] > 1:
+            key = (slice(None),) * d + (slice(None, None, rng.choice([1, 2])),)
+            xt, xl = xt[key], xl[key]
+    if nd and rng.random() < 0.2:
+        d = rng.randrange(nd)
+        if xt.shape[d] == 1:
+            size = list(xt.shape)
+            size[d] = 3
+            xt, xl = xt.expand(size), xl.expand(*size)
+    return xt, xl
+
+
+MAKERS = {
+    "clone": lambda m, x: x.clone(),
+    "clone_contiguous": lambda m, x: x.clone(memory_format=m.contiguous_format),
+    "to_float64": lambda m, x: x.to(m.float64),
+    "double": lambda m, x: x.double(),
+    "to_copy": lambda m, x: x.to(m.float32, copy=True),
+    "zeros_like": lambda m, x: m.zeros_like(x),
+    "ones_like": lambda m, x: m.ones_like(x),
+    "empty_like": lambda m, x: m.empty_like(x),
+    "full_like": lambda m, x: m.full_like(x, 2.5),
+    "zeros_like_contiguous": lambda m, x: m.zeros_like(x, memory_format=m.contiguous_format),
+    "rand_like": lambda m, x: m.rand_like(x),
+    "contiguous": lambda m, x: x.contiguous(),
+}
+VALUES_KEPT = {"clone", "clone_contiguous", "to_float64", "double", "to_copy", "contiguous"}
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_results_have_pytorchs_strides_on_random_layouts(name):
+    rng = random.Random(name)
+    make = MAKERS[name]
+    for _ in range(300):
+        xt, xl = _random_layout(rng)
+        assert xl.stride() == xt.stride(), "the inputs' layouts differ"
+        yt, yl = make(torch, xt), make(lucid, xl)
+        assert yl.shape == tuple(yt.shape)
+        assert yl.stride() == yt.stride(), (name, tuple(xt.shape), xt.stride())
+        if name in VALUES_KEPT:
+            np.testing.assert_array_equal(yl.numpy(), yt.numpy())
+
+
+def test_basic_indexing_keeps_pytorchs_strides():
+    rng = random.Random(7)
+    keys = [
+        lambda x: x[:],
+        lambda x: x[:1],
+        lambda x: x[..., ::3],
+        lambda x: x[::2, None],
+        lambda x: x[1:2, ..., :1],
+        lambda x: x[0],
+        lambda x: x[None, 0, ::2],
+        lambda x: x[..., 0, None],
+        lambda x: x[:, None, -1],
+    ]
+    for _ in range(300):
+        xt, xl = _random_layout(rng)
+        if xt.ndim == 0:
+            continue
+        for key in keys:
+            try:
+                expected = key(xt).stride()
+            except IndexError:
+                with pytest.raises(IndexError):
+                    key(xl)
+                continue
+            assert key(xl).stride() == expected, (tuple(xt.shape), xt.stride())
+
+
+def test_clone_of_a_transposed_tensor_is_new_memory_in_the_same_order():
+    for m in (torch, lucid):
+        x = m.arange(12.0).reshape(3, 4)
+        c = x.t().clone()
+        assert c.stride() == (1, 4)
+        assert c._base is None and not c.is_contiguous()
+        c.t().view(-1)  # row-major after the transpose back: a view exists
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            c.view(-1)
+        c[0, 0] = 100.0  # new memory: the input is untouched
+        assert x[0, 0].item() == 0.0
+
+
+def test_gradients_flow_through_layout_preserving_copies():
+    w = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    grads = []
+    for m in (torch, lucid):
+        x = m.tensor(w, requires_grad=True)
+        y = x.t().clone() * m.arange(1.0, 4.0)
+        z = y.double().to(m.float32)
+        (z.t().reshape(-1) * m.arange(12.0)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_inplace_write_to_a_saved_layout_preserving_result_is_detected():
+    for m in (torch, lucid):
+        x = m.ones(3, 4, requires_grad=True)
+        y = x.t().exp().clone()
+        z = y.sigmoid()  # saves its output
+        z.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.sum().backward()
+
+
+def test_channels_last():
+    for m in (torch, lucid):
+        x = m.arange(48.0).reshape(2, 3, 2, 4)
+        y = x.contiguous(memory_format=m.channels_last)
+        assert y.stride() == (24, 1, 12, 3)
+        assert y.is_contiguous(memory_format=m.channels_last) and not y.is_contiguous()
+        assert (y == x).all().item()
+        assert y.clone().stride() == (24, 1, 12, 3)
+        assert y.contiguous().stride() == (24, 8, 4, 1)
+        assert y.contiguous(memory_format=m.channels_last) is y
+        assert not m.ones(2, 3).is_contiguous(memory_format=m.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+            m.ones(2, 3).contiguous(memory_format=m.channels_last)
+        v = m.arange(96.0).reshape(2, 3, 2, 2, 4).contiguous(memory_format=m.channels_last_3d)
+        assert v.stride() == (48, 1, 24, 12, 3)
+        conv = m.nn.Conv2d(3, 4, 3).to(memory_format=m.channels_last)
+        assert conv.weight.stride() == (27, 1, 9, 3) and conv.bias.stride() == (1,)
+    assert repr(lucid.channels_last) == "torch.channels_last"
+    with pytest.raises(TypeError, match="memory_format"):
+        lucid.ones(2).clone(memory_format="channels_last")
+
+
+def test_channels_last_model_trains_as_the_row_major_one():
+    def run(fmt):
+        lucid.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
+        if fmt is not None:
+            model = model.to(memory_format=fmt)
+        opt = lucid.optim.SGD(model.parameters(), lr=0.1)
+        x = lucid.randn(2, 3, 6, 6)
+        if fmt is not None:
+            x = x.contiguous(memory_format=fmt)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().contiguous().numpy() for p in model.parameters()]
+
+    rows, channels_last = run(None), run(lucid.channels_last)
+    np.testing.assert_allclose(channels_last[0], rows[0], rtol=1e-6)
+    for a, b in zip(channels_last[1], rows[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class _TransposedCopies(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(lucid.randn(4, 3))
+
+    def forward(self, x):
+        wt = self.w.t().clone()       # column-major copy
+        h = x @ wt                    # (n, 4)
+        g = h.t().double().float()    # layout-preserving casts
+        return g.t().reshape(-1, 2).sum(1)
+
+
+def test_compiled_step_equals_eager_with_layout_preserving_copies():
+    def make():
+        lucid.manual_seed(1)
+        model = _TransposedCopies()
+        return model, lucid.optim.Adam(model.parameters(), lr=0.01)
+
+    x = lucid.randn(5, 3)
+    target = lucid.randn(10)
+
+    def loss_fn(out, y):
+        return ((out - y) ** 2).mean()
+
+    model_e, opt_e = make()
+    model_c, opt_c = make()
+    step = fused_step(model_c, loss_fn, opt_c)
+    for _ in range(3):
+        opt_e.zero_grad()
+        loss_e = loss_fn(model_e(x), target)
+        loss_e.backward()
+        opt_e.step()
+        loss_c = step(x, target)
+        assert loss_c.item() == loss_e.item()
+    np.testing.assert_array_equal(model_c.w.detach().numpy(), model_e.w.detach().numpy())
