@@ -334,3 +334,23 @@ def test_make_step_with_strided_arguments_and_views_of_parameters():
     m.zero_grad()
     make_step(m, F.mse_loss)(x, y)
     np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_full_basic_index_is_a_new_view_of_every_tensor_even_0d():
+    """x[...] and x[:] are views, never x itself (views soak seeds 951889,
+    952588, 953997: a write through c[...] of a 0-d buffer after c[...] = p
+    dropped p's zero gradient, as c[...] was c)."""
+    grads = []
+    for m in (torch, lucid):
+        p = m.tensor(2.0, requires_grad=True)
+        q = m.tensor(1.0, requires_grad=True)
+        c = m.tensor(1.0)
+        c[...] = p
+        v = c[...]
+        assert v is not c and v._base is not None
+        v.copy_(q)
+        c.mean().backward()
+        grads.append((p.grad.item(), q.grad.item()))
+        for x in (m.ones(2, 3), m.ones(3)):
+            assert x[...] is not x and x[:] is not x and x[...]._base is not None
+    assert grads[1] == grads[0] == (0.0, 1.0)

@@ -557,7 +557,7 @@ def _basic(self, items):
             adv.append((len(out_shape), k))
             out_shape.append(size)
         d += 1
-    x = _C.slice(self, starts, stops, steps) if self.ndim else self
+    x = _C.slice(self, starts, stops, steps) if self.ndim else _C.alias(self)  # always a new view, as x[...] is
     if builtins.any(k is None or isinstance(k, (builtins.int, tuple)) for k in items):
         x = _C._set_unit_strides(_C.reshape(x, out_shape), _indexed_strides(self, items))
     if empty_axes:
