@@ -213,3 +213,46 @@ def test_compiled_step_equals_eager_with_layout_preserving_copies():
         loss_c = step(x, target)
         assert loss_c.item() == loss_e.item()
     np.testing.assert_array_equal(model_c.w.detach().numpy(), model_e.w.detach().numpy())
+
+
+_RNG = np.random.default_rng(0)
+_ARRAYS = {k: _RNG.standard_normal(s).astype(np.float32) for k, s in dict(
+    x4=(3, 4, 6, 6), x3=(3, 5, 8), m=(5, 7), m2=(7, 6), b1=(3, 5, 7), b2=(3, 7, 4), w=(6, 4, 3, 3), wl=(9, 8),
+    q=(2, 3, 5, 8)).items()}
+
+
+def _t(m, k):
+    return m.tensor(_ARRAYS[k])
+
+
+# Ops whose result PyTorch lays out row-major (batch > 1, where an
+# implementation through a permuted GEMM result would not be).
+OP_RESULTS = {
+    "linear": lambda m, F: F.linear(_t(m, "x3"), _t(m, "wl")),
+    "matmul_of_transposes": lambda m, F: _t(m, "m2").t() @ _t(m, "m").t(),
+    "bmm": lambda m, F: m.bmm(_t(m, "b1"), _t(m, "b2")),
+    "conv2d": lambda m, F: F.conv2d(_t(m, "x4"), _t(m, "w"), padding=1),
+    "conv2d_no_bias_groups": lambda m, F: F.conv2d(_t(m, "x4"), _t(m, "w")[:, :2], dilation=2, groups=2),
+    "conv2d_bias": lambda m, F: F.conv2d(_t(m, "x4"), _t(m, "w"), m.ones(6)),
+    "conv1d": lambda m, F: F.conv1d(_t(m, "x3"), _t(m, "w")[:, :, 0, :2].contiguous()[:, :1].expand(6, 5, 2)),
+    "conv_transpose2d": lambda m, F: F.conv_transpose2d(_t(m, "x4"), _t(m, "w").transpose(0, 1).contiguous()),
+    "max_pool2d": lambda m, F: F.max_pool2d(_t(m, "x4"), 2),
+    "adaptive_avg_pool2d": lambda m, F: F.adaptive_avg_pool2d(_t(m, "x4"), 2),
+    "interpolate": lambda m, F: F.interpolate(_t(m, "x4"), scale_factor=2, mode="bilinear"),
+    "unfold": lambda m, F: F.unfold(_t(m, "x4"), 3),
+    "softmax_dim0": lambda m, F: F.softmax(_t(m, "x3"), 0),
+    "group_norm": lambda m, F: F.group_norm(_t(m, "x4"), 2),
+    "sdpa": lambda m, F: F.scaled_dot_product_attention(_t(m, "q"), _t(m, "q"), _t(m, "q")),
+    "advanced_index_dim1": lambda m, F: _t(m, "x3")[:, [0, 2]],
+    "sort_dim1": lambda m, F: m.sort(_t(m, "x3"), 1)[0],
+    "cat_dim1": lambda m, F: m.cat([_t(m, "x3"), _t(m, "x3")], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_RESULTS))
+def test_op_results_have_pytorchs_strides(name):
+    want = OP_RESULTS[name](torch, torch.nn.functional)
+    got = OP_RESULTS[name](lucid, lucid.nn.functional)
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+    got.view(-1)  # as PyTorch's, a view of the whole result exists

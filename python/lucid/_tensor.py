@@ -601,7 +601,7 @@ def _getitem(self, key):
     if adjacent and dims[0] > 0:
         nb = out.ndim - len(rest)
         order = list(range(nb, nb + dims[0])) + list(range(nb)) + list(range(nb + dims[0], out.ndim))
-        out = _C.permute(out, order)
+        out = _C.contiguous(_C.permute(out, order))  # new row-major memory, as PyTorch's index returns
     return out
 
 

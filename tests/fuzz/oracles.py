@@ -940,16 +940,19 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
     by its own rounding: |loss - loss'| times _ERROR_FACTOR, where loss' is
     PyTorch's forward (on a copy of `tm`, no gradients) with each node's
     output moved by eps(dtype) * the largest magnitude among the node's
-    inputs and output (a fixed random sign per element). That is the error a
-    correctly rounded op may make where its result cancels (var of equal
-    values, a - a): relative to what it was computed from, not to itself. A
-    loss PyTorch gets exactly 0 from a cancellation (seed 625612 of the
-    views family: var of a broadcast, 1.3e-125 in Lucid) has no other scale.
-    0.0 where it cannot be measured."""
+    inputs and output (a fixed random sign per element, then the opposite
+    signs: the larger move counts). That is the error a correctly rounded op
+    may make where its result cancels (var of equal values, a - a): relative
+    to what it was computed from, not to itself. A loss PyTorch gets exactly
+    0 from a cancellation (seed 625612 of the views family: var of a
+    broadcast, 1.3e-125 in Lucid) has no other scale; nor has a step
+    function of a value that is mathematically on its step (graph seed
+    916122: floor of a sum of softmax rows, 20 within rounding, floors to 19
+    or 20). 0.0 where it cannot be measured."""
     import types
 
     p = inst.program
-    signs = np.random.default_rng(2)
+    direction = [1.0]
 
     def rnd(v, *ins):
         if not (isinstance(v, torch.Tensor) and v.is_floating_point()) or v.numel() == 0:
@@ -960,7 +963,8 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
             return
         step = torch.finfo(v.dtype).eps * max(mags)
         try:
-            v.add_(torch.from_numpy(signs.choice([-step, step], size=tuple(v.shape))).to(v.dtype))
+            move = np.asarray(direction[0] * signs.choice([-step, step], size=tuple(v.shape)))  # 0-d too
+            v.add_(torch.from_numpy(move).to(v.dtype))
         except RuntimeError:
             pass  # an output that cannot be written (an expanded view): left exact
     lines = [p.forward_source().splitlines()[0]]
@@ -971,17 +975,21 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
         if not nd.stmt:
             lines += [f"    _rnd({o}, {', '.join(nd.ins)})" for o in nd.outs]
     lines.append(body[-1])
-    try:
-        m = copy.deepcopy(tm)
-        m.forward = types.MethodType(compile_source("\n".join(lines), {**namespace("torch", m.dropout), "_rnd": rnd},
-                                                    "forward"), m)
-        x, ys = inst.torch_batch(call)
-        m.dropout.masks = inst.dropout_masks(call_seed(p, call))
-        with torch.no_grad(), _quiet():
-            moved = tloss(m(x), *ys)
-        d = abs(float(moved) - float(tl.detach()))
-    except Exception:  # noqa: BLE001
-        return 0.0
+    d = 0.0
+    for sign in (1.0, -1.0):
+        direction[0] = sign
+        signs = np.random.default_rng(2)  # the same pattern, then its opposite
+        try:
+            m = copy.deepcopy(tm)
+            m.forward = types.MethodType(compile_source("\n".join(lines), {**namespace("torch", m.dropout),
+                                                                            "_rnd": rnd}, "forward"), m)
+            x, ys = inst.torch_batch(call)
+            m.dropout.masks = inst.dropout_masks(call_seed(p, call))
+            with torch.no_grad(), _quiet():
+                moved = tloss(m(x), *ys)
+            d = max(d, abs(float(moved) - float(tl.detach())))
+        except Exception:  # noqa: BLE001
+            return 0.0
     return _ERROR_FACTOR * d if np.isfinite(d) else 0.0
 
 

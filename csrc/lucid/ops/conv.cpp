@@ -197,9 +197,11 @@ static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight
     // Rows of group g's channels are contiguous in cols: one batched GEMM.
     out = reshape(matmul(reshape(weight, {groups, o / groups, -1}), reshape(cols, {groups, -1, n * l})), {o, n * l});
   }
-  if (bias.defined()) out = add(out, reshape(bias, {o, 1}));
-  out = permute(reshape(out, {o, n, l}), {1, 0, 2});
-  return reshape(out, {n, o, win.out_h(x.shape()[2]), win.out_w(x.shape()[3])});
+  // [O, N, L] -> [N, O, H, W] is a permuted view; the result is row-major
+  // memory as PyTorch's (x.view(n, -1) after a conv works): the bias add
+  // writes it, or a copy where there is no bias.
+  out = reshape(permute(reshape(out, {o, n, l}), {1, 0, 2}), {n, o, win.out_h(x.shape()[2]), win.out_w(x.shape()[3])});
+  return bias.defined() ? add(out, reshape(bias, {1, o, 1, 1})) : contiguous(out);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Quad padding, Pair dilation,

@@ -215,7 +215,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     p = _ntuple(padding, 2, "unfold: padding")
     cols = _C.im2col(x, _ntuple(kernel_size, 2, "unfold: kernel_size"), _ntuple(stride, 2, "unfold: stride"),
                      (p[0], p[0], p[1], p[1]), _ntuple(dilation, 2, "unfold: dilation"))
-    out = _C.permute(cols, [1, 0, 2])
+    out = _C.contiguous(_C.permute(cols, [1, 0, 2]))  # row-major, as PyTorch's
     return out if input.ndim == 4 else _C.squeeze(out, [0])
 
 
