@@ -940,8 +940,9 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
     by its own rounding: |loss - loss'| times _ERROR_FACTOR, where loss' is
     PyTorch's forward (on a copy of `tm`, no gradients) with each node's
     output moved by eps(dtype) * the largest magnitude among the node's
-    inputs and output (a fixed random sign per element, then the opposite
-    signs: the larger move counts). That is the error a correctly rounded op
+    inputs and output (three fixed random sign patterns, each also negated:
+    the largest move counts, as one pattern can move values alike where a
+    later op cancels them). That is the error a correctly rounded op
     may make where its result cancels (var of equal values, a - a): relative
     to what it was computed from, not to itself. A loss PyTorch gets exactly
     0 from a cancellation (seed 625612 of the views family: var of a
@@ -976,9 +977,9 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
             lines += [f"    _rnd({o}, {', '.join(nd.ins)})" for o in nd.outs]
     lines.append(body[-1])
     d = 0.0
-    for sign in (1.0, -1.0):
+    for pattern, sign in [(seed, sign) for seed in (2, 3, 4) for sign in (1.0, -1.0)]:
         direction[0] = sign
-        signs = np.random.default_rng(2)  # the same pattern, then its opposite
+        signs = np.random.default_rng(pattern)  # each pattern, then its opposite
         try:
             m = copy.deepcopy(tm)
             m.forward = types.MethodType(compile_source("\n".join(lines), {**namespace("torch", m.dropout),
