@@ -957,24 +957,24 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
 
     def rnd(v, *ins):
         if not (isinstance(v, torch.Tensor) and v.is_floating_point()) or v.numel() == 0:
-            return
+            return v
         mags = [float(a.detach().abs()[torch.isfinite(a.detach())].max()) for a in (v, *ins)
                 if isinstance(a, torch.Tensor) and a.is_floating_point() and torch.isfinite(a.detach()).any()]
         if not mags:
-            return
+            return v
         step = torch.finfo(v.dtype).eps * max(mags)
+        move = torch.from_numpy(np.asarray(direction[0] * signs.choice([-step, step], size=tuple(v.shape))))  # 0-d too
         try:
-            move = np.asarray(direction[0] * signs.choice([-step, step], size=tuple(v.shape)))  # 0-d too
-            v.add_(torch.from_numpy(move).to(v.dtype))
+            return v.add_(move.to(v.dtype))  # in place: views of v see it
         except RuntimeError:
-            pass  # an output that cannot be written (an expanded view): left exact
+            return v + move.to(v.dtype)  # an output that cannot be written (an expanded view)
     lines = [p.forward_source().splitlines()[0]]
     body = p.forward_source().splitlines()[1:]
     lines.append(body[0])  # the leaves
     for nd in p.nodes:
         lines.append("    " + nd.line())
         if not nd.stmt:
-            lines += [f"    _rnd({o}, {', '.join(nd.ins)})" for o in nd.outs]
+            lines += [f"    {o} = _rnd({o}, {', '.join(nd.ins)})" for o in nd.outs]
     lines.append(body[-1])
     d = 0.0
     for pattern, sign in [(seed, sign) for seed in (2, 3, 4) for sign in (1.0, -1.0)]:
