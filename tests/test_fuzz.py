@@ -259,6 +259,8 @@ SOAK_SEEDS = [
     (916122, "graph", "floor of a softmax sum that is 20 within rounding (the oracle's bound moves both ways)"),
     (625612, "views", "a loss PyTorch gets exactly 0 from a cancellation (the oracle's intermediate rounding)"),
     (951889, "views", "x[...] of a 0-d tensor was the tensor itself"),
+    (920133, "graph", "layer_norm of -1e9 + O(1) rows: the rounding of x - mean, scaled up by 1/std, "
+                      "which the oracle's bound moves inside the normalisation"),
 ]
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as TF
 
 import lucid
 import lucid.optim as loptim
@@ -37,7 +38,7 @@ from lucid.amp import GradScaler
 from lucid.compile import compile_optimizer, fused_step, make_step, train_step
 from lucid.nn.utils import clip_grad_norm_, clip_grad_value_
 
-from .runtime import Instance, Invalid, call_seed, compile_source, namespace
+from .runtime import ExactTorchF, Instance, Invalid, call_seed, compile_source, namespace
 
 ORACLES = ["torch", "torch_optim", "make_step", "fused_step", "compile_optimizer", "accumulate", "train_step"]
 
@@ -935,6 +936,55 @@ def _reference_error(inst, tm, tmo, tmp, tloss, tl, call, other):
     return {**{key: floor * scale for key in errs}, "loss": k * float(errs["loss"]) * scale}
 
 
+class _CentringRoundingF(ExactTorchF):
+    """torch.nn.functional for the moved forward of _intermediate_rounding:
+    the normalisations that centre their input (layer_norm, group_norm,
+    batch_norm in training) also move each centred value x - mean by
+    eps * the largest |x| of its group before dividing by the group's std.
+    That rounding happens inside the op, so moving its inputs or output
+    cannot show it: a row of -1e9 + O(1) values (masked_fill before a
+    layer_norm) normalises to O(1) values off by ~eps * 1e9 / std, with a
+    common part exact arithmetic never has (graph seed 920133)."""
+
+    def __init__(self, signs):
+        self._signs = signs  # shape -> a tensor of random +-1
+
+    def _centring_move(self, x, groups, dims, eps):
+        """eps(dtype) * max|x| / std over `dims` of x viewed as `groups`, in x's shape."""
+        g = x.detach().reshape(groups)
+        mag = g.abs().amax(dim=dims, keepdim=True)
+        std = torch.sqrt(g.var(dim=dims, unbiased=False, keepdim=True) + eps)
+        move = self._signs(g.shape).to(g.dtype) * (torch.finfo(g.dtype).eps * mag / std)
+        return move.reshape(x.shape)
+
+    @staticmethod
+    def _per_channel(w, x):
+        return None if w is None else w.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+    def layer_norm(self, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+        out = TF.layer_norm(x, normalized_shape, weight, bias, eps)
+        k = len(normalized_shape)
+        move = self._centring_move(x, x.shape, tuple(range(x.ndim - k, x.ndim)), eps)
+        return out + (move if weight is None else move * weight)
+
+    def group_norm(self, x, num_groups, weight=None, bias=None, eps=1e-5):
+        out = TF.group_norm(x, num_groups, weight, bias, eps)
+        move = self._centring_move(x, (x.shape[0], num_groups, -1), (2,), eps)
+        w = self._per_channel(weight, x)
+        return out + (move if w is None else move * w)
+
+    def batch_norm(self, x, running_mean, running_var, weight=None, bias=None, training=False,
+                   momentum=0.1, eps=1e-5):
+        out = TF.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+        if not training:
+            return out  # centred on the running mean: no cancellation inside
+        channels_first = x.movedim(1, 0)
+        move = self._centring_move(channels_first, channels_first.shape, tuple(range(1, x.ndim)), eps)
+        move = move.movedim(0, 1)
+        w = self._per_channel(weight, x)
+        return out + (move if w is None else move * w)
+
+
 def _intermediate_rounding(inst, tm, tloss, call, tl):
     """How far the loss moves when every value the forward computes is off
     by its own rounding: |loss - loss'| times _ERROR_FACTOR, where loss' is
@@ -982,8 +1032,10 @@ def _intermediate_rounding(inst, tm, tloss, call, tl):
         signs = np.random.default_rng(pattern)  # each pattern, then its opposite
         try:
             m = copy.deepcopy(tm)
-            m.forward = types.MethodType(compile_source("\n".join(lines), {**namespace("torch", m.dropout),
-                                                                            "_rnd": rnd}, "forward"), m)
+            ns = {**namespace("torch", m.dropout), "_rnd": rnd,
+                  "F": _CentringRoundingF(lambda shape: direction[0] * torch.from_numpy(
+                      np.asarray(signs.choice([-1.0, 1.0], size=tuple(shape)))))}
+            m.forward = types.MethodType(compile_source("\n".join(lines), ns, "forward"), m)
             x, ys = inst.torch_batch(call)
             m.dropout.masks = inst.dropout_masks(call_seed(p, call))
             with torch.no_grad(), _quiet():
