@@ -3,11 +3,15 @@
 //   lucid_cpp_tool defaults          torch's default options per kind, as JSON
 //   lucid_cpp_tool roundtrip IN OUT  load IN (written by lucid.save), save OUT
 //   lucid_cpp_tool errors            one line per error case: name, kind, message
+//   lucid_cpp_tool train IN OUT      train the MLP that IN describes (written by
+//                                    lucid.save), save its losses, parameters and
+//                                    optimizer state to OUT
 // An exception ends the program with "<Python exception name>: <message>".
 #include <lucid/lucid.h>
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,6 +93,65 @@ void print_errors() {
   }
 }
 
+// The run test_cpp_api.py repeats in Python: Linear -> ReLU -> Linear on the
+// parameters IN holds, cross-entropy written as log_softmax + gather + mean,
+// `steps` steps of the optimizer `kind` with `options`, as one FusedStep per
+// call ("fused") or as zero_grad / backward / step ("eager").
+void train(const std::string& in, const std::string& out) {
+  const lucid::Value spec = lucid::load(in);
+  std::vector<Tensor> params;
+  for (const lucid::Value& v : spec["params"].elements()) {
+    Tensor p = v.tensor();
+    p.set_requires_grad(true);
+    params.push_back(p);
+  }
+  lucid::optim::Options options;
+  for (const auto& [key, v] : spec["options"].items()) {
+    lucid::optim::OptionValue option;
+    if (v.kind() == lucid::Value::Kind::Bool) {
+      option = lucid::optim::OptionValue(v.boolean());
+    } else if (v.kind() == lucid::Value::Kind::Tuple || v.kind() == lucid::Value::Kind::List) {
+      for (const lucid::Value& e : v.elements()) {
+        option.values.push_back(e.number());
+        option.integral.push_back(false);
+      }
+    } else {
+      option = lucid::optim::OptionValue(v.number());
+    }
+    options[key.string()] = option;
+  }
+  lucid::optim::Optimizer opt(spec["kind"].string(), params, options);
+  const Tensor& x = spec["x"].tensor();
+  const Tensor& labels = spec["labels"].tensor();
+  auto loss_of = [&](const Tensor& inputs, const Tensor& targets) {
+    Tensor h = lucid::relu(lucid::linear(inputs, params[0], params[1]));
+    Tensor logp = lucid::log_softmax(lucid::linear(h, params[2], params[3]), 1);
+    return -lucid::mean(lucid::gather(logp, 1, lucid::unsqueeze(targets, 1)));
+  };
+  std::unique_ptr<lucid::compile::FusedStep> step;
+  if (spec["mode"].string() == "fused")
+    step = std::make_unique<lucid::compile::FusedStep>(
+        [&](const std::vector<Tensor>& a) { return loss_of(a[0], a[1]); }, opt);
+  std::vector<lucid::Value> losses;
+  for (int64_t i = 0; i < spec["steps"].integer(); ++i) {
+    Tensor loss;
+    if (step) {
+      loss = (*step)({x, labels});
+    } else {
+      opt.zero_grad();
+      loss = loss_of(x, labels);
+      lucid::autograd::backward(loss);
+      opt.step();
+    }
+    losses.push_back(lucid::Value(loss));
+  }
+  std::vector<lucid::Value> trained(params.begin(), params.end());
+  lucid::save(lucid::Value::dict({{"losses", lucid::Value::list(losses)},
+                                  {"params", lucid::Value::list(trained)},
+                                  {"optimizer", opt.state_dict()}}),
+              out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,8 +166,10 @@ int main(int argc, char** argv) {
       std::printf("%s\n", v.repr().c_str());
     } else if (cmd == "errors") {
       print_errors();
+    } else if (cmd == "train" && argc == 4) {
+      train(argv[2], argv[3]);
     } else {
-      throw lucid::InvalidArgument("usage: lucid_cpp_tool defaults | roundtrip IN OUT | errors");
+      throw lucid::InvalidArgument("usage: lucid_cpp_tool defaults | roundtrip IN OUT | errors | train IN OUT");
     }
   }, kind, message);
   if (failed) {

@@ -1,5 +1,6 @@
 #include "lucid/api/optimizer.h"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_set>
 
@@ -78,8 +79,16 @@ Optimizer::Optimizer(const std::string& kind, std::vector<ParamGroup> groups, co
 void Optimizer::add_param_group(ParamGroup group) {
   LUCID_CHECK(!group.params.empty(), "optimizer got an empty parameter list");
   for (const auto& [key, v] : defaults_) group.options.emplace(key, v);
-  for (const auto& [key, v] : options_of(kind_info(kind_).loaded)) group.options.emplace(key, v);
-  for (const auto& [key, v] : options_of(kind_info(kind_).forced)) group.options.insert_or_assign(key, v);
+  const KindInfo& info = kind_info(kind_);
+  // The keys torch's __setstate__ adds, except those the constructor sets to
+  // None (absent here, as in defaults_): SGD's fused stays None, not False.
+  for (const auto& [key, v] : options_of(info.loaded)) {
+    const bool constructor_none = std::any_of(info.defaults.begin(), info.defaults.end(), [&](const Default& d) {
+      return d.key == key && d.type == Default::Type::None;
+    });
+    if (!constructor_none) group.options.emplace(key, v);
+  }
+  for (const auto& [key, v] : options_of(info.forced)) group.options.insert_or_assign(key, v);
   std::unordered_set<const TensorImpl*> existing;
   for (const auto& g : groups_)
     for (const Tensor& p : g.params) existing.insert(p.impl());
@@ -226,13 +235,17 @@ void Optimizer::load_state_dict(const Value& sd) {
     if (!ids || ids->elements().size() != groups_[g].params.size())
       fail("loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
     for (size_t i = 0; i < ids->elements().size(); ++i) where.push_back({(*ids)[i], {g, i}});
+    std::unordered_set<std::string> saved_keys;  // None values included (absent from the options)
     for (const auto& [key, v] : s.items()) {
       if (key.kind() != Value::Kind::String || key.string() == "params" || key.string() == "param_names") continue;
+      saved_keys.insert(key.string());
       OptionValue o;
       if (from_value(v, o)) options[g][key.string()] = o;
     }
     for (const auto& [key, v] : defaults_) options[g].emplace(key, v);
-    for (const auto& [key, v] : options_of(kind_info(kind_).loaded)) options[g].emplace(key, v);
+    // torch's __setstate__: only keys the saved group lacks (a saved None stays None)
+    for (const auto& [key, v] : options_of(kind_info(kind_).loaded))
+      if (!saved_keys.count(key)) options[g].emplace(key, v);
     for (const auto& [key, v] : options_of(kind_info(kind_).forced)) options[g].insert_or_assign(key, v);
     validate(kind_, to_hyper(options[g]));
   }
