@@ -446,6 +446,48 @@ def test_matmul_of_transposed_views_bitwise(form):
     same(compiled.p.grad, eager.p.grad, "grad p")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("form,c_shape,p_shape", [
+    ("c @ p.T", (1, 18), (1, 18)),
+    ("c @ p.T", (3, 18), (1, 18)),
+    ("p.T @ c", (1, 5), (1, 18)),
+    ("c.T @ p", (1, 3), (1, 18)),
+    ("c * (p @ p.T @ p)", (1, 18), (1, 18)),
+    ("(c @ p.T).T @ c", (4, 18), (1, 18)),
+    ("c @ p.mT", (2, 1, 18), (2, 1, 18)),
+    ("c @ p", (5, 1), (1, 18)),
+])
+def test_matmul_with_a_size_one_operand_bitwise(form, c_shape, p_shape, dtype):
+    """An operand with a size-1 dim has the same memory transposed or not:
+    eager mode saw p.T as a contiguous view (no flag), the compiled graph
+    folded the transpose into the GEMM (a flag), and BLAS rounded the two
+    paths differently (1 ulp in c1 @ p2.T, [1, 18] float64). The CPU kernel
+    now makes such a flag canonical, so both give the same bits.
+    (python -m tests.fuzz --seed 1226121 --count 1 --family views (make_step),
+    and seeds 1253206, 1287381)"""
+    rng = np.random.default_rng(7)
+    c = lucid.tensor(rng.standard_normal(c_shape).astype(dtype))
+    p0 = rng.standard_normal(p_shape).astype(dtype)
+
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor(p0))
+
+        def forward(self, x):
+            return eval(form, {"c": x, "p": self.p})  # noqa: S307
+
+    def loss_fn(out):
+        return (out * out).mean()
+
+    eager, compiled = Model(), Model()
+    want = loss_fn(eager(c))
+    want.backward()
+    got = make_step(compiled, loss_fn)(c)
+    same(got, want, "loss")
+    same(compiled.p.grad, eager.p.grad, "grad p")
+
+
 def make_model_state_after_a_skipped_first_fused_step(L, F, nn, drop):
     class Model(nn.Module):
         def __init__(self):

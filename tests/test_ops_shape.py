@@ -226,6 +226,27 @@ def test_flip_roll_movedim_repeat():
     check(lambda m, a: a.unflatten(2, (2, 2)), x)
 
 
+@pytest.mark.parametrize("op", [lambda m, a: m.roll(a, 0, 1), lambda m, a: m.roll(a, 3, 1), lambda m, a: m.roll(a, 0),
+                                lambda m, a: m.roll(a, 1, 1), lambda m, a: m.flip(a, []), lambda m, a: m.flip(a, [0]),
+                                lambda m, a: m.flip(a, [1]), lambda m, a: m.flip(a, [0, -1])],
+                         ids=["roll0", "roll_full", "roll_flat0", "roll1", "flip_none", "flip0", "flip1", "flip01"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_roll_and_flip_return_new_memory_laid_out_as_pytorch(op, layout):
+    # roll is a new row-major tensor even for a zero shift (it returned its input, whose in-place
+    # write then reached the parameter); flip keeps its input's memory order (flip of a transpose
+    # is a transpose); both are new memory: a write to the result never reaches the input.
+    def make(m):
+        a = m.tensor(rnd(3, 4, seed=21))
+        return a.movedim(0, 1) if layout == "transposed" else a
+    x, t = make(lucid), make(torch)
+    y, u = op(lucid, x), op(torch, t)
+    assert y.stride() == u.stride()
+    np.testing.assert_array_equal(y.numpy(), u.numpy())
+    before = x.numpy().copy()
+    y.mul_(2)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
 @pytest.mark.parametrize("shape,reps", [((3, 1), (1, 3)), ((1, 3), (3, 1)), ((3,), (3, 1)), ((2, 3), (1, 1)),
                                         ((2, 3), (2, 1, 1))])
 def test_repeat_returns_new_contiguous_memory(shape, reps):

@@ -158,6 +158,7 @@ void init_ops(py::module_& m) {
   m.def("preserve_layout", [](const Tensor& t, const std::function<Tensor(const Tensor&)>& make) {
     return preserve_layout(t, make);
   });
+  m.def("memory_order", [](const Tensor& t) { return memory_order(t.shape(), t.strides()); });
   m.def("in_memory_order", [](const Tensor& t, const std::vector<int64_t>& order,
                               const std::function<Tensor(const Tensor&)>& make) { return in_memory_order(t, order, make); });
   m.def("contiguous_copy", &contiguous_copy, release);

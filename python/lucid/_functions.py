@@ -493,14 +493,18 @@ def flip(input, dims):  # noqa: A002
     if len(set(dims)) != len(dims):
         raise _C.InvalidArgument(f"dims has duplicates, original flip dims size={len(dims)}, but unique flip dims "
                                  f"size={len(set(dims))}")
-    if input.ndim == 0:
-        return _C.clone(input)
-    index = input
-    for d in dims:
-        n = input.shape[d]
-        idx = _C.arange(float(n - 1), -1.0, -1.0, _C.dtype.int64, input.device)
-        index = _C.index_select(index, d, idx)
-    return index
+    if input.ndim == 0 or not dims:
+        return _C.clone(input)  # PyTorch's flip always returns a new tensor, never a view of its input
+
+    def flip_row_major(t, dims):
+        for d in dims:
+            n = t.shape[d]
+            t = _C.index_select(t, d, _C.arange(float(n - 1), -1.0, -1.0, _C.dtype.int64, t.device))
+        return t
+
+    # In the input's memory order, as PyTorch (a flipped transpose is a transpose).
+    order = _C.memory_order(input)
+    return _C.in_memory_order(input, order, lambda t: flip_row_major(t, [order.index(d) for d in dims]))
 
 
 def roll(input, shifts, dims=None):  # noqa: A002
@@ -521,7 +525,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
         if s:
             a, b = _C.split(out, [n - s, s], d)
             out = _C.cat([b, a], d)
-    return out
+    return _C.contiguous_copy(out) if out is input else out  # new and row-major even for a zero shift, as PyTorch
 
 
 def index_select(input, dim, index):  # noqa: A002

@@ -159,6 +159,11 @@ def _attach():
     Tensor.nbytes = property(lambda self: self.numel() * self.element_size())
     Tensor.is_signed = lambda self: self.dtype != _C.dtype.bool
     Tensor.is_complex = lambda self: False  # Lucid has no complex dtypes
+    # Real dtypes only, so conjugation and the lazy conj/neg bits are the identity (PyTorch returns self too).
+    for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg"):
+        setattr(Tensor, name, lambda self: self)
+    Tensor.is_conj = lambda self: False
+    Tensor.is_neg = lambda self: False
     Tensor.is_inference = lambda self: False  # no separate inference tensors (see lucid.inference_mode)
     Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
     Tensor.pin_memory = lambda self, device=None: self  # host memory is already what a transfer reads

@@ -18,6 +18,18 @@ bool Matmul::equals(const Primitive& o) const {
 }
 size_t Matmul::hash() const { return hash_mix(hash_mix(size_t(kind()), trans_a), trans_b); }
 
+Gemm Matmul::gemm(const Shape& a, const Shape& b) const {
+  const size_t nd = a.size();
+  Gemm g{1, 0, 0, 0, trans_a, trans_b};
+  for (size_t d = 0; d + 2 < nd; ++d) g.batch *= a[d];
+  g.m = trans_a ? a[nd - 1] : a[nd - 2];
+  g.k = trans_a ? a[nd - 2] : a[nd - 1];
+  g.n = trans_b ? b[nd - 2] : b[nd - 1];
+  if (g.m == 1 || g.k == 1) g.trans_a = false;
+  if (g.k == 1 || g.n == 1) g.trans_b = false;
+  return g;
+}
+
 std::vector<TensorMeta> Matmul::infer(const std::vector<TensorMeta>& in) const {
   const Shape &a = in[0].shape, &b = in[1].shape;
   LUCID_CHECK(a.size() >= 2 && a.size() == b.size(), "internal: matmul primitive expects equal ranks >= 2");

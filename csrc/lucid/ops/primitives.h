@@ -157,11 +157,25 @@ struct ArgReduce final : Primitive {
 // ------------------------------------------------------------ linear algebra
 // [..., M, K] @ [..., K, N] with identical batch dims (ops::matmul broadcasts).
 // The transpose flags let the compiler fold transposes into the BLAS call.
+// A matmul as its kernels run it: batch x (m x k) @ (k x n), with the
+// transpose flags made canonical (see Matmul::gemm).
+struct Gemm {
+  int64_t batch, m, n, k;
+  bool trans_a, trans_b;
+};
+
 struct Matmul final : Primitive {
   bool trans_a = false, trans_b = false;
   Matmul(bool ta = false, bool tb = false) : Primitive(OpKind::Matmul), trans_a(ta), trans_b(tb) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  // The GEMM for operands of these shapes. An operand with a size-1 dim has
+  // the same memory transposed or not, so its flag only records how the
+  // caller reached it (eager mode sees a contiguous view, a compiled graph
+  // folds the transpose in); BLAS rounds each flag's path differently, so
+  // every kernel runs the flag-free form and eager and compiled steps agree
+  // to the bit.
+  Gemm gemm(const Shape& a, const Shape& b) const;
   // The VJP reads only the operands: the product may be written in place
   // (conv or linear followed by ReLU(inplace=True)), as in PyTorch.
   uint8_t saved() const override { return kSaveInputs; }

@@ -15,23 +15,9 @@ namespace lucid::cpu {
 
 namespace {
 
-struct GemmShape {
-  int64_t batch, m, n, k;
-};
-
-GemmShape gemm_shape(const Matmul& mm, const TensorMeta& a, const TensorMeta& b) {
-  const size_t nd = a.shape.size();
-  GemmShape g{1, 0, 0, 0};
-  for (size_t d = 0; d + 2 < nd; ++d) g.batch *= a.shape[d];
-  g.m = mm.trans_a ? a.shape[nd - 1] : a.shape[nd - 2];
-  g.k = mm.trans_a ? a.shape[nd - 2] : a.shape[nd - 1];
-  g.n = mm.trans_b ? b.shape[nd - 2] : b.shape[nd - 1];
-  return g;
-}
-
 template <class T>
-void gemm_naive(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* c) {
-  const int64_t lda = mm.trans_a ? g.m : g.k, ldb = mm.trans_b ? g.k : g.n;
+void gemm_naive(const Gemm& g, const T* a, const T* b, T* c) {
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   parallel_for(g.batch * g.m, 16, [&](int64_t s, int64_t e) {
     for (int64_t q = s; q < e; ++q) {
       const int64_t bi = q / g.m, i = q % g.m;
@@ -41,8 +27,8 @@ void gemm_naive(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T*
       for (int64_t j = 0; j < g.n; ++j) {
         compute_t<T> acc = 0;
         for (int64_t p = 0; p < g.k; ++p) {
-          const auto av = load(A, mm.trans_a ? p * lda + i : i * lda + p);
-          const auto bv = load(B, mm.trans_b ? j * ldb + p : p * ldb + j);
+          const auto av = load(A, g.trans_a ? p * lda + i : i * lda + p);
+          const auto bv = load(B, g.trans_b ? j * ldb + p : p * ldb + j);
           acc += av * bv;
         }
         store(C, i * g.n + j, acc);
@@ -55,9 +41,9 @@ void gemm_naive(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T*
 // for everything: BLAS's own spinning workers on top of the pool's
 // oversubscribe small machines badly (a 64x256x784 GEMM went from 0.2 ms to
 // 11 ms with both active on two cores).
-template <class T, class Gemm>
-void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* c, Gemm gemm) {
-  const int64_t lda = mm.trans_a ? g.m : g.k, ldb = mm.trans_b ? g.k : g.n;
+template <class T, class GemmFn>
+void gemm_blas(const Gemm& g, const T* a, const T* b, T* c, GemmFn gemm) {
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   const int64_t flops = g.m * g.n * g.k;
   const int threads = num_threads();
   // Pieces: batch entries first, then rows (M), else columns (N).
@@ -69,7 +55,7 @@ void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* 
   if constexpr (std::is_same_v<T, float>) {
     if (pieces == 1 && g.batch > 1) {  // whole GEMMs per task: one batched call per range
       parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
-        blas::sgemm_batch(mm.trans_a, mm.trans_b, g.m, g.n, g.k, a + begin * g.m * g.k, lda, g.m * g.k,
+        blas::sgemm_batch(g.trans_a, g.trans_b, g.m, g.n, g.k, a + begin * g.m * g.k, lda, g.m * g.k,
                           b + begin * g.k * g.n, ldb, g.k * g.n, c + begin * g.m * g.n, g.n, g.m * g.n, end - begin);
       });
       return;
@@ -84,19 +70,18 @@ void gemm_blas(const Matmul& mm, const GemmShape& g, const T* a, const T* b, T* 
       T* C = c + bi * g.m * g.n;
       if (split_rows) {
         // rows lo..hi of op(A): row r starts at r*lda (no trans) or column r (trans)
-        const T* As = mm.trans_a ? A + lo : A + lo * lda;
-        gemm(mm.trans_a, mm.trans_b, hi - lo, g.n, g.k, T(1), As, lda, B, ldb, T(0), C + lo * g.n, g.n);
+        const T* As = g.trans_a ? A + lo : A + lo * lda;
+        gemm(g.trans_a, g.trans_b, hi - lo, g.n, g.k, T(1), As, lda, B, ldb, T(0), C + lo * g.n, g.n);
       } else {
-        const T* Bs = mm.trans_b ? B + lo * ldb : B + lo;
-        gemm(mm.trans_a, mm.trans_b, g.m, hi - lo, g.k, T(1), A, lda, Bs, ldb, T(0), C + lo, g.n);
+        const T* Bs = g.trans_b ? B + lo * ldb : B + lo;
+        gemm(g.trans_a, g.trans_b, g.m, hi - lo, g.k, T(1), A, lda, Bs, ldb, T(0), C + lo, g.n);
       }
     }
   });
 }
 
 void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
-  const auto& mm = static_cast<const Matmul&>(p);
-  const GemmShape g = gemm_shape(mm, *in[0].meta, *in[1].meta);
+  const Gemm g = static_cast<const Matmul&>(p).gemm(in[0].meta->shape, in[1].meta->shape);
   const DType dt = out[0].meta->dtype;
   if (g.m * g.n == 0) return;
   if (g.k == 0) {
@@ -105,11 +90,11 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   }
   switch (dt) {
     case DType::Float32:
-      gemm_blas(mm, g, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
+      gemm_blas(g, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
                 static_cast<float*>(out[0].data), blas::sgemm);
       return;
     case DType::Float64:
-      gemm_blas(mm, g, static_cast<const double*>(in[0].data), static_cast<const double*>(in[1].data),
+      gemm_blas(g, static_cast<const double*>(in[0].data), static_cast<const double*>(in[1].data),
                 static_cast<double*>(out[0].data), blas::dgemm);
       return;
     case DType::Float16:
@@ -129,7 +114,7 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
       };
       widen(in[0].data, fa.get(), na, dt);
       widen(in[1].data, fb.get(), nb, dt);
-      gemm_blas(mm, g, fa.get(), fb.get(), fc.get(), blas::sgemm);
+      gemm_blas(g, fa.get(), fb.get(), fc.get(), blas::sgemm);
       parallel_for(nc, kElementwiseGrain, [&](int64_t b, int64_t e) {
         if (dt == DType::Float16)
           float_to_half(fc.get() + b, static_cast<Half*>(out[0].data) + b, e - b);
@@ -140,7 +125,7 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
     }
     default:
       LUCID_DISPATCH_ALL(dt, "matmul", [&] {
-        gemm_naive(mm, g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+        gemm_naive(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
                    static_cast<T*>(out[0].data));
       });
   }

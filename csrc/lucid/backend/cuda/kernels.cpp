@@ -504,14 +504,8 @@ struct MatmulArgs {
   int trans_a, trans_b;
 };
 void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
-  const auto& mm = static_cast<const Matmul&>(p);
-  const TensorMeta &am = *in[0].meta, &bm = *in[1].meta;
-  const size_t nd = am.shape.size();
-  int64_t batch = 1;
-  for (size_t d = 0; d + 2 < nd; ++d) batch *= am.shape[d];
-  const int64_t m = mm.trans_a ? am.shape[nd - 1] : am.shape[nd - 2];
-  const int64_t k = mm.trans_a ? am.shape[nd - 2] : am.shape[nd - 1];
-  const int64_t n = mm.trans_b ? bm.shape[nd - 2] : bm.shape[nd - 1];
+  const Gemm mm = static_cast<const Matmul&>(p).gemm(in[0].meta->shape, in[1].meta->shape);
+  const int64_t batch = mm.batch, m = mm.m, n = mm.n, k = mm.k;
   const DType dt = out[0].meta->dtype;
   if (batch * m * n == 0) return;
   Runtime& rt = Runtime::get();
