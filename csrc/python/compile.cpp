@@ -4,7 +4,7 @@
 #include "bindings.h"
 #include "lucid/compile/step.h"
 #include "lucid/graph/executable.h"
-#include "lucid/graph/trace.h"
+#include "lucid/graph/graph_tracer.h"
 #include "lucid/optim/engine.h"
 
 namespace lucid::python {

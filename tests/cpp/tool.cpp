@@ -107,18 +107,7 @@ void train(const std::string& in, const std::string& out) {
   }
   lucid::optim::Options options;
   for (const auto& [key, v] : spec["options"].items()) {
-    lucid::optim::OptionValue option;
-    if (v.kind() == lucid::Value::Kind::Bool) {
-      option = lucid::optim::OptionValue(v.boolean());
-    } else if (v.kind() == lucid::Value::Kind::Tuple || v.kind() == lucid::Value::Kind::List) {
-      for (const lucid::Value& e : v.elements()) {
-        option.values.push_back(e.number());
-        option.integral.push_back(false);
-      }
-    } else {
-      option = lucid::optim::OptionValue(v.number());
-    }
-    options[key.string()] = option;
+    if (auto option = lucid::optim::OptionValue::from_value(v)) options[key.string()] = *option;
   }
   lucid::optim::Optimizer opt(spec["kind"].string(), params, options);
   const Tensor& x = spec["x"].tensor();

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 
 namespace lucid {
 

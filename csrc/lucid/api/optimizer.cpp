@@ -140,18 +140,8 @@ Hyper Optimizer::hyper(size_t g) const {
   return to_hyper(group.options);
 }
 
-void Optimizer::step() {
-  std::vector<Hyper> hs;
-  for (size_t g = 0; g < groups_.size(); ++g) {  // everything is validated before anything changes
-    hs.push_back(hyper(g));
-    engines_[g]->check(hs.back());
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) engines_[g]->step(hs[g]);
-}
-
-namespace {
-
-Value option_value(const OptionValue& v) {
+Value OptionValue::to_value() const {
+  const OptionValue& v = *this;
   auto one = [&](size_t k) -> Value {
     if (v.boolean) return Value(v.values[k] != 0);
     if (v.integral[k]) return Value(int64_t(v.values[k]));
@@ -163,10 +153,9 @@ Value option_value(const OptionValue& v) {
   return Value::tuple(std::move(out));  // betas, etas, step_sizes: tuples, as in Python
 }
 
-// One saved option; false for a value that is not a number or a sequence of
-// numbers (Python's None: the option is unset).
-bool from_value(const Value& v, OptionValue& out) {
+std::optional<OptionValue> OptionValue::from_value(const Value& v) {
   using K = Value::Kind;
+  OptionValue out;
   auto number = [&](const Value& x) {
     if (x.kind() == K::Bool) {
       out.values.push_back(x.boolean());
@@ -185,11 +174,23 @@ bool from_value(const Value& v, OptionValue& out) {
   };
   if (v.kind() == K::List || v.kind() == K::Tuple) {
     for (const Value& x : v.elements())
-      if (!number(x)) return false;
-    return true;
+      if (!number(x)) return std::nullopt;
+    return out;
   }
-  return number(v);
+  if (!number(v)) return std::nullopt;
+  return out;
 }
+
+void Optimizer::step() {
+  std::vector<Hyper> hs;
+  for (size_t g = 0; g < groups_.size(); ++g) {  // everything is validated before anything changes
+    hs.push_back(hyper(g));
+    engines_[g]->check(hs.back());
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) engines_[g]->step(hs[g]);
+}
+
+namespace {
 
 Tensor state_tensor(const Value& v, const std::string& name) {
   if (v.kind() == Value::Kind::Tensor) return v.tensor();
@@ -205,7 +206,7 @@ Value Optimizer::state_dict() const {
   int64_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
     Value group = Value::dict();
-    for (const auto& [key, v] : groups_[g].options) group.set(key, option_value(v));
+    for (const auto& [key, v] : groups_[g].options) group.set(key, v.to_value());
     std::vector<Value> ids;
     for (size_t i = 0; i < groups_[g].params.size(); ++i, ++index) {
       ids.emplace_back(index);
@@ -239,8 +240,7 @@ void Optimizer::load_state_dict(const Value& sd) {
     for (const auto& [key, v] : s.items()) {
       if (key.kind() != Value::Kind::String || key.string() == "params" || key.string() == "param_names") continue;
       saved_keys.insert(key.string());
-      OptionValue o;
-      if (from_value(v, o)) options[g][key.string()] = o;
+      if (auto o = OptionValue::from_value(v)) options[g][key.string()] = *o;
     }
     for (const auto& [key, v] : defaults_) options[g].emplace(key, v);
     // torch's __setstate__: only keys the saved group lacks (a saved None stays None)

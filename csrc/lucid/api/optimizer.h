@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct OptionValue {
   OptionValue(bool v) : values{v ? 1.0 : 0.0}, integral{true}, boolean(true) {}  // NOLINT
   OptionValue(std::initializer_list<double> v) : values(v), integral(v.size(), false) {}  // NOLINT
   double number(size_t index = 0) const;  // InvalidArgument when absent
+  // As a state_dict's param group holds it (a number, a bool, a tuple), and
+  // back: nullopt for what is not a number or a sequence of numbers (None).
+  Value to_value() const;
+  static std::optional<OptionValue> from_value(const Value& v);
 };
 
 // Options by name ("lr", "betas", "momentum", "nesterov", ...), as in a

@@ -7,7 +7,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
-#include "lucid/graph/trace.h"
+#include "lucid/graph/graph_tracer.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/clip.h"
 

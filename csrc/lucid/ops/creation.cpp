@@ -4,7 +4,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {

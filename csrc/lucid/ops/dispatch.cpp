@@ -4,7 +4,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 #include "lucid/ops/kernels.h"
 
 namespace lucid {

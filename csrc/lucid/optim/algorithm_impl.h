@@ -15,7 +15,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/core/element.h"
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/engine.h"

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "lucid/autograd/grad_mode.h"
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/ops.h"

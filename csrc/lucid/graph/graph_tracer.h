@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lucid/graph/ir.h"
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 
 namespace lucid::graph {
 

@@ -1,4 +1,4 @@
-#include "lucid/graph/trace.h"
+#include "lucid/graph/graph_tracer.h"
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/primitives.h"

@@ -1,4 +1,4 @@
-#include "lucid/graph/tracer.h"
+#include "lucid/graph/trace_hook.h"
 
 #include <atomic>
 

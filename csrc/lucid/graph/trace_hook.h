@@ -2,7 +2,7 @@
 // The hook through which ops reach an active trace. While a Tracer is
 // current on this thread, every primitive call is recorded by it (returning
 // symbolic tensors) instead of running a kernel, and in-place writes are
-// recorded as assignments. The concrete tracer lives in graph/trace.h.
+// recorded as assignments. The concrete tracer lives in graph/graph_tracer.h.
 #include <cstdint>
 #include <vector>
 
