@@ -10,6 +10,8 @@
 - ``gradcheck(fn, *arrays)`` checks lucid's analytic gradients against
   central finite differences in float64.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,12 @@ import lucid  # noqa: E402
 
 # Same thread count on both sides (and reproducible reduction orders).
 torch.set_num_threads(max(1, lucid.get_num_threads()))
+
+# LUCID_TEST_DEVICE=cuda runs the suite with the GPU as the default device
+# (lucid.set_default_device): every factory and module parameter is made
+# there, and comparisons read values back through .numpy().
+if os.environ.get("LUCID_TEST_DEVICE", "cpu") not in ("", "cpu", "metal"):
+    lucid.set_default_device(os.environ["LUCID_TEST_DEVICE"])
 
 _DTYPES = [
     ("bool", torch.bool), ("int32", torch.int32), ("int64", torch.int64), ("float16", torch.float16),

@@ -63,6 +63,31 @@ def test_device_strings():
         lucid.device("cuda:x")
 
 
+def test_default_device_is_where_factories_put_tensors():
+    before = lucid.get_default_device()
+    assert lucid.device("cpu") != None  # noqa: E711  (torch: a device never equals None)
+    try:
+        lucid.set_default_device("cpu")
+        assert lucid.get_default_device() == lucid.device("cpu")
+        assert lucid.zeros(2).device.type == "cpu"
+        if not HAS_CUDA:
+            lucid.set_default_device("cuda")  # the choice is kept; making a tensor there says why it cannot
+            with pytest.raises(RuntimeError, match="CUDA is not available"):
+                lucid.zeros(2)
+            return
+        lucid.set_default_device("cuda")
+        made = [lucid.zeros(2), lucid.ones(2, 3), lucid.tensor([1.0, 2.0]), lucid.arange(3), lucid.randn(4),
+                lucid.rand(2, generator=lucid.Generator().manual_seed(1)), lucid.eye(2), lucid.full((2,), 3.0),
+                lucid.as_tensor(np.ones(3, np.float32)), lucid.randint(0, 5, (3,))]
+        assert all(t.device.type == "cuda" for t in made)
+        assert all(p.device.type == "cuda" for p in nn.Linear(3, 2).parameters())
+        host = lucid.zeros(2, device="cpu")
+        assert host.device.type == "cpu" and lucid.zeros_like(host).device.type == "cpu"  # *_like: the input's
+        assert lucid.from_numpy(np.ones(2)).device.type == "cpu"  # shares host memory, as in PyTorch
+    finally:
+        lucid.set_default_device(before)
+
+
 def test_tf32_flag_defaults_off():
     assert lucid.backends.cuda.matmul.allow_tf32 is False
     lucid.backends.cuda.matmul.allow_tf32 = True

@@ -9,8 +9,14 @@
 
 namespace lucid::python {
 
+// torch.set_default_device: where factories put a tensor given no device.
+static Device& default_device() {
+  static Device device;
+  return device;
+}
+
 Device to_device(const py::handle& obj) {
-  if (obj.is_none()) return Device{};
+  if (obj.is_none()) return default_device();
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<py::str>(obj)) return parse_device(obj.cast<std::string>());
   fail<TypeError>("expected a device (a string such as 'cpu' or a lucid.device), got ",
@@ -130,6 +136,8 @@ void init_tensor(py::module_& m) {
   m.def("get_default_dtype", [dtype_object] { return dtype_object(default_float_dtype()); });
   m.def("set_default_dtype", &set_default_float_dtype);
   m.def("dtype_from_name", &dtype_from_name);
+  m.def("get_default_device", [] { return default_device(); });
+  m.def("set_default_device", [](const py::handle& d) { default_device() = d.is_none() ? Device{} : to_device(d); });
 
   py::class_<Device>(m, "device")
       .def(py::init([](const std::string& s) { return parse_device(s); }))
@@ -141,6 +149,7 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("type", [](const Device& d) { return std::string(device_type_name(d.type)); })
       .def_property_readonly("index", [](const Device& d) { return d.index; })
       .def("__eq__", [](const Device& a, const py::object& b) {
+        if (b.is_none()) return false;
         try {
           return a == to_device(b);
         } catch (const Error&) {

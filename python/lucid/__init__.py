@@ -71,6 +71,8 @@ from .autograd import (enable_grad, no_grad, set_grad_enabled, is_grad_enabled, 
 
 get_default_dtype = _C.get_default_dtype
 set_default_dtype = _C.set_default_dtype
+get_default_device = _C.get_default_device
+set_default_device = _C.set_default_device
 promote_types = _C.promote_types
 manual_seed = _C.manual_seed
 initial_seed = _C.initial_seed

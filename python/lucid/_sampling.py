@@ -95,7 +95,8 @@ def generator_draw(kind, shape, dtype, device, generator):
     else:
         raise ValueError(f"unknown distribution {kind!r}")
     t = _C.cast(_C.from_numpy_copy(np.ascontiguousarray(arr, dtype=np.float64)), dtype)
-    return t if device is None or _C.device(str(device)).type == "cpu" else _C.to_device(t, str(device))
+    target = _C.get_default_device() if device is None else _C.device(str(device))
+    return t if target.type == "cpu" else _C.to_device(t, target)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, pin_memory=False):

@@ -125,7 +125,8 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, _C.Tensor):
         out = data if dtype is None else data.to(dtype)
         return out if device is None else out.to(device)
-    if isinstance(data, np.ndarray) and data.flags.c_contiguous and device in (None, "cpu") and \
+    on_host = (_C.get_default_device() if device is None else _C.device(str(device))).type == "cpu"
+    if isinstance(data, np.ndarray) and data.flags.c_contiguous and on_host and \
             data.dtype.name in ("float32", "float64", "int32", "int64", "bool", "float16"):
         t = from_numpy(data)
         return t if dtype is None else t.to(dtype)
