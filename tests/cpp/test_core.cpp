@@ -2,6 +2,8 @@
 // public headers.
 #include "helpers.h"
 
+#include <lucid/ops/norm.h>
+
 using lucid::Tensor;
 using lucid_test::check_close;
 using lucid_test::message_of;
@@ -144,4 +146,34 @@ TEST_CASE("graph: a hand-written trace compiles and runs through the cache") {
         "compiled step: argument 0 has shape [4], expected [3]");
   CHECK(message_of<lucid::TypeError>([&] { exe->run({lucid::ones({3}, lucid::DType::Float64)}, {2.0}); }) ==
         "compiled step: argument 0 has dtype float64, expected float32");
+}
+
+TEST_CASE("graph: primitives are equal exactly when their attributes are") {
+  // Common-subexpression elimination merges nodes by equals()/hash(): a
+  // constant compares by its bits, and a node equals its copy (NaN too).
+  const lucid::TensorMeta m{{2, 3}, lucid::DType::Float32, {}};
+  const double nan = std::nan("");
+  CHECK(lucid::Full(m, 0.5, 0).equals(lucid::Full(m, 0.5, 0)));
+  CHECK(lucid::Full(m, 0.5, 0).hash() == lucid::Full(m, 0.5, 0).hash());
+  CHECK_FALSE(lucid::Full(m, 0.0, 0).equals(lucid::Full(m, -0.0, 0)));
+  CHECK_FALSE(lucid::Full(m, 0.0, 0).equals(lucid::Full(m, 0.0, 1)));
+  CHECK_FALSE(lucid::Full(m, 0.0, 0).equals(lucid::Full({{2, 3}, lucid::DType::Float64, {}}, 0.0, 0)));
+  CHECK(lucid::Full(m, nan, 0).equals(lucid::Full(m, nan, 0)));
+  CHECK(lucid::Full(m, nan, 0).hash() == lucid::Full(m, nan, 0).hash());
+  CHECK_FALSE(lucid::Arange(0.0, 1.0, m).equals(lucid::Arange(-0.0, 1.0, m)));
+  CHECK(lucid::LayerNorm(1, nan).equals(lucid::LayerNorm(1, nan)));
+  CHECK_FALSE(lucid::Im2Col({}, 0.0).equals(lucid::Im2Col({}, -0.0)));
+  lucid::Window2d padded;
+  padded.pad_right = 1;
+  CHECK_FALSE(lucid::MaxPool2d({}).equals(lucid::MaxPool2d(padded)));
+  CHECK(lucid::Matmul(true, false).equals(lucid::Matmul(true, false)));
+  CHECK_FALSE(lucid::Matmul(true, false).equals(lucid::Matmul(false, true)));
+  CHECK_FALSE(lucid::Matmul().equals(lucid::Unary(lucid::UnaryOp::Exp)));
+  const lucid::Layout row{{2}, {1}, 0};
+  CHECK_FALSE(lucid::ViewScatter(row, row, 4).equals(lucid::ViewScatter(row, row, 5)));
+  CHECK_FALSE(lucid::AsStrided(row).equals(lucid::AsStrided({{2}, {1}, 1})));
+  CHECK_FALSE(lucid::Slice({{0}, {2}, {1}}).equals(lucid::Slice({{0}, {3}, {1}})));
+  CHECK_FALSE(lucid::Gather(0, "nll_loss").equals(lucid::Gather(0)));
+  // A strided view's name only labels it: one geometry is one view.
+  CHECK(lucid::StridedView("diagonal", {2}, {{1, 1}}, {0, 0}).equals(lucid::StridedView("unfold", {2}, {{1, 1}}, {0, 0})));
 }

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "lucid/core/hash.h"
+
 namespace lucid {
 
 enum class DeviceType : uint8_t { CPU, Metal, CUDA };
@@ -14,6 +16,7 @@ struct Device {
   bool operator!=(const Device& o) const { return !(*this == o); }
   std::string str() const;  // "cpu", "metal", "cuda:1"
 };
+inline size_t hash_value(const Device& d) { return hash_mix(size_t(d.type), size_t(d.index)); }
 
 Device parse_device(const std::string& s);
 const char* device_type_name(DeviceType t);

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "lucid/core/hash.h"
+
 namespace lucid {
 
 using Shape = std::vector<int64_t>;
@@ -17,6 +19,9 @@ struct Layout {
   int64_t offset = 0;
   bool operator==(const Layout& o) const { return shape == o.shape && strides == o.strides && offset == o.offset; }
 };
+inline size_t hash_value(const Layout& l) {
+  return hash_seq(hash_seq(std::hash<int64_t>()(l.offset), l.shape), l.strides);
+}
 Layout contiguous_layout(const Shape& shape, int64_t offset = 0);
 // PyTorch's rule: strides match the row-major ones wherever a dim has more
 // than one element (so size-1 dims and empty tensors never break it).

@@ -7,6 +7,7 @@
 #include "lucid/core/device.h"
 #include "lucid/core/dtype.h"
 #include "lucid/core/error.h"
+#include "lucid/core/hash.h"
 #include "lucid/core/shape.h"
 #include "lucid/core/storage.h"
 
@@ -26,6 +27,9 @@ struct TensorMeta {
     return shape == o.shape && dtype == o.dtype && device == o.device;
   }
 };
+inline size_t hash_value(const TensorMeta& m) {
+  return hash_seq(hash_mix(hash_value(m.device), size_t(m.dtype)), m.shape);
+}
 
 struct TensorImpl {
   TensorMeta meta;

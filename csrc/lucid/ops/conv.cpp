@@ -5,8 +5,6 @@
 #include "lucid/core/autocast.h"
 #include "lucid/ops/conv.h"
 
-#include <cmath>
-
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -17,15 +15,6 @@ static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a +
 
 int64_t Window2d::out_h(int64_t h) const { return floor_div(h + pad_top + pad_bottom - dh * (kh - 1) - 1, sh) + 1; }
 int64_t Window2d::out_w(int64_t w) const { return floor_div(w + pad_left + pad_right - dw * (kw - 1) - 1, sw) + 1; }
-bool Window2d::operator==(const Window2d& o) const {
-  return kh == o.kh && kw == o.kw && sh == o.sh && sw == o.sw && dh == o.dh && dw == o.dw && pad_top == o.pad_top &&
-         pad_bottom == o.pad_bottom && pad_left == o.pad_left && pad_right == o.pad_right;
-}
-size_t Window2d::hash(size_t seed) const {
-  for (int64_t v : {kh, kw, sh, sw, dh, dw, pad_top, pad_bottom, pad_left, pad_right})
-    seed = hash_mix(seed, std::hash<int64_t>()(v));
-  return seed;
-}
 std::string Window2d::str() const {
   return detail::concat("kernel=(", kh, ", ", kw, "), stride=(", sh, ", ", sw, "), dilation=(", dh, ", ", dw,
                         "), padding=(", pad_top, ", ", pad_bottom, ", ", pad_left, ", ", pad_right, ")");
@@ -49,12 +38,6 @@ static void check_output(const char* op, const Window2d& w, int64_t h, int64_t w
 
 // ------------------------------------------------------------------ Im2Col
 std::string Im2Col::name() const { return "im2col"; }
-bool Im2Col::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& p = static_cast<const Im2Col&>(o);
-  return p.win == win && (p.pad_value == pad_value || (std::isnan(p.pad_value) && std::isnan(pad_value)));
-}
-size_t Im2Col::hash() const { return hash_mix(win.hash(size_t(kind())), std::hash<double>()(pad_value)); }
 std::vector<TensorMeta> Im2Col::infer(const std::vector<TensorMeta>& in) const {
   const Shape& s = in[0].shape;
   LUCID_CHECK(s.size() == 4, "im2col: expected a 4-D input [N, C, H, W], got ", shape_str(s));
@@ -72,12 +55,6 @@ Tensor im2col(const Tensor& x, const Window2d& win, double pad_value) { return c
 
 // ------------------------------------------------------------------ Col2Im
 std::string Col2Im::name() const { return "col2im"; }
-bool Col2Im::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& p = static_cast<const Col2Im&>(o);
-  return p.win == win && p.height == height && p.width == width;
-}
-size_t Col2Im::hash() const { return hash_mix(hash_mix(win.hash(size_t(kind())), height), width); }
 std::vector<TensorMeta> Col2Im::infer(const std::vector<TensorMeta>& in) const {
   const Shape& s = in[0].shape;
   LUCID_CHECK(s.size() == 3, "col2im: expected a 3-D input [C*kH*kW, N, L], got ", shape_str(s));
@@ -104,10 +81,6 @@ Tensor col2im(const Tensor& cols, const Window2d& win, int64_t height, int64_t w
 
 // --------------------------------------------------------------- MaxPool2d
 std::string MaxPool2d::name() const { return "max_pool2d"; }
-bool MaxPool2d::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const MaxPool2d&>(o).win == win;
-}
-size_t MaxPool2d::hash() const { return win.hash(size_t(kind())); }
 std::vector<TensorMeta> MaxPool2d::infer(const std::vector<TensorMeta>& in) const {
   const Shape& s = in[0].shape;
   LUCID_CHECK(s.size() == 4, "max_pool2d: expected a 4-D input [N, C, H, W], got ", shape_str(s));
@@ -125,12 +98,6 @@ std::vector<Tensor> MaxPool2d::vjp(const std::vector<Tensor>& in, const std::vec
 
 // ------------------------------------------------------- MaxPool2dBackward
 std::string MaxPool2dBackward::name() const { return "max_pool2d_backward"; }
-bool MaxPool2dBackward::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& p = static_cast<const MaxPool2dBackward&>(o);
-  return p.win == win && p.height == height && p.width == width;
-}
-size_t MaxPool2dBackward::hash() const { return hash_mix(hash_mix(win.hash(size_t(kind())), height), width); }
 std::vector<TensorMeta> MaxPool2dBackward::infer(const std::vector<TensorMeta>& in) const {
   const Shape& s = in[0].shape;
   check_window("max_pool2d_backward", win);

@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,10 +28,12 @@ struct Window2d {
   // padded input; Im2Col rejects that).
   int64_t out_h(int64_t h) const;
   int64_t out_w(int64_t w) const;
-  bool operator==(const Window2d& o) const;
-  size_t hash(size_t seed) const;
+  // Every field, listed once: operator== and hash_value() derive from it.
+  auto fields() const { return std::tie(kh, kw, sh, sw, dh, dw, pad_top, pad_bottom, pad_left, pad_right); }
+  bool operator==(const Window2d& o) const { return fields() == o.fields(); }
   std::string str() const;
 };
+inline size_t hash_value(const Window2d& w) { return attrs_hash(0, w.fields()); }
 
 // [N, C, H, W] -> [C*kh*kw, N, OH*OW]. Row (c, i, j) holds, for every image
 // and output position, the input element under kernel tap (i, j) of channel
@@ -40,6 +43,7 @@ struct Window2d {
 struct Im2Col final : Primitive {
   Window2d win;
   double pad_value;
+  auto attrs() const { return std::tie(win, pad_value); }
   Im2Col(Window2d win, double pad_value) : Primitive(OpKind::Im2Col), win(win), pad_value(pad_value) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -51,6 +55,7 @@ struct Im2Col final : Primitive {
 struct Col2Im final : Primitive {
   Window2d win;
   int64_t height, width;
+  auto attrs() const { return std::tie(win, height, width); }
   Col2Im(Window2d win, int64_t height, int64_t width)
       : Primitive(OpKind::Col2Im), win(win), height(height), width(width) {}
   LUCID_PRIMITIVE_COMMON
@@ -65,6 +70,7 @@ struct Col2Im final : Primitive {
 // each index is flat into the input's H*W plane (PyTorch's return_indices).
 struct MaxPool2d final : Primitive {
   Window2d win;
+  auto attrs() const { return std::tie(win); }
   explicit MaxPool2d(Window2d win) : Primitive(OpKind::MaxPool2d), win(win) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -76,6 +82,7 @@ struct MaxPool2d final : Primitive {
 struct MaxPool2dBackward final : Primitive {
   Window2d win;
   int64_t height, width;
+  auto attrs() const { return std::tie(win, height, width); }
   MaxPool2dBackward(Window2d win, int64_t height, int64_t width)
       : Primitive(OpKind::MaxPool2dBackward), win(win), height(height), width(width) {}
   LUCID_PRIMITIVE_COMMON

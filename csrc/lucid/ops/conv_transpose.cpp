@@ -11,14 +11,6 @@ using detail::call;
 // The tap grid of the transposed convolution is the input's H x W: output
 // position (r*sh - pad + i*dh) receives tap (i, j) of input position r.
 std::string ConvTranspose2d::name() const { return "conv_transpose2d"; }
-bool ConvTranspose2d::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& p = static_cast<const ConvTranspose2d&>(o);
-  return p.win == win && p.groups == groups && p.out_h == out_h && p.out_w == out_w;
-}
-size_t ConvTranspose2d::hash() const {
-  return hash_mix(hash_mix(hash_mix(win.hash(size_t(kind())), size_t(groups)), size_t(out_h)), size_t(out_w));
-}
 
 std::vector<TensorMeta> ConvTranspose2d::infer(const std::vector<TensorMeta>& in) const {
   const Shape &xs = in[0].shape, &ws = in[1].shape;

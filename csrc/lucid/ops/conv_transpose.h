@@ -14,6 +14,7 @@ namespace lucid {
 struct ConvTranspose2d final : Primitive {
   Window2d win;
   int64_t groups, out_h, out_w;
+  auto attrs() const { return std::tie(win, groups, out_h, out_w); }
   ConvTranspose2d(Window2d win, int64_t groups, int64_t out_h, int64_t out_w)
       : Primitive(OpKind::ConvTranspose2d), win(win), groups(groups), out_h(out_h), out_w(out_w) {}
   LUCID_PRIMITIVE_COMMON

@@ -1,6 +1,5 @@
 // Creation primitives (Full, Arange, Random) and the public creation ops.
 #include <atomic>
-#include <cstring>
 #include <cmath>
 #include <mutex>
 
@@ -15,15 +14,6 @@ static std::vector<Tensor> no_grads(const std::vector<int>& argnums) { return st
 
 // ------------------------------------------------------------------- Full
 std::string Full::name() const { return "full"; }
-bool Full::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& f = static_cast<const Full&>(o);
-  // Bitwise value comparison: 0.0 and -0.0, NaNs are distinct constants.
-  return f.meta == meta && std::memcmp(&f.value, &value, sizeof(double)) == 0 && f.int_value == int_value;
-}
-size_t Full::hash() const {
-  return hash_seq(hash_mix(hash_mix(size_t(kind()), std::hash<double>()(value)), size_t(int_value)), meta.shape);
-}
 std::vector<TensorMeta> Full::infer(const std::vector<TensorMeta>&) const { return {meta}; }
 std::vector<Tensor> Full::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
                               const std::vector<int>& argnums) const {
@@ -88,14 +78,6 @@ Tensor detail::wrapped_scalar_tensor(const Scalar& value, DType dtype, Device de
 
 // ----------------------------------------------------------------- Arange
 std::string Arange::name() const { return "arange"; }
-bool Arange::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const Arange&>(o);
-  return a.start == start && a.step == step && a.meta == meta;
-}
-size_t Arange::hash() const {
-  return hash_seq(hash_mix(hash_mix(size_t(kind()), std::hash<double>()(start)), std::hash<double>()(step)), meta.shape);
-}
 std::vector<TensorMeta> Arange::infer(const std::vector<TensorMeta>&) const { return {meta}; }
 std::vector<Tensor> Arange::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
                                 const std::vector<int>& argnums) const {
@@ -126,12 +108,6 @@ Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
 
 // ----------------------------------------------------------------- Random
 std::string Random::name() const { return dist == Distribution::Uniform ? "rand" : "randn"; }
-bool Random::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& r = static_cast<const Random&>(o);
-  return r.dist == dist && r.shape == shape && r.dtype == dtype;
-}
-size_t Random::hash() const { return hash_seq(hash_mix(hash_mix(size_t(kind()), size_t(dist)), size_t(dtype)), shape); }
 std::vector<TensorMeta> Random::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype == DType::Int64 && in[0].shape == Shape{2},
                 "random: the key must be an int64 tensor of shape [2]");

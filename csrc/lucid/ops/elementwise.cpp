@@ -33,8 +33,6 @@ void integer_division_by_zero(BinaryOp op) {
 
 // ------------------------------------------------------------------ Unary
 std::string Unary::name() const { return unary_op_name(op); }
-bool Unary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Unary&>(o).op == op; }
-size_t Unary::hash() const { return hash_mix(size_t(kind()), size_t(op)); }
 
 std::vector<TensorMeta> Unary::infer(const std::vector<TensorMeta>& in) const {
   TensorMeta m = in[0];
@@ -197,8 +195,6 @@ static Device result_device(const std::vector<TensorMeta>& in) {
 
 // ------------------------------------------------------------------ Binary
 std::string Binary::name() const { return binary_op_name(op); }
-bool Binary::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Binary&>(o).op == op; }
-size_t Binary::hash() const { return hash_mix(size_t(kind()), size_t(op)); }
 
 std::vector<TensorMeta> Binary::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype == in[1].dtype, "internal: ", name(), " got ", dtype_name(in[0].dtype), " and ",
@@ -393,8 +389,6 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
 
 // -------------------------------------------------------------- Cast, Copy
 std::string Cast::name() const { return std::string("cast(") + dtype_name(to) + ")"; }
-bool Cast::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Cast&>(o).to == to; }
-size_t Cast::hash() const { return hash_mix(size_t(kind()), size_t(to)); }
 std::vector<TensorMeta> Cast::infer(const std::vector<TensorMeta>& in) const {
   return {{in[0].shape, to, in[0].device}};
 }

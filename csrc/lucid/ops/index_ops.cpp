@@ -16,10 +16,6 @@ static void check_index_dtype(const char* op, const TensorMeta& idx) {
 
 // ------------------------------------------------------------------ Gather
 std::string Gather::name() const { return "gather"; }
-bool Gather::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const Gather&>(o).axis == axis && static_cast<const Gather&>(o).loss == loss;
-}
-size_t Gather::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), std::hash<std::string>()(loss)); }
 std::vector<TensorMeta> Gather::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("gather", in[1]);
   LUCID_CHECK(in[1].shape.size() == in[0].shape.size(), "gather(): Index tensor must have the same number of "
@@ -46,12 +42,6 @@ Tensor gather_targets(const Tensor& logp, int64_t dim, const Tensor& target, con
 
 // -------------------------------------------------------------- ScatterAdd
 std::string ScatterAdd::name() const { return accumulate ? "scatter_add" : "scatter"; }
-bool ScatterAdd::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& s = static_cast<const ScatterAdd&>(o);
-  return s.axis == axis && s.accumulate == accumulate;
-}
-size_t ScatterAdd::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), accumulate); }
 std::vector<TensorMeta> ScatterAdd::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype(accumulate ? "scatter_add" : "scatter", in[1]);
   LUCID_CHECK(in[1].shape.size() == in[0].shape.size() && in[2].shape.size() == in[0].shape.size(),
@@ -98,11 +88,6 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 
 // ------------------------------------------------------------- IndexSelect
 std::string IndexSelect::name() const { return "index_select"; }
-bool IndexSelect::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const IndexSelect&>(o).axis == axis &&
-         static_cast<const IndexSelect&>(o).caller == caller;
-}
-size_t IndexSelect::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), std::hash<std::string>()(caller)); }
 std::vector<TensorMeta> IndexSelect::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("index_select", in[1]);
   LUCID_CHECK(in[1].shape.size() == 1, "index_select(): Index is supposed to be a vector, got ", shape_str(in[1].shape));
@@ -127,8 +112,6 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const std
 }
 
 std::string IndexAdd::name() const { return "index_add"; }
-bool IndexAdd::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const IndexAdd&>(o).axis == axis; }
-size_t IndexAdd::hash() const { return hash_mix(size_t(kind()), axis); }
 std::vector<TensorMeta> IndexAdd::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("index_add", in[1]);
   LUCID_CHECK(in[1].shape.size() == 1, "index_add(): Index is supposed to be a vector");

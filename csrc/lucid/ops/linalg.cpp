@@ -11,12 +11,6 @@ using detail::call;
 using detail::grads_for;
 
 std::string Matmul::name() const { return "matmul"; }
-bool Matmul::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& m = static_cast<const Matmul&>(o);
-  return m.trans_a == trans_a && m.trans_b == trans_b;
-}
-size_t Matmul::hash() const { return hash_mix(hash_mix(size_t(kind()), trans_a), trans_b); }
 
 Gemm Matmul::gemm(const Shape& a, const Shape& b) const {
   const size_t nd = a.size();

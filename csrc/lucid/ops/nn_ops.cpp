@@ -7,12 +7,6 @@ namespace lucid {
 using detail::call;
 
 std::string Softmax::name() const { return log ? "log_softmax" : "softmax"; }
-bool Softmax::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& s = static_cast<const Softmax&>(o);
-  return s.axis == axis && s.log == log;
-}
-size_t Softmax::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), log); }
 std::vector<TensorMeta> Softmax::infer(const std::vector<TensorMeta>& in) const { return {in[0]}; }
 std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<Tensor>& out,
                                  const std::vector<Tensor>& cot, const std::vector<int>&) const {
@@ -20,12 +14,6 @@ std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<T
 }
 
 std::string SoftmaxBackward::name() const { return log ? "log_softmax_backward" : "softmax_backward"; }
-bool SoftmaxBackward::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& s = static_cast<const SoftmaxBackward&>(o);
-  return s.axis == axis && s.log == log;
-}
-size_t SoftmaxBackward::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), log); }
 std::vector<TensorMeta> SoftmaxBackward::infer(const std::vector<TensorMeta>& in) const { return {in[1]}; }
 std::vector<Tensor> SoftmaxBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                          const std::vector<Tensor>&, const std::vector<int>&) const {

@@ -13,12 +13,6 @@ static Shape stats_shape(const Shape& s, int ndims) {
 }
 
 std::string LayerNorm::name() const { return "layer_norm"; }
-bool LayerNorm::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& l = static_cast<const LayerNorm&>(o);
-  return l.ndims == ndims && l.eps == eps;
-}
-size_t LayerNorm::hash() const { return hash_mix(hash_mix(size_t(kind()), ndims), std::hash<double>()(eps)); }
 std::vector<TensorMeta> LayerNorm::infer(const std::vector<TensorMeta>& in) const {
   const TensorMeta stats{stats_shape(in[0].shape, ndims), in[0].dtype, in[0].device};
   return {in[0], stats, stats};
@@ -29,10 +23,6 @@ std::vector<Tensor> LayerNorm::vjp(const std::vector<Tensor>&, const std::vector
 }
 
 std::string LayerNormBackward::name() const { return "layer_norm_backward"; }
-bool LayerNormBackward::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const LayerNormBackward&>(o).ndims == ndims;
-}
-size_t LayerNormBackward::hash() const { return hash_mix(size_t(kind()), ndims); }
 std::vector<TensorMeta> LayerNormBackward::infer(const std::vector<TensorMeta>& in) const { return {in[1]}; }
 std::vector<Tensor> LayerNormBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                            const std::vector<Tensor>&, const std::vector<int>&) const {

@@ -14,6 +14,7 @@ namespace lucid {
 struct LayerNorm final : Primitive {
   int ndims;
   double eps;
+  auto attrs() const { return std::tie(ndims, eps); }
   LayerNorm(int ndims, double eps) : Primitive(OpKind::LayerNorm), ndims(ndims), eps(eps) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -24,6 +25,7 @@ struct LayerNorm final : Primitive {
 // means over the normalised dims.
 struct LayerNormBackward final : Primitive {
   int ndims;
+  auto attrs() const { return std::tie(ndims); }
   explicit LayerNormBackward(int ndims) : Primitive(OpKind::LayerNormBackward), ndims(ndims) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS

@@ -4,14 +4,21 @@
 //   - vjp():   the derivative, written with ops (ops.h), so that it runs
 //              eagerly and records a backward graph under tracing alike,
 //   - a kernel per backend, looked up in the kernel table (kernels.h).
-// Attributes (axes, flags...) are members; equals()/hash() cover them so the
+// Attributes (axes, flags...) are members, listed once in attrs();
+// equals()/hash() derive from that list (LUCID_PRIMITIVE_ATTRS), so the
 // compiler can deduplicate nodes and the cache can key on them.
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "lucid/core/hash.h"
 #include "lucid/core/tensor.h"
 
 namespace lucid {
@@ -107,11 +114,72 @@ class Primitive {
   OpKind kind_;
 };
 
-// Hash combining for attribute hashes.
-inline size_t hash_mix(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
-template <class Seq>
-size_t hash_seq(size_t seed, const Seq& s) {
-  for (const auto& x : s) seed = hash_mix(seed, std::hash<std::decay_t<decltype(x)>>()(x));
+// ------------------------------------------------ attribute equality and hash
+// A primitive's attrs() is a std::tie of its attribute members: every field
+// that changes what it computes (or the error it raises), listed once.
+// Floating values compare by their bits: 0.0 and -0.0 and NaN payloads are
+// distinct constants, and a NaN equals itself (a node equals its copy).
+// Other class types bring operator== and a hash_value() overload, found by
+// argument-dependent lookup next to their definitions.
+namespace detail {
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class F>
+auto float_bits(F f) {
+  static_assert(sizeof(F) == 4 || sizeof(F) == 8, "a floating attribute is a float or a double");
+  std::conditional_t<sizeof(F) == 8, uint64_t, uint32_t> u;
+  std::memcpy(&u, &f, sizeof f);
+  return u;
+}
+}  // namespace detail
+
+template <class T>
+bool attr_equal(const T& a, const T& b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return detail::float_bits(a) == detail::float_bits(b);
+  } else if constexpr (detail::is_vector<T>::value) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!attr_equal(a[i], b[i])) return false;
+    return true;
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+size_t attr_hash(const T& v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::hash<decltype(detail::float_bits(v))>()(detail::float_bits(v));
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::hash<std::underlying_type_t<T>>()(std::underlying_type_t<T>(v));
+  } else if constexpr (std::is_integral_v<T> || std::is_same_v<T, std::string>) {
+    return std::hash<T>()(v);
+  } else if constexpr (detail::is_vector<T>::value) {
+    size_t h = v.size();
+    for (const auto& x : v) h = hash_mix(h, attr_hash(x));
+    return h;
+  } else {
+    return hash_value(v);
+  }
+}
+
+// Whole attrs() tuples: every attribute equal; the seed folded with each.
+namespace detail {
+template <class Tuple, size_t... I>
+bool attrs_equal(const Tuple& a, const Tuple& b, std::index_sequence<I...>) {
+  return (attr_equal(std::get<I>(a), std::get<I>(b)) && ...);
+}
+}  // namespace detail
+template <class... T>
+bool attrs_equal(const std::tuple<T...>& a, const std::tuple<T...>& b) {
+  return detail::attrs_equal(a, b, std::index_sequence_for<T...>());
+}
+template <class... T>
+size_t attrs_hash(size_t seed, const std::tuple<T...>& t) {
+  std::apply([&](const auto&... x) { ((seed = hash_mix(seed, attr_hash(x))), ...); }, t);
   return seed;
 }
 

@@ -3,6 +3,7 @@
 // ops/*.cpp file of their area, next to the public ops that build them;
 // kernels live in backend/<device>/.
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lucid/ops/primitive.h"
@@ -15,9 +16,13 @@ namespace lucid {
   std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, \
                           const std::vector<Tensor>& cotangents, const std::vector<int>& argnums) const override;
 
-#define LUCID_PRIMITIVE_ATTRS            \
-  bool equals(const Primitive& o) const override; \
-  size_t hash() const override;
+// equals() and hash() of a primitive with attributes, from its attrs()
+// (primitive.h): the one list of what tells two of its kind apart.
+#define LUCID_PRIMITIVE_ATTRS                                                                      \
+  bool equals(const Primitive& o) const override {                                                \
+    return o.kind() == kind() && attrs_equal(attrs(), static_cast<decltype(this)>(&o)->attrs());  \
+  }                                                                                               \
+  size_t hash() const override { return attrs_hash(size_t(kind()), attrs()); }
 
 #define LUCID_PRIMITIVE_VIEW                \
   bool is_view() const override { return true; } \
@@ -38,6 +43,7 @@ constexpr bool unary_returns_bool(UnaryOp op) {
 
 struct Unary final : Primitive {
   UnaryOp op;
+  auto attrs() const { return std::tie(op); }
   explicit Unary(UnaryOp op) : Primitive(OpKind::Unary), op(op) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -64,6 +70,7 @@ constexpr bool binary_returns_bool(BinaryOp op) {
 // Broadcasting binary op over two inputs of one dtype.
 struct Binary final : Primitive {
   BinaryOp op;
+  auto attrs() const { return std::tie(op); }
   explicit Binary(BinaryOp op) : Primitive(OpKind::Binary), op(op) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -81,6 +88,7 @@ struct Where final : Primitive {
 
 struct Cast final : Primitive {
   DType to;
+  auto attrs() const { return std::tie(to); }
   explicit Cast(DType to) : Primitive(OpKind::Cast), to(to) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -100,6 +108,7 @@ struct Full final : Primitive {
   TensorMeta meta;
   double value;
   int64_t int_value;
+  auto attrs() const { return std::tie(meta, value, int_value); }
   Full(TensorMeta meta, double value, int64_t int_value)
       : Primitive(OpKind::Full), meta(std::move(meta)), value(value), int_value(int_value) {}
   LUCID_PRIMITIVE_COMMON
@@ -109,6 +118,7 @@ struct Full final : Primitive {
 struct Arange final : Primitive {
   double start, step;
   TensorMeta meta;  // 1-D
+  auto attrs() const { return std::tie(start, step, meta); }
   Arange(double start, double step, TensorMeta meta)
       : Primitive(OpKind::Arange), start(start), step(step), meta(std::move(meta)) {}
   LUCID_PRIMITIVE_COMMON
@@ -122,6 +132,7 @@ struct Random final : Primitive {
   Distribution dist;
   Shape shape;
   DType dtype;
+  auto attrs() const { return std::tie(dist, shape, dtype); }
   Random(Distribution dist, Shape shape, DType dtype)
       : Primitive(OpKind::Random), dist(dist), shape(std::move(shape)), dtype(dtype) {}
   LUCID_PRIMITIVE_COMMON
@@ -135,6 +146,7 @@ struct Reduce final : Primitive {
   ReduceOp op;
   std::vector<int> axes;  // sorted, unique, non-negative
   bool keepdim;
+  auto attrs() const { return std::tie(op, axes, keepdim); }
   Reduce(ReduceOp op, std::vector<int> axes, bool keepdim)
       : Primitive(OpKind::Reduce), op(op), axes(std::move(axes)), keepdim(keepdim) {}
   LUCID_PRIMITIVE_COMMON
@@ -147,6 +159,7 @@ struct ArgReduce final : Primitive {
   ArgReduceOp op;
   int axis;
   bool keepdim;
+  auto attrs() const { return std::tie(op, axis, keepdim); }
   ArgReduce(ArgReduceOp op, int axis, bool keepdim)
       : Primitive(OpKind::ArgReduce), op(op), axis(axis), keepdim(keepdim) {}
   LUCID_PRIMITIVE_COMMON
@@ -166,6 +179,7 @@ struct Gemm {
 
 struct Matmul final : Primitive {
   bool trans_a = false, trans_b = false;
+  auto attrs() const { return std::tie(trans_a, trans_b); }
   Matmul(bool ta = false, bool tb = false) : Primitive(OpKind::Matmul), trans_a(ta), trans_b(tb) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -184,6 +198,7 @@ struct Matmul final : Primitive {
 // --------------------------------------------------------------------- shape
 struct Reshape final : Primitive {
   Shape shape;
+  auto attrs() const { return std::tie(shape); }
   explicit Reshape(Shape s) : Primitive(OpKind::Reshape), shape(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -193,6 +208,7 @@ struct Reshape final : Primitive {
 
 struct Permute final : Primitive {
   std::vector<int> perm;
+  auto attrs() const { return std::tie(perm); }
   explicit Permute(std::vector<int> p) : Primitive(OpKind::Permute), perm(std::move(p)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -202,6 +218,7 @@ struct Permute final : Primitive {
 
 struct Broadcast final : Primitive {
   Shape shape;
+  auto attrs() const { return std::tie(shape); }
   explicit Broadcast(Shape s) : Primitive(OpKind::Broadcast), shape(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -214,9 +231,11 @@ struct SliceSpec {
   Shape out_shape() const;
   bool operator==(const SliceSpec& o) const { return starts == o.starts && stops == o.stops && steps == o.steps; }
 };
+inline size_t hash_value(const SliceSpec& s) { return hash_seq(hash_seq(hash_seq(0, s.starts), s.stops), s.steps); }
 
 struct Slice final : Primitive {
   SliceSpec spec;
+  auto attrs() const { return std::tie(spec); }
   explicit Slice(SliceSpec s) : Primitive(OpKind::Slice), spec(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -227,6 +246,7 @@ struct Slice final : Primitive {
 // (base, src) -> base with base[spec] = src.
 struct SliceScatter final : Primitive {
   SliceSpec spec;
+  auto attrs() const { return std::tie(spec); }
   explicit SliceScatter(SliceSpec s) : Primitive(OpKind::SliceScatter), spec(std::move(s)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -235,6 +255,7 @@ struct SliceScatter final : Primitive {
 
 struct Concat final : Primitive {
   int axis;
+  auto attrs() const { return std::tie(axis); }
   explicit Concat(int axis) : Primitive(OpKind::Concat), axis(axis) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -249,6 +270,7 @@ struct Concat final : Primitive {
 struct Split final : Primitive {
   int axis;
   std::vector<int64_t> sizes;
+  auto attrs() const { return std::tie(axis, sizes); }
   Split(int axis, std::vector<int64_t> sizes) : Primitive(OpKind::Split), axis(axis), sizes(std::move(sizes)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -262,6 +284,7 @@ struct Split final : Primitive {
 struct Gather final : Primitive {
   int axis;
   std::string loss;  // empty for a plain gather
+  auto attrs() const { return std::tie(axis, loss); }
   explicit Gather(int axis, std::string loss = {}) : Primitive(OpKind::Gather), axis(axis), loss(std::move(loss)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -275,6 +298,7 @@ struct Gather final : Primitive {
 struct ScatterAdd final : Primitive {
   int axis;
   bool accumulate;
+  auto attrs() const { return std::tie(axis, accumulate); }
   ScatterAdd(int axis, bool accumulate) : Primitive(OpKind::ScatterAdd), axis(axis), accumulate(accumulate) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -288,6 +312,7 @@ struct ScatterAdd final : Primitive {
 struct IndexSelect final : Primitive {
   int axis;
   std::string caller;
+  auto attrs() const { return std::tie(axis, caller); }
   explicit IndexSelect(int axis, std::string caller = "index_select")
       : Primitive(OpKind::IndexSelect), axis(axis), caller(std::move(caller)) {}
   LUCID_PRIMITIVE_COMMON
@@ -300,6 +325,7 @@ struct IndexSelect final : Primitive {
 // (base, index, src): base.index_add(axis, index, src).
 struct IndexAdd final : Primitive {
   int axis;
+  auto attrs() const { return std::tie(axis); }
   explicit IndexAdd(int axis) : Primitive(OpKind::IndexAdd), axis(axis) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -312,6 +338,7 @@ struct IndexAdd final : Primitive {
 struct Softmax final : Primitive {
   int axis;
   bool log;
+  auto attrs() const { return std::tie(axis, log); }
   Softmax(int axis, bool log) : Primitive(OpKind::Softmax), axis(axis), log(log) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -323,6 +350,7 @@ struct Softmax final : Primitive {
 struct SoftmaxBackward final : Primitive {
   int axis;
   bool log;
+  auto attrs() const { return std::tie(axis, log); }
   SoftmaxBackward(int axis, bool log) : Primitive(OpKind::SoftmaxBackward), axis(axis), log(log) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -337,6 +365,7 @@ struct SoftmaxBackward final : Primitive {
 struct ArgSort final : Primitive {
   int axis;
   bool descending;
+  auto attrs() const { return std::tie(axis, descending); }
   ArgSort(int axis, bool descending) : Primitive(OpKind::ArgSort), axis(axis), descending(descending) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -350,6 +379,7 @@ struct TopK final : Primitive {
   int axis;
   int64_t k;
   bool largest;
+  auto attrs() const { return std::tie(axis, k, largest); }
   TopK(int axis, int64_t k, bool largest) : Primitive(OpKind::TopK), axis(axis), k(k), largest(largest) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -362,6 +392,7 @@ struct TopK final : Primitive {
 // nonzero cannot be traced).
 struct NonZero final : Primitive {
   int64_t count;
+  auto attrs() const { return std::tie(count); }
   explicit NonZero(int64_t count) : Primitive(OpKind::NonZero), count(count) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -378,6 +409,7 @@ struct Scan final : Primitive {
   ScanOp op;
   int axis;
   bool reverse;
+  auto attrs() const { return std::tie(op, axis, reverse); }
   Scan(ScanOp op, int axis, bool reverse) : Primitive(OpKind::Scan), op(op), axis(axis), reverse(reverse) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -393,6 +425,8 @@ struct StridedView final : Primitive {
   Shape shape;
   std::vector<Shape> coeffs;
   Shape offset_coeffs;
+  // `op` only names the view: views of one geometry are one view.
+  auto attrs() const { return std::tie(shape, coeffs, offset_coeffs); }
   StridedView(std::string op, Shape shape, std::vector<Shape> coeffs, Shape offset_coeffs)
       : Primitive(OpKind::StridedView), op(std::move(op)), shape(std::move(shape)), coeffs(std::move(coeffs)),
         offset_coeffs(std::move(offset_coeffs)) {}
@@ -407,6 +441,7 @@ struct StridedView final : Primitive {
 // shares with others, and as_strided.
 struct AsStrided final : Primitive {
   Layout layout;
+  auto attrs() const { return std::tie(layout); }
   explicit AsStrided(Layout l) : Primitive(OpKind::AsStrided), layout(std::move(l)) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -420,6 +455,7 @@ struct AsStrided final : Primitive {
 struct AsStridedScatter final : Primitive {
   Layout layout;
   bool accumulate;
+  auto attrs() const { return std::tie(layout, accumulate); }
   AsStridedScatter(Layout l, bool accumulate)
       : Primitive(OpKind::AsStridedScatter), layout(std::move(l)), accumulate(accumulate) {}
   LUCID_PRIMITIVE_COMMON
@@ -434,6 +470,7 @@ struct AsStridedScatter final : Primitive {
 struct ViewScatter final : Primitive {
   Layout base, view;
   int64_t storage_numel;
+  auto attrs() const { return std::tie(base, view, storage_numel); }
   ViewScatter(Layout base, Layout view, int64_t n)
       : Primitive(OpKind::ViewScatter), base(std::move(base)), view(std::move(view)), storage_numel(n) {}
   LUCID_PRIMITIVE_COMMON
@@ -446,6 +483,7 @@ struct ViewScatter final : Primitive {
 struct ViewOfBase final : Primitive {
   Layout base, view;
   int64_t storage_numel;
+  auto attrs() const { return std::tie(base, view, storage_numel); }
   ViewOfBase(Layout base, Layout view, int64_t n)
       : Primitive(OpKind::ViewOfBase), base(std::move(base)), view(std::move(view)), storage_numel(n) {}
   LUCID_PRIMITIVE_COMMON

@@ -50,10 +50,6 @@ static Shape check_cell_inputs(const char* op, CellKind cell, const std::vector<
 
 // --------------------------------------------------------------- forward
 std::string RecurrentCell::name() const { return std::string(cell_kind_name(cell)) + "_cell"; }
-bool RecurrentCell::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const RecurrentCell&>(o).cell == cell;
-}
-size_t RecurrentCell::hash() const { return hash_mix(size_t(kind()), size_t(cell)); }
 uint8_t RecurrentCell::saved() const {
   switch (cell) {
     case CellKind::RnnTanh:
@@ -106,10 +102,6 @@ std::vector<Tensor> RecurrentCell::vjp(const std::vector<Tensor>& in, const std:
 
 // -------------------------------------------------------------- backward
 std::string RecurrentCellBackward::name() const { return std::string(cell_kind_name(cell)) + "_cell_backward"; }
-bool RecurrentCellBackward::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const RecurrentCellBackward&>(o).cell == cell;
-}
-size_t RecurrentCellBackward::hash() const { return hash_mix(size_t(kind()), size_t(cell)); }
 
 std::vector<TensorMeta> RecurrentCellBackward::infer(const std::vector<TensorMeta>& in) const {
   const std::string op = name();

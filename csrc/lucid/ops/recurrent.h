@@ -26,6 +26,7 @@ int cell_gates(CellKind k);
 //         n = tanh(gi_n + r (gh_n + b_n));  h' = (h - n) z + n
 struct RecurrentCell final : Primitive {
   CellKind cell;
+  auto attrs() const { return std::tie(cell); }
   explicit RecurrentCell(CellKind cell) : Primitive(OpKind::RecurrentCell), cell(cell) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
@@ -38,6 +39,7 @@ struct RecurrentCell final : Primitive {
 //   GRU:  (gi, gh, bias, h, dh') -> (d gi [B, 3H], d gh [B, 3H], dh [B, H])
 struct RecurrentCellBackward final : Primitive {
   CellKind cell;
+  auto attrs() const { return std::tie(cell); }
   explicit RecurrentCellBackward(CellKind cell) : Primitive(OpKind::RecurrentCellBackward), cell(cell) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS

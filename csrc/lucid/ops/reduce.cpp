@@ -38,12 +38,6 @@ Tensor detail::unsqueeze_axes(const Tensor& t, const std::vector<int>& axes) {
 
 // ------------------------------------------------------------------ Reduce
 std::string Reduce::name() const { return reduce_op_name(op); }
-bool Reduce::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& r = static_cast<const Reduce&>(o);
-  return r.op == op && r.axes == axes && r.keepdim == keepdim;
-}
-size_t Reduce::hash() const { return hash_seq(hash_mix(hash_mix(size_t(kind()), size_t(op)), keepdim), axes); }
 uint8_t Reduce::saved() const { return op == ReduceOp::Sum ? 0 : kSaveInputs | kSaveOutputs; }
 
 std::vector<TensorMeta> Reduce::infer(const std::vector<TensorMeta>& in) const {
@@ -245,12 +239,6 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 
 // --------------------------------------------------------------- ArgReduce
 std::string ArgReduce::name() const { return op == ArgReduceOp::ArgMax ? "argmax" : "argmin"; }
-bool ArgReduce::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& r = static_cast<const ArgReduce&>(o);
-  return r.op == op && r.axis == axis && r.keepdim == keepdim;
-}
-size_t ArgReduce::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), size_t(op)), axis), keepdim); }
 std::vector<TensorMeta> ArgReduce::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(IndexError, in[0].shape.empty() || in[0].shape[axis] != 0, name(), "(): Expected reduction dim ",
                 axis, " to have non-zero size (input shape ", shape_str(in[0].shape), ")");

@@ -12,10 +12,6 @@ using detail::grads_for;
 
 // ----------------------------------------------------------------- Reshape
 std::string Reshape::name() const { return "reshape"; }
-bool Reshape::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const Reshape&>(o).shape == shape;
-}
-size_t Reshape::hash() const { return hash_seq(size_t(kind()), shape); }
 std::vector<TensorMeta> Reshape::infer(const std::vector<TensorMeta>& in) const {
   return {{shape, in[0].dtype, in[0].device}};
 }
@@ -113,8 +109,6 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
 
 // ----------------------------------------------------------------- Permute
 std::string Permute::name() const { return "permute"; }
-bool Permute::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Permute&>(o).perm == perm; }
-size_t Permute::hash() const { return hash_seq(size_t(kind()), perm); }
 std::vector<TensorMeta> Permute::infer(const std::vector<TensorMeta>& in) const {
   Shape s;
   for (int p : perm) s.push_back(in[0].shape[p]);
@@ -165,10 +159,6 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
 
 // --------------------------------------------------------------- Broadcast
 std::string Broadcast::name() const { return "broadcast_to"; }
-bool Broadcast::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const Broadcast&>(o).shape == shape;
-}
-size_t Broadcast::hash() const { return hash_seq(size_t(kind()), shape); }
 std::vector<TensorMeta> Broadcast::infer(const std::vector<TensorMeta>& in) const {
   return {{shape, in[0].dtype, in[0].device}};
 }
@@ -215,13 +205,7 @@ Shape SliceSpec::out_shape() const {
   return s;
 }
 
-static size_t hash_spec(size_t seed, const SliceSpec& s) {
-  return hash_seq(hash_seq(hash_seq(seed, s.starts), s.stops), s.steps);
-}
-
 std::string Slice::name() const { return "slice"; }
-bool Slice::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Slice&>(o).spec == spec; }
-size_t Slice::hash() const { return hash_spec(size_t(kind()), spec); }
 std::vector<TensorMeta> Slice::infer(const std::vector<TensorMeta>& in) const {
   return {{spec.out_shape(), in[0].dtype, in[0].device}};
 }
@@ -267,10 +251,6 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
 }
 
 std::string SliceScatter::name() const { return "slice_scatter"; }
-bool SliceScatter::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const SliceScatter&>(o).spec == spec;
-}
-size_t SliceScatter::hash() const { return hash_spec(size_t(kind()), spec); }
 std::vector<TensorMeta> SliceScatter::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK(in[1].shape == spec.out_shape(), "slice_scatter: src of shape ", shape_str(in[1].shape),
               " does not match the slice of shape ", shape_str(spec.out_shape()));
@@ -311,8 +291,6 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
 
 // ------------------------------------------------------------------ Concat
 std::string Concat::name() const { return "cat"; }
-bool Concat::equals(const Primitive& o) const { return o.kind() == kind() && static_cast<const Concat&>(o).axis == axis; }
-size_t Concat::hash() const { return hash_mix(size_t(kind()), axis); }
 std::vector<TensorMeta> Concat::infer(const std::vector<TensorMeta>& in) const {
   TensorMeta m = in[0];
   m.shape[axis] = 0;
@@ -374,12 +352,6 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 
 // ------------------------------------------------------------------- Split
 std::string Split::name() const { return "split_with_sizes"; }
-bool Split::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& p = static_cast<const Split&>(o);
-  return p.axis == axis && p.sizes == sizes;
-}
-size_t Split::hash() const { return hash_seq(hash_mix(size_t(kind()), axis), sizes); }
 std::vector<TensorMeta> Split::infer(const std::vector<TensorMeta>& in) const {
   const Shape& s = in[0].shape;
   LUCID_CHECK(axis >= 0 && axis < int(s.size()), "split_with_sizes: dimension ", axis, " out of range for a ",

@@ -10,12 +10,6 @@ static std::vector<Tensor> no_grads(const std::vector<int>& argnums) { return st
 
 // ----------------------------------------------------------------- ArgSort
 std::string ArgSort::name() const { return "argsort"; }
-bool ArgSort::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const ArgSort&>(o);
-  return a.axis == axis && a.descending == descending;
-}
-size_t ArgSort::hash() const { return hash_mix(hash_mix(size_t(kind()), axis), descending); }
 std::vector<TensorMeta> ArgSort::infer(const std::vector<TensorMeta>& in) const {
   return {{in[0].shape, DType::Int64, in[0].device}};
 }
@@ -38,12 +32,6 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
 
 // -------------------------------------------------------------------- TopK
 std::string TopK::name() const { return "topk"; }
-bool TopK::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& t = static_cast<const TopK&>(o);
-  return t.axis == axis && t.k == k && t.largest == largest;
-}
-size_t TopK::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), axis), size_t(k)), largest); }
 std::vector<TensorMeta> TopK::infer(const std::vector<TensorMeta>& in) const {
   Shape s = in[0].shape;
   s[size_t(axis)] = k;
@@ -68,10 +56,6 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
 
 // ----------------------------------------------------------------- NonZero
 std::string NonZero::name() const { return "nonzero"; }
-bool NonZero::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const NonZero&>(o).count == count;
-}
-size_t NonZero::hash() const { return hash_mix(size_t(kind()), size_t(count)); }
 std::vector<TensorMeta> NonZero::infer(const std::vector<TensorMeta>& in) const {
   return {{{count, int64_t(in[0].shape.size())}, DType::Int64, in[0].device}};
 }
@@ -93,12 +77,6 @@ Tensor nonzero(const Tensor& x) {
 std::string Scan::name() const {
   return std::string(op == ScanOp::Sum ? "cumsum" : "cumprod") + (reverse ? "(reverse)" : "");
 }
-bool Scan::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& s = static_cast<const Scan&>(o);
-  return s.op == op && s.axis == axis && s.reverse == reverse;
-}
-size_t Scan::hash() const { return hash_mix(hash_mix(hash_mix(size_t(kind()), size_t(op)), axis), reverse); }
 std::vector<TensorMeta> Scan::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype != DType::Bool, "internal: ", name(), " of a bool tensor");
   return {in[0]};

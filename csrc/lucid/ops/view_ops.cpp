@@ -13,10 +13,6 @@ using detail::grads_for;
 
 namespace {
 
-size_t hash_layout(size_t seed, const Layout& l) {
-  return hash_mix(hash_seq(hash_seq(seed, l.shape), l.strides), std::hash<int64_t>()(l.offset));
-}
-
 // Smallest and one past the largest element offset a layout reaches (an
 // empty layout reaches nothing: {offset, offset}).
 std::pair<int64_t, int64_t> extent(const Layout& l) {
@@ -55,10 +51,6 @@ Tensor from_storage(const Tensor& flat, const Layout& base, int64_t n) {
 
 // --------------------------------------------------------------- AsStrided
 std::string AsStrided::name() const { return "as_strided"; }
-bool AsStrided::equals(const Primitive& o) const {
-  return o.kind() == kind() && static_cast<const AsStrided&>(o).layout == layout;
-}
-size_t AsStrided::hash() const { return hash_layout(size_t(kind()), layout); }
 std::vector<TensorMeta> AsStrided::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK(in[0].shape.size() == 1, "as_strided: expected the 1-D elements of a storage, got shape ",
               shape_str(in[0].shape));
@@ -84,12 +76,6 @@ Tensor as_strided_flat(const Tensor& flat, const Layout& layout) {
 
 // -------------------------------------------------------- AsStridedScatter
 std::string AsStridedScatter::name() const { return accumulate ? "as_strided_scatter_add" : "as_strided_scatter"; }
-bool AsStridedScatter::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const AsStridedScatter&>(o);
-  return a.layout == layout && a.accumulate == accumulate;
-}
-size_t AsStridedScatter::hash() const { return hash_mix(hash_layout(size_t(kind()), layout), accumulate); }
 std::vector<TensorMeta> AsStridedScatter::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK(in[0].shape.size() == 1, "as_strided_scatter: expected the 1-D elements of a storage, got shape ",
               shape_str(in[0].shape));
@@ -116,16 +102,6 @@ Tensor as_strided_scatter(const Tensor& flat, const Tensor& src, const Layout& l
 
 // ------------------------------------------------------------- StridedView
 std::string StridedView::name() const { return op; }
-bool StridedView::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const StridedView&>(o);
-  return a.shape == shape && a.coeffs == coeffs && a.offset_coeffs == offset_coeffs;
-}
-size_t StridedView::hash() const {
-  size_t h = hash_seq(hash_seq(size_t(kind()), shape), offset_coeffs);
-  for (const auto& c : coeffs) h = hash_seq(h, c);
-  return h;
-}
 std::vector<TensorMeta> StridedView::infer(const std::vector<TensorMeta>& in) const {
   return {{shape, in[0].dtype, in[0].device}};
 }
@@ -231,12 +207,6 @@ Tensor as_strided(const Tensor& x, const Shape& size, const Shape& stride, std::
 
 // ------------------------------------------------------------- ViewScatter
 std::string ViewScatter::name() const { return "CopySlices"; }
-bool ViewScatter::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const ViewScatter&>(o);
-  return a.base == base && a.view == view && a.storage_numel == storage_numel;
-}
-size_t ViewScatter::hash() const { return hash_layout(hash_layout(size_t(kind()), base), view); }
 std::vector<TensorMeta> ViewScatter::infer(const std::vector<TensorMeta>& in) const { return {in[0]}; }
 std::vector<Tensor> ViewScatter::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                      const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
@@ -252,12 +222,6 @@ std::vector<Tensor> ViewScatter::vjp(const std::vector<Tensor>&, const std::vect
 
 // -------------------------------------------------------------- ViewOfBase
 std::string ViewOfBase::name() const { return "AsStridedBackward"; }
-bool ViewOfBase::equals(const Primitive& o) const {
-  if (o.kind() != kind()) return false;
-  const auto& a = static_cast<const ViewOfBase&>(o);
-  return a.base == base && a.view == view && a.storage_numel == storage_numel;
-}
-size_t ViewOfBase::hash() const { return hash_layout(hash_layout(size_t(kind()), base), view); }
 std::vector<TensorMeta> ViewOfBase::infer(const std::vector<TensorMeta>& in) const {
   return {{view.shape, in[0].dtype, in[0].device}};
 }
