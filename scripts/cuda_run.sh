@@ -2,6 +2,9 @@
 # One GPU run: report the toolchain, build, run the cuda tests, the cuda
 # benchmark (every variant) and a profile of one fused step. Usage: scripts/cuda_run.sh [WHEEL_DIR] [pytest args...]
 # (WHEEL_DIR: local wheels for what the machine lacks; no network needed).
+# STAGES picks what runs after the build (default "tests bench profile");
+# "suite" runs the whole test suite with cuda as the default device
+# (LUCID_TEST_DEVICE=cuda), its log in $OUT/suite.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v python >/dev/null || python() { python3 "$@"; }  # some images have python3 only
@@ -13,9 +16,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 command -v nvcc >/dev/null && nvcc --version | tail -1
 python -m pip list 2>/dev/null | grep -i -E "^(pybind11|cmake|ninja|numpy|pytest|torch|jax|nvidia-cu(blas|da-nvrtc))[ -]" 
 if [ -n "$wheels" ]; then
-  for pkg in pybind11 cmake ninja nlohmann_json scipy_openblas32 pytest; do
-    python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('$pkg') is None)" 2>/dev/null \
-      || python -m pip install --quiet --no-deps --no-index --find-links "$wheels" "$pkg" 2>&1 | tail -1
+  for pkg in pybind11 cmake ninja nlohmann_json scipy_openblas32 pytest execnet xdist:pytest-xdist crc32c safetensors; do
+    python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('${pkg%%:*}') is None)" 2>/dev/null \
+      || python -m pip install --quiet --no-deps --no-index --find-links "$wheels" "${pkg#*:}" 2>&1 | tail -1
   done
 fi
 export PATH="$(python -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
@@ -37,13 +40,26 @@ eval "$env_line"
 echo "built in $(( $(date +%s) - t0 )) s"
 export LUCID_CUDA_CACHE="${LUCID_CUDA_CACHE:-/tmp/lucid-cuda-cache}"
 python -c "import lucid; print('cuda available:', lucid.cuda.is_available(), lucid.cuda.unavailable_reason()); print(lucid.cuda.get_device_name())"
-echo "== tests"
-# full logs under $LOGS (the device tool's $OUT when set)
+# full logs under $OUT (the device tool's) when set
 logs="${OUT:-/tmp}"
 timeout_opt=$(python -c "import pytest_timeout" 2>/dev/null && echo "--timeout=120")
-timeout 200 python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py tests/test_cuda_compile.py "$@" >"$logs/tests.log" 2>&1
-grep -E "^(FAILED|ERROR)|passed|failed" "$logs/tests.log" | tail -60
-echo "== benchmark"
-timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
-echo "== profile"
-timeout 90 python -m benchmarks.cuda_profile 2>&1 | tee "$logs/profile.log" | tail -32
+stages=" ${STAGES:-tests bench profile} "
+if [[ $stages == *" tests "* ]]; then
+  echo "== tests"
+  timeout 200 python -m pytest -q -rfEs $timeout_opt tests/test_cuda.py tests/test_cuda_compile.py "$@" >"$logs/tests.log" 2>&1
+  grep -E "^(FAILED|ERROR)|passed|failed" "$logs/tests.log" | tail -60
+fi
+if [[ $stages == *" suite "* ]]; then
+  echo "== suite on cuda"
+  LUCID_TEST_DEVICE=cuda timeout "${SUITE_TIMEOUT:-420}" python -m pytest -q -rfE -p no:cacheprovider \
+    -n "$(( $(nproc) / 2 ))" $timeout_opt tests "$@" >"$logs/suite.log" 2>&1
+  grep -E "^(FAILED|ERROR)|passed|failed" "$logs/suite.log" | tail -40
+fi
+if [[ $stages == *" bench "* ]]; then
+  echo "== benchmark"
+  timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
+fi
+if [[ $stages == *" profile "* ]]; then
+  echo "== profile"
+  timeout 90 python -m benchmarks.cuda_profile 2>&1 | tee "$logs/profile.log" | tail -32
+fi

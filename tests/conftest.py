@@ -24,8 +24,52 @@ torch.set_num_threads(max(1, lucid.get_num_threads()))
 # LUCID_TEST_DEVICE=cuda runs the suite with the GPU as the default device
 # (lucid.set_default_device): every factory and module parameter is made
 # there, and comparisons read values back through .numpy().
-if os.environ.get("LUCID_TEST_DEVICE", "cpu") not in ("", "cpu", "metal"):
+# Tensor.numpy() of device memory raises, as in PyTorch; the suite's
+# comparisons read it back through the host instead.
+ON_DEVICE = os.environ.get("LUCID_TEST_DEVICE", "cpu") not in ("", "cpu", "metal")
+if ON_DEVICE:
     lucid.set_default_device(os.environ["LUCID_TEST_DEVICE"])
+    _numpy = lucid.Tensor.numpy
+    lucid.Tensor.numpy = lambda self, *a, **k: _numpy(self.cpu() if self.device.type != "cpu" else self, *a, **k)
+
+# Test files about the host itself, skipped when another device is the default.
+HOST_ONLY = {
+    "test_metal_plan.py": "checks the Metal lowering against a CPU reference compiler",
+    "test_cpp_api.py": "builds and runs native apps on the CPU",
+}
+
+
+# Test files that place every tensor themselves (the CPU is their reference).
+EXPLICIT_DEVICES = {"test_cuda.py", "test_cuda_compile.py"}
+
+
+@pytest.fixture(autouse=True)
+def _device_under_test(request):
+    """In device mode: the CPU default for the files that pick devices
+    themselves; and a synchronisation after each test, so that an error the
+    device reports asynchronously (an index out of range) fails the test that
+    caused it, not the next one."""
+    if not ON_DEVICE:
+        yield
+        return
+    explicit = request.path.name in EXPLICIT_DEVICES
+    if explicit:
+        lucid.set_default_device("cpu")
+    try:
+        yield
+        lucid.cuda.synchronize()
+    finally:
+        if explicit:
+            lucid.set_default_device(os.environ["LUCID_TEST_DEVICE"])
+
+
+def pytest_collection_modifyitems(config, items):
+    if not ON_DEVICE:
+        return
+    for item in items:
+        why = HOST_ONLY.get(item.path.name)
+        if why:
+            item.add_marker(pytest.mark.skip(reason=f"host only: {why}"))
 
 _DTYPES = [
     ("bool", torch.bool), ("int32", torch.int32), ("int64", torch.int64), ("float16", torch.float16),

@@ -402,7 +402,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
     if isinstance(q, Tensor) and q.dtype != input.dtype:
         raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
-    qs = np.atleast_1d(q.detach().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
+    qs = np.atleast_1d(q.detach().cpu().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
     scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
     if np.any(qs < 0) or np.any(qs > 1):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
@@ -488,7 +488,7 @@ def cummin(input, dim):  # noqa: A002
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """The most frequent value along `dim` (the smallest among ties) and an
     index of it. Counted on the host: eager only, no gradient."""
-    arr = input.detach().numpy()
+    arr = input.detach().cpu().numpy()
     d = dim % input.ndim
     moved = np.moveaxis(arr, d, -1)
     flat = moved.reshape(-1, moved.shape[-1])
@@ -1020,7 +1020,7 @@ def argwhere(input):  # noqa: A002
 def _host(t, what):
     if t.is_symbolic:
         raise RuntimeError(f"{what}() needs concrete values and cannot run inside a compiled step")
-    return (_C.cast(t.detach(), _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t.detach()).numpy()
+    return (_C.cast(t.detach(), _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t.detach()).cpu().numpy()
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

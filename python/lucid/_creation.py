@@ -27,7 +27,7 @@ def _infer_array(data, dtype=None):
     floats become the default dtype (or go straight to an explicit `dtype`,
     without rounding through the default), ints int64, bools bool."""
     if isinstance(data, _C.Tensor):
-        return data.detach().numpy()
+        return data.detach().cpu().numpy()
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, (list, tuple)) and any(isinstance(x, _C.Tensor) for x in _flatten(data)):
@@ -52,7 +52,7 @@ def _tensors_to_lists(data):
     if isinstance(data, _C.Tensor):
         if data.ndim == 0:
             return data.item()
-        return data.detach().numpy().tolist()
+        return data.detach().cpu().numpy().tolist()
     if isinstance(data, (list, tuple)):
         return [_tensors_to_lists(x) for x in data]
     return data

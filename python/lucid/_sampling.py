@@ -22,14 +22,14 @@ def _check_generator(generator):
 def _uniform(shape, generator):
     """float64 uniforms in [0, 1) on the host."""
     if generator is None:
-        return _C.rand(list(shape), _C.dtype.float64, None).numpy()
+        return _C.rand(list(shape), _C.dtype.float64, "cpu").numpy()
     return generator._rng.random(shape)
 
 
 def _concrete(t, fn):
     if t.is_symbolic:
         raise RuntimeError(f"{fn}() needs concrete values and cannot run inside a compiled step")
-    return (t.detach() if t.dtype != _C.dtype.bfloat16 else _C.cast(t.detach(), _C.dtype.float32)).numpy()
+    return (t.detach() if t.dtype != _C.dtype.bfloat16 else _C.cast(t.detach(), _C.dtype.float32)).cpu().numpy()
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002

@@ -81,7 +81,7 @@ def get_rng_state():
     (Lucid's generator is a counter-based stream; PyTorch's state is a
     different, larger byte tensor). Pass it to :func:`set_rng_state`."""
     key = _C.random_key(0, None)  # the current key; a count of 0 advances nothing
-    return _C.from_numpy(key.numpy().copy())  # reads the value: raises inside a compiled step, like .item()
+    return _C.from_numpy(key.cpu().numpy().copy())  # reads the value: raises inside a compiled step, like .item()
 
 
 def set_rng_state(new_state):

@@ -120,8 +120,8 @@ def _tolist(self):
     if self.device.type == "cuda":
         return _tolist(self.cpu())
     if self.dtype == _C.dtype.bfloat16:
-        return _C.cast(self.detach(), _C.dtype.float32).numpy().tolist()
-    return self.detach().numpy().tolist()
+        return _C.cast(self.detach(), _C.dtype.float32).cpu().numpy().tolist()
+    return self.detach().cpu().numpy().tolist()
 
 
 @_method("size")
@@ -218,7 +218,7 @@ def _rebuild_tensor(array, dtype_name, requires_grad):
 def _reduce_ex(self, protocol):
     # Pickled as a NumPy array (bfloat16 as float32, which holds it exactly).
     t = self.detach()
-    arr = (_C.cast(t, _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t).numpy().copy()
+    arr = (_C.cast(t, _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t).cpu().numpy().copy()
     return _rebuild_tensor, (arr, self.dtype.name, self.requires_grad)
 
 
@@ -760,7 +760,7 @@ def _repr(self):
     else:
         if self.dtype not in (_C.get_default_dtype(), _C.dtype.int64, _C.dtype.bool):
             suffixes.append(f"dtype={self.dtype}")
-        arr = (_C.cast(t, _C.dtype.float32) if t.dtype in (_C.dtype.float16, _C.dtype.bfloat16) else t).numpy()
+        arr = (_C.cast(t, _C.dtype.float32) if t.dtype in (_C.dtype.float16, _C.dtype.bfloat16) else t).cpu().numpy()
         summarize = arr.size > _PRINT["threshold"]
         fmt = _Formatter(_summarized(arr) if summarize else arr)
         body = _tensor_str(arr, indent, summarize, fmt)

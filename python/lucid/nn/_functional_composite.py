@@ -417,7 +417,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     of `target`) and every non-target class."""
     reduction = _loss_reduction(size_average, reduce, reduction)
     x = input if input.ndim == 2 else _C.unsqueeze(input, 0)
-    tgt = target.detach().numpy().reshape(x.shape[0], -1)
+    tgt = target.detach().cpu().numpy().reshape(x.shape[0], -1)
     n, c = x.shape
     is_target = np.zeros((n, c), bool)
     pairs = np.zeros((n, c, c), bool)  # [row, target class j, other class k]

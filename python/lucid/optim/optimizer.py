@@ -66,7 +66,7 @@ def _as_array(value, name):
         value = value.detach()
         if value.dtype == _C.dtype.bfloat16:
             value = _C.cast(value, _C.dtype.float32)
-        return np.array(value.numpy())
+        return np.array(value.cpu().numpy())
     try:
         return np.array(value)
     except Exception as e:  # noqa: BLE001
@@ -93,8 +93,8 @@ def _export(t):
     if t.dtype == _C.dtype.int64 and t.ndim == 0:
         return int(t.item())
     if t.dtype == _C.dtype.bfloat16:
-        return _C.cast(t, _C.dtype.float32).numpy()
-    return t.numpy()
+        return _C.cast(t, _C.dtype.float32).cpu().numpy()
+    return t.cpu().numpy()
 
 
 def _export_tree(value):

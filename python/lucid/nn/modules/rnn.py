@@ -158,7 +158,7 @@ class RNNBase(Module):
         is_lstm = self.mode == "LSTM"
         if packed:
             x, batch_sizes = input.data, input.batch_sizes
-            sizes = batch_sizes.detach().numpy().astype(np.int64)
+            sizes = batch_sizes.detach().cpu().numpy().astype(np.int64)
             batch = int(sizes[0])
             self._check_input(x, sizes)
             unbatched = False

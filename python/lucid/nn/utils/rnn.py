@@ -22,7 +22,7 @@ __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_
 
 
 def _int64(arr):
-    return tensor(np.ascontiguousarray(arr, dtype=np.int64))
+    return tensor(np.ascontiguousarray(arr, dtype=np.int64), device="cpu")  # on the host, as PyTorch's batch_sizes
 
 
 def _host_ints(x, what):
@@ -32,7 +32,7 @@ def _host_ints(x, what):
                                "packed sequences cannot be read")
         if x.dtype.is_floating_point:
             raise TypeError(f"{what} must be an integer tensor, got {x.dtype}")
-        return x.detach().numpy().astype(np.int64).reshape(-1)
+        return x.detach().cpu().numpy().astype(np.int64).reshape(-1)
     return np.asarray(list(x), dtype=np.int64).reshape(-1)
 
 
@@ -42,7 +42,8 @@ def invert_permutation(permutation):
     p = _host_ints(permutation, "permutation")
     inv = np.empty_like(p)
     inv[p] = np.arange(p.size)
-    return _int64(inv)
+    out = _int64(inv)  # on the permutation's device, as PyTorch's
+    return out.to(permutation.device) if isinstance(permutation, _C.Tensor) else out
 
 
 _PackedSequenceBase = namedtuple("PackedSequence_", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])

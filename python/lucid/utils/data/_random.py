@@ -61,7 +61,7 @@ class Generator:
 
 def _global_seed():
     # Two uniform doubles from the global RNG give ~64 seed bits.
-    u = _C.rand([2], _C.dtype.float64, None).numpy()
+    u = _C.rand([2], _C.dtype.float64, "cpu").numpy()
     return (int(u[0] * 2 ** 32) << 32) ^ int(u[1] * 2 ** 32)
 
 

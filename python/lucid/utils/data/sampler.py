@@ -106,8 +106,8 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
         if isinstance(weights, _C.Tensor):
-            weights = weights.detach().numpy() if weights.dtype != _C.dtype.bfloat16 else \
-                _C.cast(weights.detach(), _C.dtype.float32).numpy()
+            weights = weights.detach().cpu().numpy() if weights.dtype != _C.dtype.bfloat16 else \
+                _C.cast(weights.detach(), _C.dtype.float32).cpu().numpy()
         w = np.asarray(weights, dtype=np.float64)
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
