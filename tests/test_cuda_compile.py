@@ -217,6 +217,25 @@ def test_make_step_and_compile_optimizer_match_eager():
     _close(out[True][1], out[False][1], 1e-5, 1e-6, "parameter")
 
 
+@pytest.mark.parametrize("api", ["make_step", "fused_step"])
+def test_dropout_in_a_compiled_step_draws_on_the_device_the_cpu_numbers(api):
+    # The step's random key is a host feed; its draws are made on the step's
+    # device (they were declared on the host, and the mask then met a cuda
+    # tensor). Same seed, same Philox stream: the same losses as on the CPU.
+    xs, ys = _data()
+    losses = {}
+    for device in ("cpu", "cuda"):
+        lucid.manual_seed(0)
+        model = nn.Sequential(nn.Linear(xs.shape[1], 16), nn.Dropout(0.5), nn.Linear(16, ys.shape[1])).to(device)
+        opt = lucid.optim.SGD(model.parameters(), lr=0.05)
+        step = make_step(model, F.mse_loss) if api == "make_step" else fused_step(model, F.mse_loss, opt)
+        x, y = lucid.tensor(xs, device=device), lucid.tensor(ys, device=device)
+        lucid.manual_seed(1)
+        losses[device] = [float(step(x, y)) for _ in range(3)]
+    assert len(set(losses["cuda"])) == 3  # a fresh mask per call
+    np.testing.assert_allclose(losses["cuda"], losses["cpu"], rtol=1e-5)
+
+
 def test_graphs_off_runs_the_same_schedule(monkeypatch):
     xs, ys = _data()
     out = {}

@@ -113,8 +113,10 @@ void init_ops(py::module_& m) {
   m.def("rand", [](const Shape& s, DType dt, const py::object& dev) { return rand(s, dt, to_device(dev)); });
   m.def("randn", [](const Shape& s, DType dt, const py::object& dev) { return randn(s, dt, to_device(dev)); });
   m.def("random_key", [](uint64_t count, const py::object& dev) { return random_key_tensor(count, to_device(dev)); });
-  m.def("random_uniform", &random_uniform, release);
-  m.def("random_normal", &random_normal, release);
+  m.def("random_uniform", [](const Shape& s, DType dt, const Tensor& key) { return random_uniform(s, dt, key); },
+        release);
+  m.def("random_normal", [](const Shape& s, DType dt, const Tensor& key) { return random_normal(s, dt, key); },
+        release);
   m.def("manual_seed", &manual_seed);
   m.def("initial_seed", &initial_seed);
   m.def("cast", &cast, release);

@@ -12,11 +12,13 @@ _NP_WIDEN = {np.dtype("uint8"): np.int64, np.dtype("int8"): np.int64, np.dtype("
 
 
 def _finish(t, dtype, device, requires_grad):
-    if dtype is not None and t.dtype != dtype:
-        t = _C.cast(t, dtype)
+    # The move first: t is a concrete host tensor, which a device copy needs
+    # (inside a compiled step a cast would already be a traced value).
     target = _C.get_default_device() if device is None else _C.device(str(device))
     if t.device != target:
         t = _C.to_device(t, target)
+    if dtype is not None and t.dtype != dtype:
+        t = _C.cast(t, dtype)
     if requires_grad:
         t.requires_grad_(True)
     return t

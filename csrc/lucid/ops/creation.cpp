@@ -112,7 +112,7 @@ std::vector<TensorMeta> Random::infer(const std::vector<TensorMeta>& in) const {
   LUCID_CHECK_T(TypeError, in[0].dtype == DType::Int64 && in[0].shape == Shape{2},
                 "random: the key must be an int64 tensor of shape [2]");
   LUCID_CHECK_T(TypeError, is_floating(dtype), "random: dtype must be floating, got ", dtype_name(dtype));
-  return {{shape, dtype, in[0].device}};
+  return {{shape, dtype, device}};
 }
 std::vector<Tensor> Random::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
                                 const std::vector<int>& argnums) const {
@@ -156,21 +156,21 @@ Tensor random_key_tensor(uint64_t count, Device device) {
   return to_device(key, device);
 }
 
-Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key) {
-  return call<Random>({key}, Distribution::Uniform, shape, dtype);
+Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device) {
+  return call<Random>({key}, Distribution::Uniform, shape, dtype, device.value_or(key.device()));
 }
-Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key) {
-  return call<Random>({key}, Distribution::Normal, shape, dtype);
+Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device) {
+  return call<Random>({key}, Distribution::Normal, shape, dtype, device.value_or(key.device()));
 }
 // The shape is checked (numel) before the generator advances: a bad call
 // leaves the random stream where it was.
 Tensor rand(const Shape& shape, DType dtype, Device device) {
   LUCID_CHECK_T(TypeError, is_floating(dtype), "rand(): dtype must be floating, got ", dtype_name(dtype));
-  return random_uniform(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
+  return random_uniform(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device), device);
 }
 Tensor randn(const Shape& shape, DType dtype, Device device) {
   LUCID_CHECK_T(TypeError, is_floating(dtype), "randn(): dtype must be floating, got ", dtype_name(dtype));
-  return random_normal(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device));
+  return random_normal(shape, dtype, random_key_tensor(uint64_t(numel(shape)), device), device);
 }
 
 }  // namespace lucid

@@ -54,8 +54,9 @@ Tensor rand(const Shape& shape, DType dtype = DType::Float32, Device device = {}
 Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = {});
 // Uniform/normal draws keyed by an int64 tensor [seed, offset] (a feed in a
 // compiled step).
-Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key);
-Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key);
+// Draws keyed by `key` (int64 [seed, offset]), made on `device` (default: the key's).
+Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device = {});
+Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device = {});
 Tensor random_key_tensor(uint64_t count, Device device = {});
 
 // ---- dtype / copies -------------------------------------------------------

@@ -132,9 +132,12 @@ struct Random final : Primitive {
   Distribution dist;
   Shape shape;
   DType dtype;
-  auto attrs() const { return std::tie(dist, shape, dtype); }
-  Random(Distribution dist, Shape shape, DType dtype)
-      : Primitive(OpKind::Random), dist(dist), shape(std::move(shape)), dtype(dtype) {}
+  // Where the draws are made: a compiled step's key is a host feed, its
+  // draws live on the step's device.
+  Device device;
+  auto attrs() const { return std::tie(dist, shape, dtype, device); }
+  Random(Distribution dist, Shape shape, DType dtype, Device device)
+      : Primitive(OpKind::Random), dist(dist), shape(std::move(shape)), dtype(dtype), device(device) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int) const override { return false; }

@@ -107,19 +107,23 @@ def _export_tree(value):
     return value
 
 
-def _import_tree(value, dtype):
-    """Arrays (and torch tensors) in a Python-side state back to Lucid tensors."""
+def _import_tree(value, param):
+    """Arrays (and torch tensors) in a Python-side state back to Lucid
+    tensors on the parameter's device, floating ones in its dtype (as torch's
+    load_state_dict casts them)."""
     if isinstance(value, Tensor):
-        return _C.cast(_C.clone(value.detach()), dtype) if value.dtype.is_floating_point else _C.clone(value.detach())
-    if isinstance(value, (list, tuple)):
-        return type(value)(_import_tree(v, dtype) for v in value)
-    if isinstance(value, (bool, int, float, str)) or value is None:
+        t = _C.clone(value.detach())
+    elif isinstance(value, (list, tuple)):
+        return type(value)(_import_tree(v, param) for v in value)
+    elif isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    if isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.ndarray):
+    elif isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.ndarray):
         return value.item()
-    arr = _as_array(value, "value")
-    t = _C.from_numpy_copy(np.ascontiguousarray(arr))
-    return _C.cast(t, dtype) if t.dtype.is_floating_point and t.dtype != dtype else t
+    else:
+        t = _C.from_numpy_copy(np.ascontiguousarray(_as_array(value, "value")))
+    if t.dtype.is_floating_point and t.dtype != param.dtype:
+        t = _C.cast(t, param.dtype)
+    return t if t.device == param.device else _C.to_device(t, param.device)
 
 
 class _EngineState(Mapping):
@@ -456,7 +460,7 @@ class Optimizer:
         if not isinstance(entries, Mapping):
             raise TypeError(f"the state of a parameter must be a dict, got {_typename(entries)}")
         if not self._uses_engine:
-            return {k: _import_tree(v, param.dtype) for k, v in entries.items()}
+            return {k: _import_tree(v, param) for k, v in entries.items()}
         converted = []
         for name, value in entries.items():
             # dtypes as saved: the engine checks them and casts floating buffers to the parameter's

@@ -36,10 +36,6 @@ class IterableDataset(Dataset):
         raise TypeError("IterableDatasets cannot be concatenated")
 
 
-def _index_tensor(indices):
-    return _C.from_numpy(np.asarray(indices, dtype=np.int64).reshape(-1))
-
-
 class TensorDataset(Dataset):
     """Sample i is `tuple(t[i] for t in tensors)`."""
 
@@ -68,9 +64,15 @@ class TensorDataset(Dataset):
         if idx.size and (idx.min() < -n or idx.max() >= n):
             bad = idx[(idx < -n) | (idx >= n)][0]
             raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {n}")
-        idx = _C.from_numpy(np.where(idx < 0, idx + n, idx))
+        host = _C.from_numpy(np.where(idx < 0, idx + n, idx))
+        on = {}  # the index on each tensor's device (a dataset may live on the GPU)
+
+        def index_on(device):
+            if device not in on:
+                on[device] = host if device.type == "cpu" else _C.to_device(host, device)
+            return on[device]
         # default_collate turns the tuple of a sample into a list of batches
-        return [_C.index_select(t, 0, idx) for t in self.tensors]
+        return [_C.index_select(t, 0, index_on(t.device)) for t in self.tensors]
 
 
 class Subset(Dataset):
