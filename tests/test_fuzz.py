@@ -275,6 +275,8 @@ SOAK_SEEDS = [
     (1253206, "views", "x @ x.T of a [1, n] row: the same transpose flag, in the backward"),
     (1287381, "views", "a size-1 GEMM operand again (gradients 1 ulp apart between eager and make_step)"),
     (1231208, "views", "roll by 0 returned its input (then a non-row-major copy): .view(-1) of it failed"),
+    (1536389, "views", "F.linear of a transposed buffer: eager copied it row-major, the compiled step folded the "
+                       "transpose into the GEMM's flag (1 ulp apart in float64)"),
     (1106478, "graph", "a diverging SGD: terms of p2 @ p4.T overflow float32 to opposite infs, NaN in PyTorch "
                        "and -inf with FMA; the oracle accepts any non-finite where only float32's range broke"),
 ]

@@ -488,6 +488,44 @@ def test_matmul_with_a_size_one_operand_bitwise(form, c_shape, p_shape, dtype):
     same(compiled.p.grad, eager.p.grad, "grad p")
 
 
+@pytest.mark.parametrize("form,c_shape,p_shape", [
+    ("F.linear(c.transpose(-1, -2), p)", (36, 3), (4, 36)),
+    ("F.linear(c.transpose(-1, -2), p, p[:, 0])", (36, 3), (4, 36)),
+    ("F.linear(c, p.T)", (5, 6), (6, 4)),
+    ("(c @ p).T * c[:, :4].T", (5, 6), (6, 4)),
+    ("(c.T @ p.T).T.exp()", (6, 5), (4, 6)),
+    ("F.linear(c.mT, p).mT", (2, 36, 3), (4, 36)),
+])
+def test_gemm_of_transposed_operands_and_cotangents_bitwise(form, c_shape, p_shape):
+    """linear() and the matmul VJP called the Matmul primitive directly, so
+    eager mode copied a transposed operand or cotangent to row-major while a
+    compiled step folded the transpose into the GEMM's flag: two BLAS paths,
+    1 ulp apart. Both now go through one gemm() that passes a transposed
+    row-major operand as the flag, as the compiled fold does.
+    (python -m tests.fuzz --seed 1536389 --count 1 --family views (make_step, fused_step))"""
+    rng = np.random.default_rng(11)
+    c = lucid.tensor(rng.standard_normal(c_shape))
+    p0 = rng.standard_normal(p_shape)
+
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor(p0))
+
+        def forward(self, x):
+            return eval(form, {"c": x, "p": self.p, "F": LF})  # noqa: S307
+
+    def loss_fn(out):
+        return (out * out).mean()
+
+    eager, compiled = Model(), Model()
+    want = loss_fn(eager(c))
+    want.backward()
+    got = make_step(compiled, loss_fn)(c)
+    same(got, want, "loss")
+    same(compiled.p.grad, eager.p.grad, "grad p")
+
+
 def make_model_state_after_a_skipped_first_fused_step(L, F, nn, drop):
     class Model(nn.Module):
         def __init__(self):

@@ -313,7 +313,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     LUCID_CHECK(in == weight.shape()[1], "mat1 and mat2 shapes cannot be multiplied (", x.numel() / std::max<int64_t>(in, 1),
                 "x", in, " and ", weight.shape()[1], "x", o, ")");
     Shape lead(x.shape().begin(), x.shape().end() - 1);
-    out = call<Matmul>({reshape(x, {-1, in}), weight}, false, true);
+    out = gemm(reshape(x, {-1, in}), weight, false, true);
     lead.push_back(o);
     out = reshape(out, lead);
   }

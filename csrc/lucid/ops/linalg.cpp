@@ -48,9 +48,9 @@ std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const std::vector
   return grads_for(argnums, [&](int i) -> Tensor {
     if (i == 0) {
       // dA = trans_a ? (G op(B)^T)^T = op(B) G^T : G op(B)^T
-      return trans_a ? call<Matmul>({in[1], g}, trans_b, true) : call<Matmul>({g, in[1]}, false, !trans_b);
+      return trans_a ? lucid::gemm(in[1], g, trans_b, true) : lucid::gemm(g, in[1], false, !trans_b);
     }
-    return trans_b ? call<Matmul>({g, in[0]}, true, trans_a) : call<Matmul>({in[0], g}, !trans_a, false);
+    return trans_b ? lucid::gemm(g, in[0], true, trans_a) : lucid::gemm(in[0], g, !trans_a, false);
   });
 }
 
@@ -65,10 +65,10 @@ static std::pair<Tensor, bool> gemm_operand(const Tensor& t) {
   return {t, false};
 }
 
-static Tensor gemm(const Tensor& a, const Tensor& b) {
+Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   auto [ga, ta] = gemm_operand(a);
   auto [gb, tb] = gemm_operand(b);
-  return call<Matmul>({ga, gb}, ta, tb);
+  return call<Matmul>({ga, gb}, trans_a != ta, trans_b != tb);
 }
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {

@@ -159,6 +159,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // ---- linear algebra ---------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
+// op(a) @ op(b) for 2-D (or equal-batch) operands, op a transpose where the
+// flag says. A transposed row-major operand (x.t(), x.mT) is passed to the
+// kernel as a flag rather than copied, exactly as a compiled step folds the
+// transpose in, so both run the same GEMM and give the same bits.
+Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
 // ---- shape --------------------------------------------------------------------
 // Views (outputs share x's memory; PyTorch's view semantics).
