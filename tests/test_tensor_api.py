@@ -152,6 +152,20 @@ def test_deepcopy_and_pickle():
         assert u.dtype == t.dtype and u.shape == t.shape
         np.testing.assert_array_equal(u.float().numpy(), t.float().numpy())
     assert pickle.loads(pickle.dumps(x)).requires_grad
+    assert pickle.loads(pickle.dumps(x)).device == x.device  # the device travels with the pickle
+
+
+def test_a_pickled_module_keeps_its_parameters_parameters():
+    import pickle
+
+    m = lucid.nn.Linear(2, 3)
+    m.bias.requires_grad_(False)
+    u = pickle.loads(pickle.dumps(m))
+    assert type(u.weight) is lucid.nn.Parameter and type(u.bias) is lucid.nn.Parameter  # as PyTorch's pickles
+    assert u.weight.requires_grad and not u.bias.requires_grad
+    assert [n for n, _ in u.named_parameters()] == ["weight", "bias"]
+    np.testing.assert_array_equal(u.weight.detach().numpy(), m.weight.detach().numpy())
+    assert not u.weight._shares_storage(m.weight)
 
 
 # ------------------------------------------------------------- conversions

@@ -209,17 +209,20 @@ class UntypedStorage:
 _method("untyped_storage", lambda self: UntypedStorage(self))
 
 
-def _rebuild_tensor(array, dtype_name, requires_grad):
+def _rebuild_tensor(array, dtype_name, requires_grad, device="cpu"):
     t = _C.cast(_C.from_numpy_copy(array), getattr(_C.dtype, dtype_name))
+    if device != "cpu":
+        t = _C.to_device(t, device)
     return t.requires_grad_(True) if requires_grad else t
 
 
 @_method("__reduce_ex__")
 def _reduce_ex(self, protocol):
-    # Pickled as a NumPy array (bfloat16 as float32, which holds it exactly).
+    # Pickled as a NumPy array (bfloat16 as float32, which holds it exactly)
+    # and the device it is back on when unpickled, as PyTorch's pickles.
     t = self.detach()
     arr = (_C.cast(t, _C.dtype.float32) if t.dtype == _C.dtype.bfloat16 else t).cpu().numpy().copy()
-    return _rebuild_tensor, (arr, self.dtype.name, self.requires_grad)
+    return _rebuild_tensor, (arr, self.dtype.name, self.requires_grad, str(self.device))
 
 
 @_method("__deepcopy__")

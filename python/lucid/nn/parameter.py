@@ -24,6 +24,15 @@ class Parameter(_C.Tensor):
         memo[id(self)] = out
         return out
 
+    def __reduce_ex__(self, protocol):
+        # The tensor's own pickle, rebuilt as a Parameter (PyTorch's pickles keep the class).
+        rebuild, args = _C.Tensor.__reduce_ex__(self, protocol)
+        return _rebuild_parameter, (rebuild, args, self.requires_grad)
+
+
+def _rebuild_parameter(rebuild, args, requires_grad):
+    return Parameter(rebuild(*args), requires_grad)
+
 
 def is_parameter(x):
     return isinstance(x, Parameter)
