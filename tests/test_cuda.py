@@ -289,6 +289,18 @@ def test_row_ops():
     same(lambda t: (t.softmax(-1), F.layer_norm(t, (5000,))), wide, rtol=1e-4, atol=1e-5)
 
 
+
+@gpu
+def test_a_cuda_tensor_indexed_with_host_indices():
+    # x_cuda[:, [-1]] and x_cuda[cpu_index] as in PyTorch (top-k sampling does the first); the
+    # index moves to x's device, negative entries count from the end.
+    (c,), (d,) = both(rnd(3, 5, seed=4))
+    for key in [(slice(None), [-1]), ([2, 0, -1],), (lucid.tensor([1, -2]),), (slice(None), lucid.tensor([[0, 4]]))]:
+        close(d[key], c[key], what=str(key))
+    d[:, [-1]] = 7.0
+    c[:, [-1]] = 7.0
+    close(d, c, what="index_put")
+
 @gpu
 def test_indexing_and_losses():
     table = rnd(50, 8)

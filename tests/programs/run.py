@@ -53,7 +53,7 @@ def _share_random(lib, seed):
 
     def make(arr, dtype=None, device=None, requires_grad=False):
         dtype = dtype or lib.get_default_dtype()
-        t = lib.tensor(np.asarray(arr).astype(_np_dtype(lib, dtype)), dtype=dtype)
+        t = lib.tensor(np.asarray(arr).astype(_np_dtype(lib, dtype)), dtype=dtype, device=device)
         if requires_grad:
             t.requires_grad_(True)
         return t
@@ -70,30 +70,30 @@ def _share_random(lib, seed):
         return make(rng.random(sizes(size)), dtype, device, requires_grad)
 
     def randn_like(t, dtype=None, device=None, **kw):
-        return make(rng.standard_normal(tuple(t.shape)), dtype or t.dtype)
+        return make(rng.standard_normal(tuple(t.shape)), dtype or t.dtype, device or t.device)
 
     def rand_like(t, dtype=None, device=None, **kw):
-        return make(rng.random(tuple(t.shape)), dtype or t.dtype)
+        return make(rng.random(tuple(t.shape)), dtype or t.dtype, device or t.device)
 
     def randint(low, high=None, size=None, *, dtype=None, generator=None, device=None, **kw):
         if size is None:
             low, high, size = 0, low, high
         elif high is None:
             low, high = 0, low
-        return lib.tensor(rng.integers(low, high, size=tuple(size)), dtype=dtype or lib.int64)
+        return lib.tensor(rng.integers(low, high, size=tuple(size)), dtype=dtype or lib.int64, device=device)
 
     def randperm(n, *, dtype=None, generator=None, device=None, **kw):
-        return lib.tensor(rng.permutation(int(n)), dtype=dtype or lib.int64)
+        return lib.tensor(rng.permutation(int(n)), dtype=dtype or lib.int64, device=device)
 
     def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
-        p = input.detach().double().numpy().reshape(-1, input.shape[-1])
+        p = input.detach().double().cpu().numpy().reshape(-1, input.shape[-1])
         p = p / p.sum(axis=1, keepdims=True)
         out = np.stack([rng.choice(p.shape[1], num_samples, replace=replacement, p=row) for row in p])
-        return lib.tensor(out if input.ndim == 2 else out[0], dtype=lib.int64)
+        return lib.tensor(out if input.ndim == 2 else out[0], dtype=lib.int64, device=input.device)
 
     def fill(t, arr):
         with lib.no_grad():
-            t.copy_(lib.tensor(arr.astype(_np_dtype(lib, t.dtype))))
+            t.copy_(lib.tensor(arr.astype(_np_dtype(lib, t.dtype)), device=t.device))
         return t
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
@@ -120,7 +120,7 @@ def _share_random(lib, seed):
         if not training or p == 0.0:
             return input
         keep = (rng.random(tuple(input.shape)) >= p).astype(np.float64) / (1.0 - p)
-        return input * lib.tensor(keep.astype(_np_dtype(lib, input.dtype)))
+        return input * lib.tensor(keep.astype(_np_dtype(lib, input.dtype)), device=input.device)
 
     if lib.__name__ == "torch":
         # PyTorch's attention drops attention weights inside its C++ kernel;
@@ -157,7 +157,7 @@ def _share_random(lib, seed):
                 lead = 2 if nd == batched_ndim or (batched_ndim == 4 and nd == 3) else 1
                 shape = tuple(input.shape[:lead]) + (1,) * (nd - lead)
             keep = (rng.random(shape) >= p).astype(np.float64) / (1.0 - p)
-            return input * lib.tensor(keep.astype(_np_dtype(lib, input.dtype)))
+            return input * lib.tensor(keep.astype(_np_dtype(lib, input.dtype)), device=input.device)
 
         return fn
 
@@ -175,9 +175,9 @@ def _share_random(lib, seed):
     if lib.__name__ == "lucid":  # Lucid's initialisers draw through two helpers
         init = sys.modules["lucid.nn.init"]
         init._uniform = lambda t, a, b: lib.tensor((a + (b - a) * rng.random(tuple(t.shape))).astype(
-            _np_dtype(lib, t.dtype)))
+            _np_dtype(lib, t.dtype)), device=t.device)
         init._normal = lambda t, mean, std: lib.tensor((mean + std * rng.standard_normal(tuple(t.shape))).astype(
-            _np_dtype(lib, t.dtype)))
+            _np_dtype(lib, t.dtype)), device=t.device)
     data = sys.modules[lib.__name__ + ".utils.data"]
     data.RandomSampler.__iter__ = lambda self: iter(rng.permutation(len(self.data_source)).tolist())
 

@@ -183,6 +183,8 @@ static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) 
       for (int64_t i = 0; i < idx.numel(); ++i)
         LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
                       k, " with size ", size);
+      // x_cuda[cpu_index] is allowed, as in PyTorch: the index moves to x's device.
+      if (idx.device() != x.device()) idx = to_device(idx, x.device());
     }
     Tensor size_t_ = scalar_tensor(size, DType::Int64, x.device());
     idx = where(lt(idx, scalar_tensor(int64_t(0), DType::Int64, x.device())), add(idx, size_t_), idx);
