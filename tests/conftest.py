@@ -23,14 +23,16 @@ torch.set_num_threads(max(1, lucid.get_num_threads()))
 
 # LUCID_TEST_DEVICE=cuda runs the suite with the GPU as the default device
 # (lucid.set_default_device): every factory and module parameter is made
-# there, and comparisons read values back through .numpy().
-# Tensor.numpy() of device memory raises, as in PyTorch; the suite's
-# comparisons read it back through the host instead.
+# there. Tensor.numpy() of device memory raises, as in PyTorch; during a
+# test it reads back through the host, so the comparisons work unchanged.
 ON_DEVICE = os.environ.get("LUCID_TEST_DEVICE", "cpu") not in ("", "cpu", "metal")
 if ON_DEVICE:
     lucid.set_default_device(os.environ["LUCID_TEST_DEVICE"])
     _numpy = lucid.Tensor.numpy
-    lucid.Tensor.numpy = lambda self, *a, **k: _numpy(self.cpu() if self.device.type != "cpu" else self, *a, **k)
+
+    def _numpy_through_host(self, *a, **k):
+        on_host = self.device.type == "cpu" or self.requires_grad  # the latter: numpy()'s own error
+        return _numpy(self if on_host else self.cpu(), *a, **k)
 
 # Tests about the host itself, skipped when another device is the default:
 # test file, or file::test name (every parametrisation), with the reason.
@@ -91,10 +93,13 @@ def _device_under_test(request):
     explicit = request.path.name in EXPLICIT_DEVICES
     if explicit:
         lucid.set_default_device("cpu")
+    else:
+        lucid.Tensor.numpy = _numpy_through_host
     try:
         yield
         lucid.cuda.synchronize()
     finally:
+        lucid.Tensor.numpy = _numpy
         if explicit:
             lucid.set_default_device(os.environ["LUCID_TEST_DEVICE"])
 
