@@ -252,6 +252,32 @@ def test_comparisons_take_nans_in_the_same_places_as_equal():
     assert oracles.close_diff(a, np.array([1.0, np.nan, -np.inf, -2.0], np.float32), 1e-6) is not None
 
 
+def test_pool_windows_in_padding_are_those_pytorch_fills_with_minus_inf():
+    # Such a window's argmax points outside the input and PyTorch's backward writes there (heap
+    # corruption, graph soak seed 1605872): the generator must never emit one.
+    import torch
+
+    from tests.fuzz.generate import _pool_window_in_padding
+
+    x = torch.randn(1, 1, 7, 7)
+    seen = set()
+    for n in range(1, 7):
+        for k in (1, 2, 3):
+            for s in (1, 2, 3):
+                for pad in range(0, k // 2 + 1):
+                    for dil in (1, 2):
+                        for ceil in (False, True):
+                            try:
+                                out = torch.nn.functional.max_pool2d(x[..., :n, :1], (k, 1), (s, 1), (pad, 0),
+                                                                     (dil, 1), ceil)
+                            except RuntimeError:
+                                continue  # PyTorch rejects the sizes: the program is ill-formed anyway
+                            empty = bool(torch.isinf(out).any())
+                            assert _pool_window_in_padding(n, k, s, pad, dil, ceil) == empty, (n, k, s, pad, dil, ceil)
+                            seen.add(empty)
+    assert seen == {True, False}
+
+
 def test_overflowed_elements_match_any_non_finite_and_only_those():
     got = np.array([-np.inf, np.inf, 3.0], np.float32)
     want = np.array([np.nan, np.nan, np.nan], np.float32)
