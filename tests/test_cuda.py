@@ -291,6 +291,26 @@ def test_row_ops():
 
 
 @gpu
+def test_moves_between_devices_are_differentiable():
+    # as PyTorch's .to(device): the gradient flows back to the source device
+    w = lucid.tensor(rnd(3, 4, seed=6), requires_grad=True)
+    y = w.cuda()
+    assert y.grad_fn is not None and not y.is_leaf and y.requires_grad
+    (y * y).sum().backward()
+    assert w.grad.device.type == "cpu"
+    np.testing.assert_allclose(w.grad.numpy(), 2 * w.detach().numpy(), rtol=1e-6)
+    v = lucid.tensor(rnd(5, seed=7), device="cuda", requires_grad=True)
+    (v.to("cpu") * 3.0).sum().backward()
+    assert v.grad.device.type == "cuda"
+    np.testing.assert_allclose(v.grad.cpu().numpy(), np.full(5, 3.0, np.float32))
+    with lucid.no_grad():
+        assert w.cuda().grad_fn is None
+    model = nn.Linear(4, 2)  # moving a module moves its leaves: they stay leaves
+    model.to("cuda")
+    assert all(p.is_leaf and p.grad_fn is None and p.device.type == "cuda" for p in model.parameters())
+
+
+@gpu
 def test_a_cuda_tensor_indexed_with_host_indices():
     # x_cuda[:, [-1]] and x_cuda[cpu_index] as in PyTorch (top-k sampling does the first); the
     # index moves to x's device, negative entries count from the end.

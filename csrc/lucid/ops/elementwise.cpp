@@ -435,12 +435,24 @@ Tensor preserve_layout(const Tensor& t, const std::function<Tensor(const Tensor&
 
 Tensor clone(const Tensor& t) { return preserve_layout(t, contiguous_copy); }
 
+std::string DeviceCopy::name() const { return "to(" + to.str() + ")"; }
+std::vector<TensorMeta> DeviceCopy::infer(const std::vector<TensorMeta>& in) const {
+  return {{in[0].shape, in[0].dtype, to}};
+}
+std::vector<Tensor> DeviceCopy::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  return {to_device(cot[0], from)};
+}
+
 Tensor to_device(const Tensor& t, const Device& device) {
   if (t.device() == device) return t;
   const Tensor src = contiguous(t);
   Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
   transfer_between_devices(out.raw_data("to(device)"), device, src.raw_data("to(device)"), t.device(), t.nbytes());
-  return out;
+  // Differentiable, as PyTorch's .to(device): the gradient goes back to t's device.
+  std::vector<Tensor> outs{out};
+  autograd::record_history(std::make_shared<const DeviceCopy>(t.device(), device), {t}, outs);
+  return outs[0];
 }
 
 // --------------------------------------------------------------- in-place

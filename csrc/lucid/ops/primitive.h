@@ -67,6 +67,7 @@ enum class OpKind : uint8_t {
   RecurrentCellBackward,
   ConvTranspose2d,
   Split,
+  DeviceCopy,
   Count
 };
 

@@ -101,6 +101,18 @@ struct Copy final : Primitive {
   uint8_t saved() const override { return 0; }
 };
 
+// An eager copy to another device, as autograd records it: it runs no
+// kernel (to_device transfers the memory), its VJP moves the gradient back.
+// Never traced: a compiled step keeps one device.
+struct DeviceCopy final : Primitive {
+  Device from, to;
+  auto attrs() const { return std::tie(from, to); }
+  DeviceCopy(Device from, Device to) : Primitive(OpKind::DeviceCopy), from(from), to(to) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
 // ------------------------------------------------------------------ creation
 // `value` fills floating and bool tensors; integer tensors take `int_value`,
 // exact where a double is not (beyond 2**53).

@@ -752,7 +752,7 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
     case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan:
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
-    case OpKind::Count:
+    case OpKind::DeviceCopy: case OpKind::Count:
       break;
   }
   fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");
@@ -805,6 +805,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::RecurrentCellBackward: return "RecurrentCellBackward";
     case OpKind::ConvTranspose2d: return "ConvTranspose2d";
     case OpKind::Split: return "Split";
+    case OpKind::DeviceCopy: return "DeviceCopy";
     case OpKind::Count: break;
   }
   return "?";
@@ -827,8 +828,8 @@ Lowering lowering_of(OpKind kind) {
     // The optimizers' fused update: a backend without a fused kernel for it
     // runs the rule's ops instead (issue 15), which lower like any others.
     case OpKind::EngineUpdate: case OpKind::Count:
-    // Autograd's records of writes through views: never run.
-    case OpKind::ViewScatter: case OpKind::ViewOfBase:
+    // Autograd's records of writes through views and of device copies: never run.
+    case OpKind::ViewScatter: case OpKind::ViewOfBase: case OpKind::DeviceCopy:
     // Sorting: the CPU kernels sort stably with NaN above every number
     // (PyTorch's order); MPSGraph's argSort/topK promise neither.
     case OpKind::ArgSort: case OpKind::TopK:
