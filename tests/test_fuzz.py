@@ -303,6 +303,9 @@ SOAK_SEEDS = [
     (1231208, "views", "roll by 0 returned its input (then a non-row-major copy): .view(-1) of it failed"),
     (1536389, "views", "F.linear of a transposed buffer: eager copied it row-major, the compiled step folded the "
                        "transpose into the GEMM's flag (1 ulp apart in float64)"),
+    (1801950, "graph", "conv1d's weight gradient, eager vs compiled bitwise (broken for a while by passing the "
+                       "matmul VJP's cotangent to the GEMM as a transpose flag)"),
+    (1802730, "graph", "conv2d with dilation, the same"),
     (1106478, "graph", "a diverging SGD: terms of p2 @ p4.T overflow float32 to opposite infs, NaN in PyTorch "
                        "and -inf with FMA; the oracle accepts any non-finite where only float32's range broke"),
 ]

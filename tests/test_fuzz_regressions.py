@@ -497,11 +497,14 @@ def test_matmul_with_a_size_one_operand_bitwise(form, c_shape, p_shape, dtype):
     ("F.linear(c.mT, p).mT", (2, 36, 3), (4, 36)),
 ])
 def test_gemm_of_transposed_operands_and_cotangents_bitwise(form, c_shape, p_shape):
-    """linear() and the matmul VJP called the Matmul primitive directly, so
-    eager mode copied a transposed operand or cotangent to row-major while a
-    compiled step folded the transpose into the GEMM's flag: two BLAS paths,
-    1 ulp apart. Both now go through one gemm() that passes a transposed
-    row-major operand as the flag, as the compiled fold does.
+    """linear() called the Matmul primitive directly, so eager mode copied a
+    transposed input to row-major while a compiled step folded the transpose
+    into the GEMM's flag: two BLAS paths, 1 ulp apart. It now goes through
+    the gemm() that matmul uses, which passes a transposed row-major operand
+    as the flag, as the compiled fold does. The forms with a transposed
+    cotangent check that the matmul VJP, which calls the primitive with the
+    cotangent as autograd hands it over, agrees too (routing it through
+    gemm() as well broke conv1d/conv2d: graph soak seeds 1801950, 1802730).
     (python -m tests.fuzz --seed 1536389 --count 1 --family views (make_step, fused_step))"""
     rng = np.random.default_rng(11)
     c = lucid.tensor(rng.standard_normal(c_shape))

@@ -48,9 +48,9 @@ std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const std::vector
   return grads_for(argnums, [&](int i) -> Tensor {
     if (i == 0) {
       // dA = trans_a ? (G op(B)^T)^T = op(B) G^T : G op(B)^T
-      return trans_a ? lucid::gemm(in[1], g, trans_b, true) : lucid::gemm(g, in[1], false, !trans_b);
+      return trans_a ? call<Matmul>({in[1], g}, trans_b, true) : call<Matmul>({g, in[1]}, false, !trans_b);
     }
-    return trans_b ? lucid::gemm(g, in[0], true, trans_a) : lucid::gemm(in[0], g, !trans_a, false);
+    return trans_b ? call<Matmul>({g, in[0]}, true, trans_a) : call<Matmul>({in[0], g}, !trans_a, false);
   });
 }
 
