@@ -306,6 +306,8 @@ SOAK_SEEDS = [
     (1801950, "graph", "conv1d's weight gradient, eager vs compiled bitwise (broken for a while by passing the "
                        "matmul VJP's cotangent to the GEMM as a transpose flag)"),
     (1802730, "graph", "conv2d with dilation, the same"),
+    (1912658, "graph", "F.linear(x.movedim(0, 2), W): linear's own flattening reshape went to the GEMM as a flag "
+                       "eagerly and as a copy when compiled"),
     (1106478, "graph", "a diverging SGD: terms of p2 @ p4.T overflow float32 to opposite infs, NaN in PyTorch "
                        "and -inf with FMA; the oracle accepts any non-finite where only float32's range broke"),
 ]
