@@ -420,6 +420,25 @@ def test_cumsum_gemm_variant_bitwise():
     same(got, want, "grad p")
 
 
+def _assert_make_step_is_eager_bitwise(forward, x, p0, loss_fn):
+    """A model with one parameter p (initialised to p0) computing forward(x, p):
+    make_step's loss and gradient equal eager mode's bit for bit."""
+    class Model(lnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = lnn.Parameter(lucid.tensor(p0))
+
+        def forward(self, x):
+            return forward(x, self.p)
+
+    eager, compiled = Model(), Model()
+    want = loss_fn(eager(x))
+    want.backward()
+    got = make_step(compiled, loss_fn)(x)
+    same(got, want, "loss")
+    same(compiled.p.grad, eager.p.grad, "grad p")
+
+
 @pytest.mark.parametrize("form", ["x.transpose(1, 2) @ p", "x.mT.transpose(1, 2).mT @ p", "(x.mT @ p.mT.t()) * 1.0"])
 def test_matmul_of_transposed_views_bitwise(form):
     """A transpose feeding a matmul runs the same GEMM variant eagerly (a
@@ -428,22 +447,8 @@ def test_matmul_of_transposed_views_bitwise(form):
     rng = np.random.default_rng(3)
     x = lucid.tensor(rng.standard_normal((2, 9, 5)).astype(np.float32))
     p0 = rng.standard_normal((9, 7)).astype(np.float32)
-
-    class Model(lnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.p = lnn.Parameter(lucid.tensor(p0))
-
-        def forward(self, x):
-            return eval(form, {"x": x, "p": self.p})  # noqa: S307
-
-    def loss_fn(out):
-        return (out * out).sum()
-
-    eager, compiled = Model(), Model()
-    loss_fn(eager(x)).backward()
-    make_step(compiled, loss_fn)(x)
-    same(compiled.p.grad, eager.p.grad, "grad p")
+    _assert_make_step_is_eager_bitwise(lambda x, p: eval(form, {"x": x, "p": p}),  # noqa: S307
+                                       x, p0, lambda out: (out * out).sum())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -468,24 +473,8 @@ def test_matmul_with_a_size_one_operand_bitwise(form, c_shape, p_shape, dtype):
     rng = np.random.default_rng(7)
     c = lucid.tensor(rng.standard_normal(c_shape).astype(dtype))
     p0 = rng.standard_normal(p_shape).astype(dtype)
-
-    class Model(lnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.p = lnn.Parameter(lucid.tensor(p0))
-
-        def forward(self, x):
-            return eval(form, {"c": x, "p": self.p})  # noqa: S307
-
-    def loss_fn(out):
-        return (out * out).mean()
-
-    eager, compiled = Model(), Model()
-    want = loss_fn(eager(c))
-    want.backward()
-    got = make_step(compiled, loss_fn)(c)
-    same(got, want, "loss")
-    same(compiled.p.grad, eager.p.grad, "grad p")
+    _assert_make_step_is_eager_bitwise(lambda c, p: eval(form, {"c": c, "p": p}),  # noqa: S307
+                                       c, p0, lambda out: (out * out).mean())
 
 
 @pytest.mark.parametrize("form,c_shape,p_shape", [
@@ -509,24 +498,8 @@ def test_gemm_of_transposed_operands_and_cotangents_bitwise(form, c_shape, p_sha
     rng = np.random.default_rng(11)
     c = lucid.tensor(rng.standard_normal(c_shape))
     p0 = rng.standard_normal(p_shape)
-
-    class Model(lnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.p = lnn.Parameter(lucid.tensor(p0))
-
-        def forward(self, x):
-            return eval(form, {"c": x, "p": self.p, "F": LF})  # noqa: S307
-
-    def loss_fn(out):
-        return (out * out).mean()
-
-    eager, compiled = Model(), Model()
-    want = loss_fn(eager(c))
-    want.backward()
-    got = make_step(compiled, loss_fn)(c)
-    same(got, want, "loss")
-    same(compiled.p.grad, eager.p.grad, "grad p")
+    _assert_make_step_is_eager_bitwise(lambda c, p: eval(form, {"c": c, "p": p, "F": LF}),  # noqa: S307
+                                       c, p0, lambda out: (out * out).mean())
 
 
 def make_model_state_after_a_skipped_first_fused_step(L, F, nn, drop):
@@ -1113,22 +1086,8 @@ def test_linear_of_a_moved_dim_input_bitwise():
     rng = np.random.default_rng(0)
     x = lucid.tensor(rng.standard_normal((8, 8, 5)))
     w0 = rng.standard_normal((1, 8))  # one output: BLAS's matrix-vector paths differ by the flag
-
-    class Model(lnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.p = lnn.Parameter(lucid.tensor(w0))
-
-        def forward(self, x):
-            return LF.linear(lucid.movedim(x, 0, 2), self.p)
-
-    def loss_fn(out):
-        return out.mean()
-
-    eager, compiled = Model(), Model()
-    loss_fn(eager(x)).backward()
-    make_step(compiled, loss_fn)(x)
-    same(compiled.p.grad, eager.p.grad, "grad p")
+    _assert_make_step_is_eager_bitwise(lambda x, p: LF.linear(lucid.movedim(x, 0, 2), p), x, w0,
+                                       lambda out: out.mean())
 
 
 @pytest.mark.xfail(strict=True, reason=(
