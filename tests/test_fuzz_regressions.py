@@ -1090,14 +1090,11 @@ def test_linear_of_a_moved_dim_input_bitwise():
                                        lambda out: out.mean())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "layer_norm's backward forms x_hat * mean(g * x_hat); over a row whose spread is far below sqrt(eps) the "
-    "two x_hat values are not exact opposites after rounding, and 1/std amplifies the residue. PyTorch's "
-    "kernel works with uncentred sums and the same mean, which cancel exactly for a constant upstream "
-    "gradient"))
 def test_layer_norm_gradient_of_a_near_constant_row_matches_torch():
     """graph soak seed 1915435 ([torch], step 1): mean(layer_norm(p + c)) has gradient 0 in exact
-    arithmetic; float32 Lucid gave 9e-4 where PyTorch gives 1e-8 (rows 1.7958727, 1.7933964)."""
+    arithmetic; float32 Lucid gave 9e-4 where PyTorch gives 1e-8 (rows 1.7958727, 1.7933964): the
+    backward formed x_hat * mean(g * x_hat), whose rounding 1/std amplified, where PyTorch's uncentred
+    sums cancel against the saved mean."""
     row = np.array([1.7958727, 1.7933964], np.float32)
     grads = []
     for m, f in ((lucid, LF), (torch, torch.nn.functional)):

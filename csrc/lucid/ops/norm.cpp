@@ -17,9 +17,9 @@ std::vector<TensorMeta> LayerNorm::infer(const std::vector<TensorMeta>& in) cons
   const TensorMeta stats{stats_shape(in[0].shape, ndims), in[0].dtype, in[0].device};
   return {in[0], stats, stats};
 }
-std::vector<Tensor> LayerNorm::vjp(const std::vector<Tensor>&, const std::vector<Tensor>& out,
+std::vector<Tensor> LayerNorm::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                    const std::vector<Tensor>& cot, const std::vector<int>&) const {
-  return {call<LayerNormBackward>({cot[0], out[0], out[2]}, ndims)};
+  return {call<LayerNormBackward>({cot[0], in[0], out[1], out[2]}, ndims)};
 }
 
 std::string LayerNormBackward::name() const { return "layer_norm_backward"; }

@@ -10,7 +10,8 @@ namespace lucid {
 
 // x -> (xhat, mean, rstd) over the last `ndims` dims: xhat = (x - mean) * rstd,
 // rstd = 1 / sqrt(var + eps), biased variance; mean and rstd keep those dims
-// with extent 1. Only xhat carries a gradient.
+// with extent 1. Only xhat carries a gradient; the backward reads the input
+// and the statistics.
 struct LayerNorm final : Primitive {
   int ndims;
   double eps;
@@ -18,11 +19,14 @@ struct LayerNorm final : Primitive {
   LayerNorm(int ndims, double eps) : Primitive(OpKind::LayerNorm), ndims(ndims), eps(eps) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
-  uint8_t saved() const override { return kSaveOutputs; }
 };
 
-// (g, xhat, rstd) -> dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), the
-// means over the normalised dims.
+// (g, x, mean, rstd) -> dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+// the means over the normalised dims, evaluated as PyTorch does:
+// rstd * g + b * x + c, b = (sum(g) * mean - sum(g * x)) * rstd^3 / n,
+// c = -b * mean - sum(g) * rstd / n. Its uncentred sums cancel against the
+// saved mean where x_hat's rounding, amplified by rstd, would not (a row
+// whose spread is far below sqrt(eps)).
 struct LayerNormBackward final : Primitive {
   int ndims;
   auto attrs() const { return std::tie(ndims); }

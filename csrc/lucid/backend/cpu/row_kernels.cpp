@@ -47,26 +47,30 @@ void layer_norm_rows(const T* x, T* xhat, T* mean, T* rstd, int64_t rows, int64_
   });
 }
 
+// LayerNormBackward's formula (ops/norm.h), a row at a time.
 template <class T>
-void layer_norm_backward_rows(const T* g, const T* xhat, const T* rstd, T* dx, int64_t rows, int64_t d) {
+void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rstd, T* dx, int64_t rows,
+                              int64_t d) {
   using A = compute_t<T>;
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(d, 1)), [&](int64_t b, int64_t e) {
     std::vector<A> buf(size_t(d) * 3);
     A* __restrict gv = buf.data();
-    A* __restrict hv = gv + d;
-    A* __restrict gh = hv + d;
+    A* __restrict xv = gv + d;
+    A* __restrict gx = xv + d;
     for (int64_t r = b; r < e; ++r) {
       const T* gs = g + r * d;
-      const T* hs = xhat + r * d;
+      const T* xs = x + r * d;
       for (int64_t k = 0; k < d; ++k) {
         gv[k] = load(gs, k);
-        hv[k] = load(hs, k);
-        gh[k] = gv[k] * hv[k];
+        xv[k] = load(xs, k);
+        gx[k] = gv[k] * xv[k];
       }
-      const A mean_g = lanes_sum<A, A>(gv, d) / A(d), mean_gh = lanes_sum<A, A>(gh, d) / A(d);
-      const A rs = load(rstd, r);
+      const A sum_g = lanes_sum<A, A>(gv, d), sum_gx = lanes_sum<A, A>(gx, d);
+      const A mu = load(mean, r), rs = load(rstd, r), scale = A(1) / A(d);
+      const A coef_x = (sum_g * mu - sum_gx) * rs * rs * rs * scale;
+      const A shift = -coef_x * mu - sum_g * rs * scale;
       T* out = dx + r * d;
-      for (int64_t k = 0; k < d; ++k) store(out, k, rs * (gv[k] - mean_g - hv[k] * mean_gh));
+      for (int64_t k = 0; k < d; ++k) store(out, k, rs * gv[k] + coef_x * xv[k] + shift);
     }
   });
 }
@@ -88,7 +92,8 @@ void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>&
   rows_of(*in[1].meta, ln.ndims, rows, d);
   LUCID_DISPATCH_FLOAT(in[1].meta->dtype, "layer_norm_backward", [&] {
     layer_norm_backward_rows(static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-                             static_cast<const T*>(in[2].data), static_cast<T*>(out[0].data), rows, d);
+                             static_cast<const T*>(in[2].data), static_cast<const T*>(in[3].data),
+                             static_cast<T*>(out[0].data), rows, d);
   });
 }
 LUCID_REGISTER_KERNEL(LayerNormBackward, CPU, layer_norm_backward_kernel);

@@ -478,7 +478,8 @@ LUCID_REGISTER_KERNEL(LayerNorm, CUDA, layer_norm_kernel);
 
 struct LayerNormBackwardArgs {
   const void* g;
-  const void* xhat;
+  const void* x;
+  const void* mean;
   const void* rstd;
   void* dx;
   int64_t rows, d;
@@ -491,7 +492,7 @@ void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>&
   if (!rows) return;
   DeviceOperands ops(in);
   run("reduce", name_for("layer_norm_backward", in[1].meta->dtype), Runtime::get().rows(rows, d),
-      LayerNormBackwardArgs{ops[0], ops[1], ops[2], out[0].data, rows, d});
+      LayerNormBackwardArgs{ops[0], ops[1], ops[2], ops[3], out[0].data, rows, d});
 }
 LUCID_REGISTER_KERNEL(LayerNormBackward, CUDA, layer_norm_backward_kernel);
 

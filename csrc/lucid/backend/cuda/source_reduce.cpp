@@ -207,26 +207,27 @@ __device__ __forceinline__ void layer_norm_impl(const LayerNormArgs& a) {
 LUCID_FOR_FLOAT_TYPES(DEF)
 #undef DEF
 
-// (g, xhat, rstd) -> rstd * (g - mean(g) - xhat * mean(g * xhat)).
-struct LayerNormBackwardArgs { const void* g; const void* xhat; const void* rstd; void* dx; i64 rows, d; };
+// LayerNormBackward's formula (ops/norm.h): (g, x, mean, rstd) -> rstd * g + b * x + c.
+struct LayerNormBackwardArgs { const void* g; const void* x; const void* mean; const void* rstd; void* dx; i64 rows, d; };
 template <class T>
 __device__ __forceinline__ void layer_norm_backward_impl(const LayerNormBackwardArgs& a) {
   typedef typename Compute<T>::type A;
   for (i64 row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const T* gs = (const T*)a.g + row * a.d;
-    const T* hs = (const T*)a.xhat + row * a.d;
-    A sg = 0, sgh = 0;
+    const T* xs = (const T*)a.x + row * a.d;
+    A sg = 0, sgx = 0;
     for (i64 k = threadIdx.x; k < a.d; k += blockDim.x) {
-      const A gv = ld(gs, k), hv = ld(hs, k);
+      const A gv = ld(gs, k), xv = ld(xs, k);
       sg += gv;
-      sgh += gv * hv;
+      sgx += gv * xv;
     }
-    const A mean_g = block_reduce(sg, AddF(), A(0)) / A(a.d);
-    const A mean_gh = block_reduce(sgh, AddF(), A(0)) / A(a.d);
-    const A rs = ld((const T*)a.rstd, row);
+    const A sum_g = block_reduce(sg, AddF(), A(0));
+    const A sum_gx = block_reduce(sgx, AddF(), A(0));
+    const A mu = ld((const T*)a.mean, row), rs = ld((const T*)a.rstd, row), scale = A(1) / A(a.d);
+    const A coef_x = (sum_g * mu - sum_gx) * rs * rs * rs * scale;
+    const A shift = -coef_x * mu - sum_g * rs * scale;
     T* out = (T*)a.dx + row * a.d;
-    for (i64 k = threadIdx.x; k < a.d; k += blockDim.x)
-      st(out, k, rs * (A(ld(gs, k)) - mean_g - A(ld(hs, k)) * mean_gh));
+    for (i64 k = threadIdx.x; k < a.d; k += blockDim.x) st(out, k, rs * A(ld(gs, k)) + coef_x * A(ld(xs, k)) + shift);
   }
 }
 #define DEF(T, S) extern "C" __global__ void layer_norm_backward_##S(const LayerNormBackwardArgs a) { layer_norm_backward_impl<T>(a); }

@@ -567,15 +567,23 @@ std::vector<V> lower_layer_norm(PlanBuilder& g, const LayerNorm& op, V x, const 
   return {g.mul(xc, rstd), mean, rstd};
 }
 
-V lower_layer_norm_backward(PlanBuilder& g, const LayerNormBackward& op, V grad, V xhat, V rstd,
-                            const TensorMeta& hm) {
-  const auto axes = last_axes(hm.shape.size(), op.ndims);
-  const DType t = compute_type(hm.dtype);
+// LayerNormBackward's formula (ops/norm.h).
+V lower_layer_norm_backward(PlanBuilder& g, const LayerNormBackward& op, V grad, V x, V mean, V rstd,
+                            const TensorMeta& xm) {
+  const auto axes = last_axes(xm.shape.size(), op.ndims);
+  const DType t = compute_type(xm.dtype);
   grad = g.cast(grad, t);
-  xhat = g.cast(xhat, t);
-  V mean_g = g.reduce(MpsOp::Mean, grad, axes);
-  V mean_gh = g.reduce(MpsOp::Mean, g.mul(grad, xhat), axes);
-  return g.mul(g.cast(rstd, t), g.sub(g.sub(grad, mean_g), g.mul(xhat, mean_gh)));
+  x = g.cast(x, t);
+  mean = g.cast(mean, t);
+  rstd = g.cast(rstd, t);
+  V sum_g = g.reduce(MpsOp::ReduceSum, grad, axes);
+  V sum_gx = g.reduce(MpsOp::ReduceSum, g.mul(grad, x), axes);
+  int64_t n = 1;
+  for (int64_t a : axes) n *= xm.shape[size_t(a)];
+  V scale = g.like(1.0 / double(std::max<int64_t>(n, 1)), rstd);
+  V coef_x = g.mul(g.sub(g.mul(sum_g, mean), sum_gx), g.mul(g.mul(g.mul(rstd, rstd), rstd), scale));
+  // b * x + c folded to b * (x - mean) - sum(g) * rstd / n.
+  return g.sub(g.add(g.mul(rstd, grad), g.mul(coef_x, g.sub(x, mean))), g.mul(g.mul(sum_g, rstd), scale));
 }
 
 // ----------------------------------------------------------- im2col/col2im
@@ -739,7 +747,8 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
       return {lower_softmax_backward(g, static_cast<const SoftmaxBackward&>(p), in[0], in[1], im[1])};
     case OpKind::LayerNorm: return lower_layer_norm(g, static_cast<const LayerNorm&>(p), in[0], im[0]);
     case OpKind::LayerNormBackward:
-      return {lower_layer_norm_backward(g, static_cast<const LayerNormBackward&>(p), in[0], in[1], in[2], im[1])};
+      return {lower_layer_norm_backward(g, static_cast<const LayerNormBackward&>(p), in[0], in[1], in[2], in[3],
+                                        im[1])};
     case OpKind::Im2Col: return {lower_im2col(g, static_cast<const Im2Col&>(p), in[0], im[0])};
     case OpKind::Col2Im: return {lower_col2im(g, static_cast<const Col2Im&>(p), in[0], im[0], om[0])};
     case OpKind::MaxPool2d: return lower_max_pool(g, static_cast<const MaxPool2d&>(p), in[0], im[0]);
