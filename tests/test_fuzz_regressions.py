@@ -1102,3 +1102,31 @@ def test_layer_norm_gradient_of_a_near_constant_row_matches_torch():
         f.layer_norm(x, (2,)).mean().backward()
         grads.append(np.asarray(x.grad.detach().numpy(), np.float64))
     np.testing.assert_allclose(grads[0], grads[1], rtol=0, atol=1e-5)
+
+
+def test_sparse_adam_skips_a_gradient_entry_that_unscales_to_zero():
+    """graph soak seed 1917288 ([torch_optim], step 1): with init_scale 2**127 a scaled gradient entry
+    of 1.1e-7 unscales to 0 in float32. SparseAdam skips it (its sparse entries are the non-zero
+    entries of the gradient the step sees); the oracle had built PyTorch's sparse gradient from the
+    scaled one, which keeps the entry. Moments and parameters agree with torch fed the unscaled
+    gradient's non-zeros, and the underflowed entry is left alone."""
+    scale = 2.0 ** 127
+    first = np.array([[0.5, -0.25], [0.125, 1.0]], np.float32) * np.float32(scale)
+    second = np.array([[0.5, -0.25], [0.0, 1.0]], np.float32) * np.float32(scale)
+    second[1, 0] = 1.1e-7  # unscales to 0
+    p = lnn.Parameter(lucid.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    t = torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    opt, topt = loptim.SparseAdam([p], lr=0.1), torch.optim.SparseAdam([t], lr=0.1)
+    scaler = GradScaler(init_scale=scale, growth_interval=1000)
+    for g in (first, second):
+        p.grad = lucid.tensor(g)
+        scaler.step(opt)
+        scaler.update()
+        unscaled = g * np.float32(1 / scale)
+        t.grad = torch.from_numpy(unscaled).to_sparse()
+        topt.step()
+        close(p, t, 2.0 ** -22, "param")
+        for k in ("exp_avg", "exp_avg_sq"):
+            close(opt.state[p][k], topt.state[t][k], 2.0 ** -22, k)
+    assert float(p.detach().numpy()[1, 0]) == float(t.detach().numpy()[1, 0])
+    assert np.float32(1.1e-7) * np.float32(1 / scale) == 0  # the premise: the entry underflows

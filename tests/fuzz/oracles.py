@@ -1189,8 +1189,14 @@ def run_torch_optim(inst: Instance):
         tm = _torch_model_like(inst, ml)
         for (n, tp), (_, lp) in zip(tm.named_parameters(), ml.named_parameters()):
             if lp.grad is not None:
-                g = torch.from_numpy(_arr(lp.grad))
-                tp.grad = g.to_sparse() if p.train.optimizer == "SparseAdam" else g
+                g = _arr(lp.grad)
+                if p.train.optimizer == "SparseAdam":
+                    # Lucid's SparseAdam skips the entries whose gradient is zero
+                    # once the scaler has unscaled it (an underflow drops one)
+                    unscaled = g if scaler is None else g * np.float32(1.0 / scaler.get_scale())
+                    tp.grad = torch.from_numpy(np.where(unscaled != 0, g, 0).astype(g.dtype)).to_sparse()
+                else:
+                    tp.grad = torch.from_numpy(g)
         try:
             with _quiet():
                 kw = {k: v for k, v in p.train.opt_kwargs.items() if k not in ("foreach", "fused")}

@@ -58,8 +58,7 @@ def close(got, want, rtol, what):
     assert (got is None) == (want is None), f"{what}: {got} vs {want}"
     if got is None:
         return
-    g = np.asarray(got.detach().numpy(), dtype=np.float64)
-    w = np.asarray(want.detach().numpy(), dtype=np.float64)
+    g, w = (np.asarray(t.detach().numpy() if hasattr(t, "detach") else t, dtype=np.float64) for t in (got, want))
     scale = np.abs(w[np.isfinite(w)]).max() if np.isfinite(w).any() else 0.0
     np.testing.assert_allclose(g, w, rtol=0, atol=rtol * scale, err_msg=what)
 '''
@@ -474,14 +473,17 @@ def _body_torch_optim(inst, oracle):
         lines.append(sl)
     lines.append("        loss = loss_fn(model(x), *ys)")
     lines.append("        scaler.scale(loss).backward()" if sc else "        loss.backward()")
-    sparse = ".to_sparse()" if p.train.optimizer == "SparseAdam" else ""
+    grad = "torch.from_numpy(b.grad.numpy().copy())"
+    if p.train.optimizer == "SparseAdam":  # the entries that unscale to non-zero
+        kept = "b.grad.numpy() * np.float32(1 / scaler.get_scale())" if sc else "b.grad.numpy()"
+        grad = f"torch.from_numpy(np.where({kept} != 0, b.grad.numpy(), 0).astype(b.grad.numpy().dtype)).to_sparse()"
     lines += [
         "        # PyTorch takes the same parameters, gradients and state",
         "        twin = make_model(torch, TF, tnn, None)",
         "        with torch.no_grad():",
         "            for a, b in zip(twin.parameters(), model.parameters()):",
         "                a.copy_(torch.from_numpy(b.detach().numpy()))",
-        f"                a.grad = None if b.grad is None else torch.from_numpy(b.grad.numpy().copy()){sparse}",
+        f"                a.grad = None if b.grad is None else {grad}",
         f"        topt = {_opt_ctor(p, 'twin', 'torch.optim', kwargs=_single_tensor_kwargs(p))}",
         "        sd = opt.state_dict()",
         "        topt.load_state_dict({'param_groups': sd['param_groups'], 'state': {i: {k: torch.from_numpy(np.array(v)) "
