@@ -340,6 +340,37 @@ def test_indexing_and_losses():
 
 
 @gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_accumulating_index_ops_are_deterministic_and_add_in_the_cpu_order(dtype):
+    """index_add (embedding's backward) and scatter_add with many repeated
+    indices: the same bits on every run and the CPU's bits (each destination
+    adds its sources in index order), not an order atomics happen to take."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((40, 33)).astype(dtype) if dtype != "int64" else rng.integers(-9, 9, (40, 33))
+    rows = rng.integers(0, 40, 500)
+    src = (rng.standard_normal((500, 33)) * 100).astype(base.dtype)
+    cols = rng.integers(0, 33, (40, 80))
+    gsrc = (rng.standard_normal((40, 80)) * 100).astype(base.dtype)
+
+    def both(device):
+        on = lambda a: lucid.tensor(a).to(device)  # noqa: E731
+        b = on(base)
+        return [b.index_add(0, on(rows), on(src)).numpy(), lucid.scatter_add(b, 1, on(cols), on(gsrc)).numpy()]
+
+    cpu = both("cpu")
+    for _ in range(3):
+        for got, want in zip(both("cuda"), cpu):
+            np.testing.assert_array_equal(got, want)
+    table = lucid.tensor(base.astype(np.float32)).cuda().requires_grad_()
+    grads = []
+    for _ in range(2):
+        table.grad = None
+        F.embedding(lucid.tensor(rows).cuda(), table).mul(lucid.tensor(src.astype(np.float32)).cuda()).sum().backward()
+        grads.append(table.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
+@gpu
 def test_out_of_range_index_raises():
     table = lucid.ones(5, 3, device="cuda")
     with pytest.raises(IndexError):

@@ -536,4 +536,6 @@ def test_float32_transcendental_special_values(name):
     got = getattr(lucid, name)(lucid.tensor(x)).numpy()
     ref = getattr(torch, name)(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, ref, rtol=3e-7, atol=0)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+    # a NaN's sign bit carries no meaning (PyTorch's own CPU and CUDA kernels differ in it)
+    number = ~np.isnan(ref)
+    np.testing.assert_array_equal(np.signbit(got)[number], np.signbit(ref)[number])

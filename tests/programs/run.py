@@ -189,6 +189,8 @@ def main():
     elif lib_name != "torch":
         raise SystemExit(f"unknown library {lib_name!r}")
     lib = importlib.import_module("torch")
+    if lib_name == "torch":  # strict float32 on a GPU too: PyTorch's cuDNN convolutions default to TF32, Lucid's do not
+        lib.backends.cudnn.allow_tf32 = False
     importlib.import_module("torch.nn.functional")
     importlib.import_module("torch.nn.init")
     importlib.import_module("torch.utils.data")

@@ -157,7 +157,7 @@ const NvrtcApi& nvrtc() {
     void* lib = open_library({"libnvrtc.so.13"}, tried);
     if (!lib) {
       g_nvrtc_state.error = "NVRTC (libnvrtc.so.13) was not found (tried" + tried +
-                            "); install it with: pip install 'lucid[cuda]' (or nvidia-cuda-nvrtc==13.0.*)";
+                            "); install it with: pip install 'lucid-engine[cuda]' (or nvidia-cuda-nvrtc==13.0.*)";
     } else {
       std::string missing;
       NvrtcApi& n = g_nvrtc;
@@ -190,7 +190,7 @@ const CublasApi& cublas() {
     void* lib = open_library({"libcublas.so.13"}, tried);
     if (!lib) {
       g_cublas_state.error = "cuBLAS (libcublas.so.13) was not found (tried" + tried +
-                             "); install it with: pip install 'lucid[cuda]' (or nvidia-cublas==13.*)";
+                             "); install it with: pip install 'lucid-engine[cuda]' (or nvidia-cublas==13.*)";
     } else {
       std::string missing;
       CublasApi& c = g_cublas;

@@ -671,10 +671,10 @@ void axis_split(const Shape& s, int axis, int64_t& outer, int64_t& inner) {
   }
 }
 
-struct IndexRowsArgs {
-  const void* x;  // IndexSelect: the source; IndexAdd: the output
+struct IndexSelectArgs {
+  const void* x;
   const void* index;
-  const void* src;  // IndexSelect: the output; IndexAdd: the added rows
+  void* out;
   int* err;
   int64_t outer, size, n, inner;
   int idx64;
@@ -687,24 +687,48 @@ void index_select_kernel(const Primitive& p, const std::vector<ConstArg>& in, co
   if (outer * n * inner == 0) return;
   DeviceOperands d(in);
   Runtime& rt = Runtime::get();
-  IndexRowsArgs a{d[0], d[1], out[0].data, rt.error_word(), outer, in[0].meta->shape[size_t(axis)], n, inner,
+  IndexSelectArgs a{d[0], d[1], out[0].data, rt.error_word(), outer, in[0].meta->shape[size_t(axis)], n, inner,
                   in[1].meta->dtype == DType::Int64};
   run("index", name_for_width("index_select", in[0].meta->dtype), rt.elementwise(outer * n * inner), a);
 }
 LUCID_REGISTER_KERNEL(IndexSelect, CUDA, index_select_kernel);
 
+struct IndexChainArgs {
+  const void* index;
+  int64_t* next;
+  int32_t* lead;
+  int* err;
+  int64_t n, size;
+  int idx64;
+};
+struct IndexAddArgs {
+  void* out;
+  const void* index;
+  const void* src;
+  const int64_t* next;
+  const int32_t* lead;
+  int64_t outer, size, n, inner;
+  int idx64;
+};
+// Deterministic, in the CPU's order (source_index.cpp): the positions that
+// name one row are chained first, then each chain is added by one thread.
 void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const int axis = static_cast<const IndexAdd&>(p).axis;
   DeviceOperands d(in);
   copy_bytes(out[0].data, d[0], *out[0].meta);
   int64_t outer, inner;
   axis_split(out[0].meta->shape, axis, outer, inner);
-  const int64_t n = in[1].meta->numel();
+  const int64_t n = in[1].meta->numel(), size = out[0].meta->shape[size_t(axis)];
   if (outer * n * inner == 0) return;
   Runtime& rt = Runtime::get();
-  IndexRowsArgs a{out[0].data, d[1], d[2], rt.error_word(), outer, out[0].meta->shape[size_t(axis)], n, inner,
-                  in[1].meta->dtype == DType::Int64};
-  run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner), a);
+  const int idx64 = in[1].meta->dtype == DType::Int64;
+  const Device dev = out[0].meta->device;
+  Tensor next = Tensor::empty({n}, DType::Int64, dev), lead = Tensor::empty({n}, DType::Int32, dev);
+  auto* next_data = static_cast<int64_t*>(next.raw_data());
+  auto* lead_data = static_cast<int32_t*>(lead.raw_data());
+  run("index", "index_chain", rt.elementwise(n), IndexChainArgs{d[1], next_data, lead_data, rt.error_word(), n, size, idx64});
+  run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner),
+      IndexAddArgs{out[0].data, d[1], d[2], next_data, lead_data, outer, size, n, inner, idx64});
 }
 LUCID_REGISTER_KERNEL(IndexAdd, CUDA, index_add_kernel);
 

@@ -42,22 +42,41 @@ LUCID_FOR_WIDTHS(DEF)
 
 // out (already a copy of base) at index positions gets src written or added;
 // pos runs over the index's shape, os/ss are out's and src's strides.
+// Accumulation is deterministic and in the CPU's order: of the positions that
+// add into one element (they differ only along the axis), the first adds them
+// all in order and the others do nothing.
 struct ScatterArgs { void* out; const void* index; const void* src; int* err; i64 n; int idx64, axis, accumulate;
                      i64 size; Indexer ix; i64 os[LUCID_MAXD]; i64 ss[LUCID_MAXD]; };
+__device__ __forceinline__ bool index_equals(const void* p, int is64, i64 i, i64 v, i64 size) {
+  i64 w = read_index(p, is64, i);
+  if (w < 0) w += size;
+  return w == v;
+}
 template <class T>
 __device__ __forceinline__ void scatter_impl(const ScatterArgs& a) {
   for (i64 i = global_index(); i < a.n; i += global_stride()) {
     i64 v = read_index(a.index, a.idx64, i);
     if (!wrap_index(v, a.size, a.err)) continue;
-    i64 rest = i, off = 0, soff = 0;
+    i64 rest = i, off = 0, soff = 0, at = 0, step = 1;
     for (int d = a.ix.nd - 1; d >= 0; --d) {
       const i64 c = rest % a.ix.shape[d];
       rest /= a.ix.shape[d];
       off += (d == a.axis ? v : c) * a.os[d];
       soff += c * a.ss[d];
+      if (d == a.axis) at = c;
+      if (d > a.axis) step *= a.ix.shape[d];
     }
-    if (a.accumulate) atomic_add((T*)a.out + off, ld((const T*)a.src, soff));
-    else ((T*)a.out)[off] = ((const T*)a.src)[soff];
+    if (!a.accumulate) {
+      ((T*)a.out)[off] = ((const T*)a.src)[soff];
+      continue;
+    }
+    bool first = true;  // i is the first position along the axis with index v
+    for (i64 k = 0; k < at && first; ++k) first = !index_equals(a.index, a.idx64, i - (at - k) * step, v, a.size);
+    if (!first) continue;
+    const i64 len = a.ix.shape[a.axis];
+    for (i64 k = at; k < len; ++k)
+      if (index_equals(a.index, a.idx64, i + (k - at) * step, v, a.size))
+        st((T*)a.out, off, ld((T*)a.out, off) + ld((const T*)a.src, soff + (k - at) * a.ss[a.axis]));
   }
 }
 #define DEF(T, S) extern "C" __global__ void scatter_##S(const ScatterArgs a) { scatter_impl<T>(a); }
@@ -80,16 +99,44 @@ __device__ __forceinline__ void index_select_impl(const IndexSelectArgs& a) {
 LUCID_FOR_WIDTHS(DEF)
 #undef DEF
 
-// out [outer, size, inner] (a copy of base) += src [outer, n, inner] at index rows.
-struct IndexAddArgs { void* out; const void* index; const void* src; int* err; i64 outer, size, n, inner; int idx64; };
+// IndexAdd in two passes, deterministic and in the CPU's order. index_chain
+// links the index positions that name one row: next[j] is the following
+// position with j's row (-1 at the last), lead[j] whether j is the first;
+// -2 marks an index out of range. index_add: each chain's first position
+// adds the chain's source rows into out [outer, size, inner] (a copy of
+// base) in order; src is [outer, n, inner].
+struct IndexChainArgs { const void* index; i64* next; int* lead; int* err; i64 n, size; int idx64; };
+extern "C" __global__ void index_chain(const IndexChainArgs a) {
+  for (i64 j = global_index(); j < a.n; j += global_stride()) {
+    i64 v = read_index(a.index, a.idx64, j);
+    if (!wrap_index(v, a.size, a.err)) {
+      a.next[j] = -2;
+      a.lead[j] = 0;
+      continue;
+    }
+    bool first = true;
+    for (i64 k = 0; k < j && first; ++k) first = !index_equals(a.index, a.idx64, k, v, a.size);
+    i64 next = -1;
+    for (i64 k = j + 1; k < a.n && next < 0; ++k)
+      if (index_equals(a.index, a.idx64, k, v, a.size)) next = k;
+    a.next[j] = next;
+    a.lead[j] = first;
+  }
+}
+
+struct IndexAddArgs { void* out; const void* index; const void* src; const i64* next; const int* lead; i64 outer, size,
+                      n, inner; int idx64; };
 template <class T>
 __device__ __forceinline__ void index_add_impl(const IndexAddArgs& a) {
   const i64 total = a.outer * a.n * a.inner;
   for (i64 q = global_index(); q < total; q += global_stride()) {
     const i64 in = q % a.inner, j = (q / a.inner) % a.n, o = q / (a.inner * a.n);
+    if (!a.lead[j]) continue;
     i64 v = read_index(a.index, a.idx64, j);
-    if (!wrap_index(v, a.size, a.err)) continue;
-    atomic_add((T*)a.out + (o * a.size + v) * a.inner + in, ld((const T*)a.src, q));
+    if (v < 0) v += a.size;
+    const i64 dst = (o * a.size + v) * a.inner + in;
+    for (i64 k = j; k >= 0; k = a.next[k])
+      st((T*)a.out, dst, ld((T*)a.out, dst) + ld((const T*)a.src, (o * a.n + k) * a.inner + in));
   }
 }
 #define DEF(T, S) extern "C" __global__ void index_add_##S(const IndexAddArgs a) { index_add_impl<T>(a); }
