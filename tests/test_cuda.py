@@ -355,7 +355,7 @@ def test_accumulating_index_ops_are_deterministic_and_add_in_the_cpu_order(dtype
     def both(device):
         on = lambda a: lucid.tensor(a).to(device)  # noqa: E731
         b = on(base)
-        return [b.index_add(0, on(rows), on(src)).numpy(), lucid.scatter_add(b, 1, on(cols), on(gsrc)).numpy()]
+        return [b.index_add(0, on(rows), on(src)).cpu().numpy(), lucid.scatter_add(b, 1, on(cols), on(gsrc)).cpu().numpy()]
 
     cpu = both("cpu")
     for _ in range(3):
@@ -366,7 +366,7 @@ def test_accumulating_index_ops_are_deterministic_and_add_in_the_cpu_order(dtype
     for _ in range(2):
         table.grad = None
         F.embedding(lucid.tensor(rows).cuda(), table).mul(lucid.tensor(src.astype(np.float32)).cuda()).sum().backward()
-        grads.append(table.grad.numpy())
+        grads.append(table.grad.cpu().numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
 
 
