@@ -355,7 +355,8 @@ def test_accumulating_index_ops_are_deterministic_and_add_in_the_cpu_order(dtype
     def both(device):
         on = lambda a: lucid.tensor(a).to(device)  # noqa: E731
         b = on(base)
-        return [b.index_add(0, on(rows), on(src)).cpu().numpy(), lucid.scatter_add(b, 1, on(cols), on(gsrc)).cpu().numpy()]
+        added = [b.index_add(0, on(rows), on(src)), lucid.scatter_add(b, 1, on(cols), on(gsrc))]
+        return [t.cpu().numpy() for t in added]
 
     cpu = both("cpu")
     for _ in range(3):
