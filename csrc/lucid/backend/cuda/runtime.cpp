@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -165,8 +166,9 @@ Runtime::Runtime() {
   error_word_ = reinterpret_cast<int*>(err);
   check(d.cuMemsetD8Async(err, 0, 256, stream_), "cuMemsetD8Async");
   void* host = nullptr;
-  check(d.cuMemHostAlloc(&host, 256, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+  check(d.cuMemHostAlloc(&host, kErrorBytes + kSmallReadBytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
   error_host_ = static_cast<int*>(host);
+  small_read_host_ = static_cast<char*>(host) + kErrorBytes;
   check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
@@ -222,11 +224,16 @@ void Runtime::host_to_device(void* dst, const void* src, size_t n) {
 }
 
 void Runtime::device_to_host(void* dst, const void* src, size_t n) {
-  {
-    std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
-    if (n) check(driver().cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), n, stream_), "cuMemcpyDtoHAsync");
-  }
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  // A small read (.item(), a loss) goes through pinned memory: a copy into
+  // pageable memory waits for the stream itself, and synchronize() would
+  // wait a second time.
+  const bool small = n <= kSmallReadBytes;
+  if (n)
+    check(driver().cuMemcpyDtoHAsync(small ? small_read_host_ : dst, reinterpret_cast<CUdeviceptr>(src), n, stream_),
+          "cuMemcpyDtoHAsync");
   synchronize();
+  if (small && n) std::memcpy(dst, small_read_host_, n);
 }
 
 void Runtime::device_to_device(void* dst, const void* src, size_t n) {

@@ -94,7 +94,9 @@ class Runtime {
   int sm_count_ = 1, cc_major_ = 0, cc_minor_ = 0;
   size_t total_mem_ = 0;
   int* error_word_ = nullptr;
-  int* error_host_ = nullptr;  // pinned
+  static constexpr size_t kErrorBytes = 256, kSmallReadBytes = 4096;
+  int* error_host_ = nullptr;        // pinned, kErrorBytes
+  char* small_read_host_ = nullptr;  // pinned, kSmallReadBytes, after error_host_
   std::atomic<size_t> allocated_{0}, peak_{0};
   std::mutex module_mutex_;
   std::unordered_map<std::string, CUmodule> modules_;

@@ -74,9 +74,11 @@ __device__ __forceinline__ void scatter_impl(const ScatterArgs& a) {
     for (i64 k = 0; k < at && first; ++k) first = !index_equals(a.index, a.idx64, i - (at - k) * step, v, a.size);
     if (!first) continue;
     const i64 len = a.ix.shape[a.axis];
+    T acc = ((const T*)a.out)[off];  // rounded to T after each addition, as the CPU's
     for (i64 k = at; k < len; ++k)
       if (index_equals(a.index, a.idx64, i + (k - at) * step, v, a.size))
-        st((T*)a.out, off, ld((T*)a.out, off) + ld((const T*)a.src, soff + (k - at) * a.ss[a.axis]));
+        st(&acc, 0, ld(&acc, 0) + ld((const T*)a.src, soff + (k - at) * a.ss[a.axis]));
+    ((T*)a.out)[off] = acc;
   }
 }
 #define DEF(T, S) extern "C" __global__ void scatter_##S(const ScatterArgs a) { scatter_impl<T>(a); }
@@ -106,21 +108,41 @@ LUCID_FOR_WIDTHS(DEF)
 // adds the chain's source rows into out [outer, size, inner] (a copy of
 // base) in order; src is [outer, n, inner].
 struct IndexChainArgs { const void* index; i64* next; int* lead; int* err; i64 n, size; int idx64; };
+#define LUCID_CHAIN_TILE 1024
 extern "C" __global__ void index_chain(const IndexChainArgs a) {
-  for (i64 j = global_index(); j < a.n; j += global_stride()) {
-    i64 v = read_index(a.index, a.idx64, j);
-    if (!wrap_index(v, a.size, a.err)) {
-      a.next[j] = -2;
-      a.lead[j] = 0;
-      continue;
+  // Every thread compares its index with all n, a shared-memory tile at a
+  // time (a broadcast read per comparison); the loops are block-uniform.
+  __shared__ i64 tile[LUCID_CHAIN_TILE];
+  for (i64 base = i64(blockIdx.x) * blockDim.x; base < a.n; base += global_stride()) {
+    const i64 j = base + threadIdx.x;
+    i64 v = -1;
+    bool valid = false;
+    if (j < a.n) {
+      v = read_index(a.index, a.idx64, j);
+      valid = wrap_index(v, a.size, a.err);
     }
     bool first = true;
-    for (i64 k = 0; k < j && first; ++k) first = !index_equals(a.index, a.idx64, k, v, a.size);
     i64 next = -1;
-    for (i64 k = j + 1; k < a.n && next < 0; ++k)
-      if (index_equals(a.index, a.idx64, k, v, a.size)) next = k;
-    a.next[j] = next;
-    a.lead[j] = first;
+    for (i64 t = 0; t < a.n; t += LUCID_CHAIN_TILE) {
+      const i64 m = min(i64(LUCID_CHAIN_TILE), a.n - t);
+      __syncthreads();
+      for (i64 k = threadIdx.x; k < m; k += blockDim.x) {
+        i64 w = read_index(a.index, a.idx64, t + k);
+        tile[k] = w < 0 ? w + a.size : w;
+      }
+      __syncthreads();
+      if (!valid) continue;
+      for (i64 k = 0; k < m; ++k) {
+        if (tile[k] != v) continue;
+        const i64 at = t + k;
+        if (at < j) first = false;
+        else if (at > j && next < 0) next = at;
+      }
+    }
+    if (j < a.n) {
+      a.next[j] = valid ? next : -2;
+      a.lead[j] = valid && first;
+    }
   }
 }
 
@@ -135,8 +157,9 @@ __device__ __forceinline__ void index_add_impl(const IndexAddArgs& a) {
     i64 v = read_index(a.index, a.idx64, j);
     if (v < 0) v += a.size;
     const i64 dst = (o * a.size + v) * a.inner + in;
-    for (i64 k = j; k >= 0; k = a.next[k])
-      st((T*)a.out, dst, ld((T*)a.out, dst) + ld((const T*)a.src, (o * a.n + k) * a.inner + in));
+    T acc = ((const T*)a.out)[dst];  // rounded to T after each addition, as the CPU's
+    for (i64 k = j; k >= 0; k = a.next[k]) st(&acc, 0, ld(&acc, 0) + ld((const T*)a.src, (o * a.n + k) * a.inner + in));
+    ((T*)a.out)[dst] = acc;
   }
 }
 #define DEF(T, S) extern "C" __global__ void index_add_##S(const IndexAddArgs a) { index_add_impl<T>(a); }
