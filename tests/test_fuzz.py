@@ -310,6 +310,12 @@ SOAK_SEEDS = [
                        "eagerly and as a copy when compiled"),
     (1106478, "graph", "a diverging SGD: terms of p2 @ p4.T overflow float32 to opposite infs, NaN in PyTorch "
                        "and -inf with FMA; the oracle accepts any non-finite where only float32's range broke"),
+    (1915435, "graph", "layer_norm over a row whose spread is far below sqrt(eps): x_hat's rounding, amplified "
+                       "by 1/std, leaked into the gradient (the backward now uses PyTorch's uncentred form)"),
+    (1917288, "graph", "SparseAdam after a GradScaler whose 2**127 scale unscales an entry to 0: Lucid skips it, "
+                       "as its sparse entries are the non-zeros of the unscaled gradient"),
+    (3009155, "graph", "a gradient that cancels to 1e-19, then a call whose targets are all ignored: the "
+                       "oracle's scale covers every accumulated call"),
 ]
 
 

@@ -839,6 +839,7 @@ def run_torch(inst: Instance):
         other = torch.float32 if pure64 else torch.float64
         tmo = _torch_model_like(inst, ml, other)
         tmp = _nudged(_torch_model_like(inst, ml, torch.float32 if pure64 else None))
+        grad_scale = 0.0  # over the calls whose gradients accumulate
         for k in range(p.train.micro):
             where = f"step {s} call {k}"
             x, ys = inst.lucid_batch(call)
@@ -887,11 +888,13 @@ def run_torch(inst: Instance):
                     led.close(where, f"buffer {n}", b, tb[n], rtol)
             tg = {n: tp.grad for n, tp in tm.named_parameters()}
             # every gradient is a sum over the output of dL/dout_i * dout_i/dtheta
-            # (O(1) factors here): its rounding is relative to sum|dL/dout|
+            # (O(1) factors here): its rounding is relative to sum|dL/dout|, of
+            # every call accumulated so far (graph soak seed 3009155: a call whose
+            # targets are all ignored adds nothing to a cancelled 1e-19 residue)
             out_scale = float(np.abs(_arr(tm.out_grad)).sum()) if tm.out_grad is not None else 0.0
-            scale = max(gradient_scale(tg.values()), out_scale if np.isfinite(out_scale) else 0.0)
+            grad_scale = max(grad_scale, gradient_scale(tg.values()), out_scale if np.isfinite(out_scale) else 0.0)
             for n, lp in ml.named_parameters():
-                led.close(where, f"grad {n}", lp.grad, tg[n], rtol, slack.get(n), scale, overflow.get(n))
+                led.close(where, f"grad {n}", lp.grad, tg[n], rtol, slack.get(n), grad_scale, overflow.get(n))
             call += 1
             if led.found:
                 return led
