@@ -8,6 +8,7 @@
 #include "bindings.h"
 #include "lucid/backend/metal/lower.h"
 #include "lucid/backend/metal/reference.h"
+#include "lucid/backend/metal/step_plan.h"
 
 namespace lucid::python {
 
@@ -61,6 +62,7 @@ void init_metal_plan(py::module_& root) {
              c.name = "metal-plan-recorder";
              auto keys = r.keys;
              c.fn = [keys](graph::Graph g, std::vector<graph::RandomKeyFeed> rf) {
+               metal::decompose_unlowered(g);
                for (const auto& n : g.nodes) {
                  py::gil_scoped_acquire gil;
                  if (metal::lowering_of(n.prim->kind()) != metal::Lowering::Graph) {

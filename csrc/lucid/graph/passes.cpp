@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "lucid/autograd/grad_mode.h"
+#include "lucid/graph/graph_tracer.h"
 #include "lucid/ops/dispatch.h"
 #include "lucid/ops/ops.h"
 #include "lucid/ops/primitives.h"
@@ -259,6 +261,55 @@ void concat_scattered_sums(Graph& g) {
     }
     pieces[n.outputs[0]] = std::move(all);
   }
+}
+
+void decompose_primitives(Graph& g, const std::function<bool(const Primitive&)>& unsupported) {
+  std::unordered_map<int, int> repl;
+  std::vector<Node> nodes;
+  for (auto& n : g.nodes) {
+    for (auto& i : n.inputs) {
+      auto it = repl.find(i);
+      if (it != repl.end()) i = it->second;
+    }
+    if (!n.prim->decomposes() || !unsupported(*n.prim)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    // Traced on the node's inputs into a graph of its own, then spliced in
+    // where the node was.
+    GraphTracer tracer;
+    std::vector<Tensor> ins;
+    for (int i : n.inputs) ins.push_back(tracer.add_input(g.values[i].meta));
+    {
+      TraceScope scope(&tracer);
+      autograd::NoGradGuard no_grad;
+      for (const Tensor& t : n.prim->decompose(ins)) tracer.add_output(t);
+    }
+    const Graph part = tracer.take_graph();
+    LUCID_CHECK_T(Error, part.captures.empty() && part.feeds.empty() && part.outputs.size() == n.outputs.size(),
+                  "internal: the decomposition of '", n.prim->name(), "' reads memory or feeds of its own, or does "
+                  "not give one value per output");
+    std::vector<int> value_of(part.values.size(), -1);  // part's value -> g's
+    for (size_t k = 0; k < part.inputs.size(); ++k) value_of[part.inputs[k]] = n.inputs[k];
+    for (const Node& p : part.nodes) {
+      Node m{p.prim, {}, {}};
+      for (int i : p.inputs) m.inputs.push_back(value_of[i]);
+      for (int o : p.outputs) {
+        value_of[o] = g.add_value(part.values[o].meta, ValueKind::Node, -1, -1);
+        m.outputs.push_back(value_of[o]);
+      }
+      nodes.push_back(std::move(m));
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      LUCID_CHECK_T(Error, part.values[part.outputs[k]].meta == g.values[n.outputs[k]].meta, "internal: output ", k,
+                    " of the decomposition of '", n.prim->name(), "' is ", meta_str(part.values[part.outputs[k]].meta),
+                    ", not ", meta_str(g.values[n.outputs[k]].meta));
+      repl[n.outputs[k]] = value_of[part.outputs[k]];
+    }
+  }
+  g.nodes = std::move(nodes);
+  replace_uses(g, repl);
+  renumber_producers(g);
 }
 
 void optimize(Graph& g) {

@@ -1,6 +1,8 @@
 #pragma once
 // Graph-to-graph passes run before a backend compiles a trace. Each keeps
 // value ids stable and rewrites uses in place.
+#include <functional>
+
 #include "lucid/graph/ir.h"
 
 namespace lucid::graph {
@@ -24,6 +26,12 @@ void simplify_reshapes(Graph& g);
 void simplify_permutes(Graph& g);
 // Drops copies of values that no run overwrites (all but captured buffers).
 void eliminate_redundant_copies(Graph& g);
+
+// Replaces every node whose primitive `unsupported` selects, and that
+// decomposes (Primitive::decompose), by the nodes its decomposition records:
+// how a backend compiles a graph holding a fused primitive it has no form
+// for (a step traced on a device with a kernel for it).
+void decompose_primitives(Graph& g, const std::function<bool(const Primitive&)>& unsupported);
 
 // The standard pipeline, in order.
 void optimize(Graph& g);

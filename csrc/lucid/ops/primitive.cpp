@@ -7,4 +7,8 @@ std::vector<Tensor> Primitive::vjp(const std::vector<Tensor>&, const std::vector
   fail<NotImplementedError>("the derivative of '", name(), "' is not implemented");
 }
 
+std::vector<Tensor> Primitive::decompose(const std::vector<Tensor>&) const {
+  fail<NotImplementedError>("'", name(), "' has no decomposition into other primitives");
+}
+
 }  // namespace lucid

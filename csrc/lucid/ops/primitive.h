@@ -3,7 +3,9 @@
 //   - infer(): the shape/dtype rule,
 //   - vjp():   the derivative, written with ops (ops.h), so that it runs
 //              eagerly and records a backward graph under tracing alike,
-//   - a kernel per backend, looked up in the kernel table (kernels.h).
+//   - a kernel per backend, looked up in the kernel table (kernels.h),
+//   - for a fused primitive, decompose(): the same computation written with
+//              ops, which a backend without a kernel for it compiles instead.
 // Attributes (axes, flags...) are members, listed once in attrs();
 // equals()/hash() derive from that list (LUCID_PRIMITIVE_ATTRS), so the
 // compiler can deduplicate nodes and the cache can key on them.
@@ -98,6 +100,12 @@ class Primitive {
   // formula reads (an index, a condition), so an in-place write to the rest
   // between forward and backward stays legal.
   virtual bool saves_input(int i) const { return (saved() & kSaveInputs) != 0; }
+
+  // A fused primitive as the primitives it fuses: its outputs computed from
+  // `inputs` with ops, recorded under tracing like vjp(). A backend with no
+  // kernel for it compiles the decomposition (graph::decompose_primitives).
+  virtual bool decomposes() const { return false; }
+  virtual std::vector<Tensor> decompose(const std::vector<Tensor>& inputs) const;
 
   // Views (PyTorch's view ops): the output shares input 0's memory. Given
   // input 0's layout, the output's; nothing when this call cannot be a view

@@ -151,13 +151,16 @@ class AlgorithmImpl final : public Algorithm {
     }
   }
 
-  void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
-                  const Hyper& h) const override {
+  std::vector<Tensor> update_tensors(uint32_t flag_bits, const Tensor& param, const Tensor& grad,
+                                     const std::vector<Tensor>& buffers,
+                                     const std::vector<Tensor>& scalars) const override {
     const auto names = Scalars<double>::names();
     LUCID_CHECK(scalars.size() == names.size(), Tr::kName, ": expected ", names.size(), " scalars, got ",
                 scalars.size());
-    const Flags f = Tr::flags(h);
+    const Flags f = Flags::from_bits(flag_bits);
     const uint32_t need = Tr::needed(f);
+    LUCID_CHECK(buffers.size() == size_t(__builtin_popcount(need)), Tr::kName, ": expected ",
+                __builtin_popcount(need), " state buffers, got ", buffers.size());
     autograd::NoGradGuard no_grad;
     // Half-precision parameters compute in float32, as the fused loop does.
     const DType dt = param.dtype();
@@ -165,18 +168,30 @@ class AlgorithmImpl final : public Algorithm {
     Tensor p = cast(param.detach(), cdt);
     const Tensor g = cast(grad.detach(), cdt);
     Tensor b[kMaxEngineBuffers];
-    for (size_t k = 0; k < buffers_.size(); ++k) {
-      if (!(need >> k & 1)) continue;
-      LUCID_CHECK(st.buffers[k].defined(), Tr::kName, ": state '", buffers_[k], "' was not created");
-      b[k] = cast(st.buffers[k], cdt);
-    }
+    for (size_t k = 0, next = 0; k < buffers_.size(); ++k)
+      if (need >> k & 1) b[k] = cast(buffers[next++], cdt);
     std::vector<Tensor> feeds;
     for (const Tensor& s : scalars) feeds.push_back(cast(s, cdt));
     const auto s = scalars_from_vector<Scalars<Tensor>>(feeds);
     Tr::rule(p, g, b, s, f);
-    assign_data(param, cast(p, dt));
+    std::vector<Tensor> out{cast(p, dt)};
     for (size_t k = 0; k < buffers_.size(); ++k)
-      if (need >> k & 1) assign_data(st.buffers[k], cast(b[k], dt));
+      if (need >> k & 1) out.push_back(cast(b[k], dt));
+    return out;
+  }
+
+  void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
+                  const Hyper& h) const override {
+    const uint32_t need = needed_buffers(h);
+    std::vector<Tensor> buffers;
+    for (size_t k = 0; k < buffers_.size(); ++k)
+      if (need >> k & 1) {
+        LUCID_CHECK(st.buffers[k].defined(), Tr::kName, ": state '", buffers_[k], "' was not created");
+        buffers.push_back(st.buffers[k]);
+      }
+    const std::vector<Tensor> next = update_tensors(flag_bits(h), param, grad, buffers, scalars);
+    assign_data(param, next[0]);
+    for (size_t j = 0; j < buffers.size(); ++j) assign_data(buffers[j], next[1 + j]);
   }
 
   void advance(ParamState& st, const Hyper& h) const override {

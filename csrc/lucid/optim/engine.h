@@ -84,7 +84,19 @@ class Algorithm {
     (void)dtype, (void)flag_bits, (void)begin, (void)end, (void)param, (void)grad, (void)buffers, (void)scalars;
     fail<Error>(name(), ": the rule is not element-wise");
   }
-  // The same rule through ops; scalars are one-element tensors.
+  // The same rule on whole tensors through ops (recorded under tracing): the
+  // new param and buffers from the old ones, what an EngineUpdate node
+  // decomposes into. `buffers` holds those the flags need, in buffer order,
+  // as does the result after the param; `scalars` are one-element tensors
+  // in host_scalar_names() order.
+  virtual std::vector<Tensor> update_tensors(uint32_t flag_bits, const Tensor& param, const Tensor& grad,
+                                             const std::vector<Tensor>& buffers,
+                                             const std::vector<Tensor>& scalars) const {
+    (void)flag_bits, (void)param, (void)grad, (void)buffers, (void)scalars;
+    fail<Error>(name(), ": the rule is not element-wise");
+  }
+  // The rule through ops, in place on a parameter and its state; scalars are
+  // one-element tensors.
   virtual void ops_update(const Tensor& param, const Tensor& grad, ParamState& st, const std::vector<Tensor>& scalars,
                           const Hyper& h) const = 0;
   // Host-side bookkeeping once a step is applied: step count, host scalars.

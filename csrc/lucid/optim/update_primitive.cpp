@@ -11,4 +11,10 @@ std::vector<TensorMeta> EngineUpdate::infer(const std::vector<TensorMeta>& in) c
   return out;
 }
 
+std::vector<Tensor> EngineUpdate::decompose(const std::vector<Tensor>& in) const {
+  const auto first_scalar = in.begin() + 2 + num_buffers;
+  return algo->update_tensors(flags, in[0], in[1], std::vector<Tensor>(in.begin() + 2, first_scalar),
+                              std::vector<Tensor>(first_scalar, in.end()));
+}
+
 }  // namespace lucid::optim

@@ -5,7 +5,9 @@
 // update is the very fused loop the eager step runs (the rule instantiated
 // with V = the compute type; backend/cpu/optim_kernels.cpp): the same math,
 // one pass over memory. A device without a kernel for it gets the rule's
-// whole-tensor ops instead (EngineOptimizer decides, through has_kernel).
+// whole-tensor ops instead (EngineOptimizer decides, through has_kernel),
+// and a backend without one compiles a graph traced elsewhere through the
+// same ops: decompose() is Algorithm::update_tensors.
 // Inputs: param, grad, the state buffers the flags need (in buffer order),
 // then the rule's scalars as float64 0-d tensors. Outputs: the new param and
 // buffers, which the executable writes straight into the captured buffers.
@@ -24,6 +26,8 @@ struct EngineUpdate final : Primitive {
   std::string name() const override;
   std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
   bool differentiable_input(int) const override { return false; }
+  bool decomposes() const override { return true; }
+  std::vector<Tensor> decompose(const std::vector<Tensor>& inputs) const override;
   // Never merged with another node: each one updates its own buffers.
   bool equals(const Primitive& o) const override { return this == &o; }
 };

@@ -186,6 +186,7 @@ class MetalExecutable final : public graph::Executable {
 
 std::shared_ptr<graph::Executable> compile_metal(Graph g, std::vector<graph::RandomKeyFeed> rf) {
   checked_context();
+  decompose_unlowered(g);
   return std::make_shared<MetalExecutable>(std::move(g), std::move(rf));
 }
 

@@ -834,8 +834,9 @@ Lowering lowering_of(OpKind kind) {
       return Lowering::HostFill;
     case OpKind::Copy:
       return Lowering::Blit;
-    // The optimizers' fused update: a backend without a fused kernel for it
-    // runs the rule's ops instead (issue 15), which lower like any others.
+    // The optimizers' fused update: a step traced on the metal device records
+    // the rule's ops instead, and one traced on the CPU is decomposed into
+    // them before it is planned (decompose_unlowered).
     case OpKind::EngineUpdate: case OpKind::Count:
     // Autograd's records of writes through views and of device copies: never run.
     case OpKind::ViewScatter: case OpKind::ViewOfBase: case OpKind::DeviceCopy:

@@ -166,6 +166,7 @@ class ReferenceExecutable final : public graph::Executable {
 
 std::shared_ptr<graph::Executable> compile_reference(graph::Graph g, std::vector<graph::RandomKeyFeed> rf,
                                                      const ReferenceOptions& options) {
+  decompose_unlowered(g);
   return std::make_shared<ReferenceExecutable>(std::move(g), std::move(rf), options);
 }
 

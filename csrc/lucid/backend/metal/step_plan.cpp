@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "lucid/backend/metal/lower.h"
+#include "lucid/graph/passes.h"
 
 namespace lucid::metal {
 
@@ -28,6 +29,10 @@ TensorMeta meta_of(const graph::Graph& g, int v) {
 }
 
 }  // namespace
+
+void decompose_unlowered(graph::Graph& g) {
+  graph::decompose_primitives(g, [](const Primitive& p) { return lowering_of(p.kind()) == Lowering::None; });
+}
 
 StepPlan plan_step(const graph::Graph& g) {
   StepPlan sp;

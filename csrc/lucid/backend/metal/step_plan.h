@@ -69,6 +69,11 @@ struct StepPlan {
   std::string describe() const;
 };
 
+// Replaces the nodes with no Metal form that decompose into primitives (the
+// optimizers' EngineUpdate, which a step traced on the CPU records) by their
+// decomposition. Every compiled step is planned from the result.
+void decompose_unlowered(graph::Graph& g);
+
 // Lowers an optimised step graph. TypeError for a dtype the device lacks
 // (float64 other than the optimizers' host scalars); NotImplementedError for a
 // primitive with no Metal form or a random key computed inside the step.
