@@ -441,9 +441,9 @@ def _assert_make_step_is_eager_bitwise(forward, x, p0, loss_fn):
 
 @pytest.mark.parametrize("form", ["x.transpose(1, 2) @ p", "x.mT.transpose(1, 2).mT @ p", "(x.mT @ p.mT.t()) * 1.0"])
 def test_matmul_of_transposed_views_bitwise(form):
-    """A transpose feeding a matmul runs the same GEMM variant eagerly (a
-    strided operand passed as the flag) and compiled (the graph pass
-    fold_transposes_into_matmul): compiled gradients equal eager's bit for bit."""
+    """A transpose feeding a matmul runs the same GEMM variant eagerly and
+    compiled (a strided operand passed as the flag, decided from its layout
+    at trace time as eagerly): compiled gradients equal eager's bit for bit."""
     rng = np.random.default_rng(3)
     x = lucid.tensor(rng.standard_normal((2, 9, 5)).astype(np.float32))
     p0 = rng.standard_normal((9, 7)).astype(np.float32)
@@ -1081,13 +1081,35 @@ def test_linear_of_a_moved_dim_input_bitwise():
     """graph soak seed 1912658 (make_step, fused_step, train_step): F.linear(x.movedim(0, 2), W),
     float64, gradients 1 ulp apart. linear's own flattening reshape merged the permuted dims into
     a view whose transpose is row-major, which eager mode passed to the GEMM as a flag while the
-    compiled step copied it (it folds only a Permute right before the Matmul). linear now passes
-    only a 2-D input's layout on as a flag."""
+    compiled step copied it (it folded only a Permute right before the Matmul). The compiled step
+    now runs the GEMM variants the trace recorded, decided from layouts as eagerly."""
     rng = np.random.default_rng(0)
     x = lucid.tensor(rng.standard_normal((8, 8, 5)))
     w0 = rng.standard_normal((1, 8))  # one output: BLAS's matrix-vector paths differ by the flag
     _assert_make_step_is_eager_bitwise(lambda x, p: LF.linear(lucid.movedim(x, 0, 2), p), x, w0,
                                        lambda out: out.mean())
+
+
+@pytest.mark.parametrize("form,x_shape,p_shape", [
+    ("x.permute(2, 0, 1).reshape(7, -1) @ p", (5, 6, 7), (30, 9)),
+    ("x.unsqueeze(-1).transpose(0, 2)[0] @ p", (23, 31), (23, 9)),
+    ("x.permute(1, 0, 2).reshape(-1, 7) @ p", (5, 6, 7), (7, 9)),
+    ("x[:, :37].T @ p", (53, 61), (53, 29)),
+    ("p @ x.T[:37].T", (53, 61), (29, 53)),
+    ("x[::2] @ p.expand(3, 9, 7).transpose(-1, -2)", (6, 5, 7), (9, 7)),
+])
+def test_matmul_of_a_users_strided_operand_bitwise(form, x_shape, p_shape):
+    """Transposed operands the user reached through reshapes, slices and
+    index views: eager mode passes one to BLAS as a flag exactly when its
+    layout is a transposed row-major one, and the compiled step used to
+    decide by the graph's structure instead (a Permute right before the
+    Matmul, folded into a flag; the first two forms differed in float64's
+    last bit). It now runs the variants the trace recorded from the same
+    layouts."""
+    rng = np.random.default_rng(5)
+    x = lucid.tensor(rng.standard_normal(x_shape))
+    _assert_make_step_is_eager_bitwise(lambda x, p: eval(form, {"x": x, "p": p}),  # noqa: S307
+                                       x, rng.standard_normal(p_shape), lambda out: (out * out).mean())
 
 
 def test_layer_norm_gradient_of_a_near_constant_row_matches_torch():

@@ -133,30 +133,6 @@ void fold_constants(Graph& g) {
   renumber_producers(g);
 }
 
-void fold_transposes_into_matmul(Graph& g) {
-  for (auto& n : g.nodes) {
-    if (n.prim->kind() != OpKind::Matmul) continue;
-    const auto& mm = static_cast<const Matmul&>(*n.prim);
-    bool flags[2] = {mm.trans_a, mm.trans_b};
-    bool changed = false;
-    for (int side = 0; side < 2; ++side) {
-      const Value& v = g.values[n.inputs[side]];
-      if (v.kind != ValueKind::Node) continue;
-      const Node& p = g.nodes[v.producer];
-      if (p.prim->kind() != OpKind::Permute) continue;
-      const auto& perm = static_cast<const Permute&>(*p.prim).perm;
-      const int nd = int(perm.size());
-      bool swap_last = nd >= 2 && perm[nd - 1] == nd - 2 && perm[nd - 2] == nd - 1;
-      for (int d = 0; d + 2 < nd; ++d) swap_last &= perm[d] == d;
-      if (!swap_last) continue;
-      n.inputs[side] = p.inputs[0];
-      flags[side] = !flags[side];
-      changed = true;
-    }
-    if (changed) n.prim = std::make_shared<const Matmul>(flags[0], flags[1]);
-  }
-}
-
 void simplify_reshapes(Graph& g) {
   std::unordered_map<int, int> repl;
   for (auto& n : g.nodes) {
@@ -320,7 +296,6 @@ void optimize(Graph& g) {
   simplify_permutes(g);
   eliminate_redundant_copies(g);
   eliminate_common_subexpressions(g);
-  fold_transposes_into_matmul(g);
   eliminate_dead_code(g);
 }
 

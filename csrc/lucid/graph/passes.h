@@ -15,8 +15,6 @@ void eliminate_common_subexpressions(Graph& g);
 // their pure consumers) once, at compile time; results become constant
 // captures.
 void fold_constants(Graph& g);
-// Folds a transpose of the last two dims into the consuming matmul's flags.
-void fold_transposes_into_matmul(Graph& g);
 // A sum of slice_scatters into zeros whose slices tile one axis (the
 // gradient of unbind/chunk) becomes one concat.
 void concat_scattered_sums(Graph& g);

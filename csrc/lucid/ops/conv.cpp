@@ -313,11 +313,9 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     LUCID_CHECK(in == weight.shape()[1], "mat1 and mat2 shapes cannot be multiplied (", x.numel() / std::max<int64_t>(in, 1),
                 "x", in, " and ", weight.shape()[1], "x", o, ")");
     Shape lead(x.shape().begin(), x.shape().end() - 1);
-    // A 2-D input goes to the GEMM as matmul's operands do (a transposed
-    // view as a flag: a compiled step folds that transpose in too); the
-    // flattening reshape of an N-D input is ours, and a compiled step copies
-    // its result, so eager mode passes the reshaped value as it is.
-    out = x.ndim() == 2 ? gemm(x, weight, false, true) : call<Matmul>({reshape(x, {-1, in}), weight}, false, true);
+    // The input goes to the GEMM as matmul's operands do (a transposed view
+    // as a flag), an N-D one after its flattening reshape.
+    out = gemm(x.ndim() == 2 ? x : reshape(x, {-1, in}), weight, false, true);
     lead.push_back(o);
     out = reshape(out, lead);
   }

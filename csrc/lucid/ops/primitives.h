@@ -184,7 +184,9 @@ struct ArgReduce final : Primitive {
 
 // ------------------------------------------------------------ linear algebra
 // [..., M, K] @ [..., K, N] with identical batch dims (ops::matmul broadcasts).
-// The transpose flags let the compiler fold transposes into the BLAS call.
+// The transpose flags pass a transposed row-major operand to BLAS without a
+// copy; ops::gemm decides them from the operands' layouts, eagerly and under
+// tracing alike, so a compiled step runs the GEMM variants eager mode runs.
 // A matmul as its kernels run it: batch x (m x k) @ (k x n), with the
 // transpose flags made canonical (see Matmul::gemm).
 struct Gemm {
@@ -200,10 +202,9 @@ struct Matmul final : Primitive {
   LUCID_PRIMITIVE_ATTRS
   // The GEMM for operands of these shapes. An operand with a size-1 dim has
   // the same memory transposed or not, so its flag only records how the
-  // caller reached it (eager mode sees a contiguous view, a compiled graph
-  // folds the transpose in); BLAS rounds each flag's path differently, so
-  // every kernel runs the flag-free form and eager and compiled steps agree
-  // to the bit.
+  // caller reached it (a contiguous view or a transposed one); BLAS rounds
+  // each flag's path differently, so every kernel runs the flag-free form
+  // and the same product gives the same bits however it was reached.
   Gemm gemm(const Shape& a, const Shape& b) const;
   // The VJP reads only the operands: the product may be written in place
   // (conv or linear followed by ReLU(inplace=True)), as in PyTorch.
