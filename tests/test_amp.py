@@ -35,6 +35,51 @@ def test_scale_sequence_matches_torch_with_planted_overflows():
                                  for k, v in theirs.state_dict().items()}
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "fused_step"])
+@pytest.mark.parametrize("init_scale,backoff,grads", [
+    (3.0, 7.888609052210118e-31, [float("inf"), float("inf"), 1.0, 1.0]),  # the scale backs off to 0
+    (0.5, 0.5, [3e38, 1.0, 1.0]),  # a finite scaled gradient (2.25e38) unscales to inf
+])
+def test_overflow_is_judged_on_the_scaled_gradients_as_torch(init_scale, backoff, grads, compiled):
+    """PyTorch flags inf/NaN in the scaled gradients, before unscaling: a
+    scale backed off to 0 (1/scale = inf) or below 1 turns finite gradients
+    into inf/NaN that the optimizer then applies (fuzz seed 3026562, where
+    Lucid's eager scaler divided by 0 and raised)."""
+    kw = dict(init_scale=init_scale, backoff_factor=backoff, growth_interval=2)
+    def loss_fn(out, factor):
+        return (out * factor).sum()
+
+    runs = {}
+    for m, tnn, toptim in ((lucid, nn, optim), (torch, torch.nn, torch.optim)):
+        class Scale(tnn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = tnn.Parameter(m.tensor([1.0, 2.0]))
+
+            def forward(self, x):
+                return x * self.w
+
+        model = Scale()
+        opt = toptim.SGD(model.parameters(), lr=0.1)
+        scaler = GradScaler(**kw) if m is lucid else torch.amp.GradScaler("cpu", **kw)
+        step = fused_step(model, loss_fn, opt, grad_scaler=scaler) if m is lucid and compiled else None
+        history = []
+        for g in grads:
+            factor, x = m.tensor([g, 1.0]), m.tensor([1.5, 1.0])
+            if step is not None:
+                step(x, factor)
+            else:
+                opt.zero_grad()
+                scaler.scale(loss_fn(model(x), factor)).backward()
+                scaler.step(opt)
+                scaler.update()
+            history.append((scaler.get_scale(), model.w.detach().numpy().copy()))
+        runs[m.__name__] = history
+    for (scale, w), (t_scale, t_w) in zip(runs["lucid"], runs["torch"]):
+        assert scale == t_scale
+        np.testing.assert_array_equal(w, t_w)
+
+
 def test_unscale_twice_and_disabled_scaler():
     w = lucid.ones(2, requires_grad=True)
     opt = optim.SGD([w], lr=0.1)

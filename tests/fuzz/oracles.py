@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import traceback
 from dataclasses import dataclass
 
@@ -1217,7 +1218,8 @@ def run_torch_optim(inst: Instance):
             tscaler = torch.amp.GradScaler("cpu", **p.train.scaler)
             tscaler.load_state_dict(scaler.state_dict())
             tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
-        inv_scale = 1.0 if tscaler is None else 1.0 / float(tscaler.get_scale())
+        scale_before = 1.0 if tscaler is None else float(tscaler.get_scale())
+        inv_scale = 1.0 / scale_before if scale_before else math.inf  # a scale backed off to 0 (seed 3026562)
         twin64 = _float64_twin_optimizer(p, tm, kw, sd, inv_scale) if p.dtype == "float32" else None
         # p - update rounds relative to the larger of the two (the update
         # may cancel most of p): the parameter before the step is the scale
@@ -1244,7 +1246,7 @@ def run_torch_optim(inst: Instance):
             # momentum_buffer at the first step and fails; Lucid starts one.
             raise Skip(f"PyTorch cannot take this step: {e!r}") from None
         tp_ = dict(tm.named_parameters())
-        skipped = tscaler is not None and float(tscaler.get_scale()) < 1.0 / inv_scale  # backed off: no step
+        skipped = tscaler is not None and float(tscaler.get_scale()) < scale_before  # backed off: no step
         slack = {} if skipped else _twin_slack(twin64, tm, to)
         for n, lp in ml.named_parameters():
             led.close(where, f"param {n}", lp, tp_[n], rtol, slack=slack.get(n), scale=before[n])

@@ -497,16 +497,18 @@ void CompiledStep::trace_update(const Call& call, Entry& entry) {
       }
       Tensor found_inf;
       if (call.scaler && !grads.empty()) {
-        // Unscale (in float32, float64 for float64 gradients: GradScaler's
-        // unscale_dtype) and flag any inf/NaN; the update below is then made
-        // conditional on the flag. 1/scale is rounded to float32 from
+        // Flag any inf/NaN in the scaled gradients (before unscaling, as
+        // PyTorch's kernel: a scale backed off to 0 unscales finite values to
+        // NaN and the step still runs), then unscale (in float32, float64 for
+        // float64 gradients: GradScaler's unscale_dtype); the update below is
+        // made conditional on the flag. 1/scale is rounded to float32 from
         // float64, as the eager scaler's inv_scale.
         const Tensor scale64 = cast(scale, DType::Float64);
         const Tensor inv = cast(div(wrap_scalar(1.0, scale64), scale64), DType::Float32);
         for (Tensor& g : grads) {
           const DType ud = g.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
           const Tensor u = mul(cast(g, ud), cast(inv, ud));
-          const Tensor flag = any(logical_not(isfinite(u)));
+          const Tensor flag = any(logical_not(isfinite(g)));
           found_inf = found_inf.defined() ? logical_or(found_inf, flag) : flag;
           g = cast(u, g.dtype());
         }

@@ -127,8 +127,8 @@ class GradScaler:
 
     def unscale_(self, optimizer):
         """Divides optimizer's gradients by the scale (in place, float32
-        math; float64 for float64 gradients) and records whether any was
-        inf/NaN. Once per step."""
+        math; float64 for float64 gradients) and records whether any scaled
+        gradient was inf/NaN. Once per step."""
         if not self._enabled:
             return
         self._lazy_init()
@@ -137,15 +137,18 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if st["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = _f32(1.0 / self._scale)
+        # IEEE's reciprocal, as PyTorch's: a scale backed off to 0 gives inf.
+        inv_scale = _f32(1.0 / self._scale) if self._scale else float("inf")
         found = False
         for group in optimizer.param_groups:
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
+                # the scaled values are checked, as PyTorch's kernel does: finite
+                # ones that unscale to inf/NaN (a scale below 1 or 0) still step
+                found = found or not bool(_C.all(_C.isfinite(g)).item())
                 unscaled = _C.mul(_C.cast(g, unscale_dtype(g.dtype)), inv_scale)
-                found = found or not bool(_C.all(_C.isfinite(unscaled)).item())
                 p.grad.copy_(_C.cast(unscaled, g.dtype))
         st["found_inf"] = found
         st["stage"] = OptState.UNSCALED
