@@ -316,6 +316,10 @@ SOAK_SEEDS = [
                        "as its sparse entries are the non-zeros of the unscaled gradient"),
     (3009155, "graph", "a gradient that cancels to 1e-19, then a call whose targets are all ignored: the "
                        "oracle's scale covers every accumulated call"),
+    (3026562, "graph", "a GradScaler backoff of 8e-31 takes the scale to 0: 1/0 raised in Lucid; PyTorch unscales "
+                       "with inf and judges overflow on the scaled gradients"),
+    (3028756, "graph", "transpose(x @ p.T): the compiled step folded a Permute into the GEMM's flag where eager "
+                       "mode copied (float32 gradients 1 ulp apart)"),
 ]
 
 
