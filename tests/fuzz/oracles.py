@@ -1163,6 +1163,12 @@ def _twin_slack(twin64, tm, to):
     return out
 
 
+def _reciprocal(scale):
+    """A GradScaler's 1/scale as IEEE (and PyTorch) has it: inf for a scale
+    backed off to 0 (graph soak seed 3026562)."""
+    return 1.0 / scale if scale else math.inf
+
+
 def run_torch_optim(inst: Instance):
     """One eager step of the Lucid optimizer (with its GradScaler) vs
     torch.optim from the same parameters, gradients and state, every step."""
@@ -1197,7 +1203,7 @@ def run_torch_optim(inst: Instance):
                 if p.train.optimizer == "SparseAdam":
                     # Lucid's SparseAdam skips the entries whose gradient is zero
                     # once the scaler has unscaled it (an underflow drops one)
-                    unscaled = g if scaler is None else g * np.float32(1.0 / scaler.get_scale())
+                    unscaled = g if scaler is None else g * np.float32(_reciprocal(scaler.get_scale()))
                     tp.grad = torch.from_numpy(np.where(unscaled != 0, g, 0).astype(g.dtype)).to_sparse()
                 else:
                     tp.grad = torch.from_numpy(g)
@@ -1219,7 +1225,7 @@ def run_torch_optim(inst: Instance):
             tscaler.load_state_dict(scaler.state_dict())
             tscaler.scale(torch.zeros(()))  # creates its scale from the loaded one
         scale_before = 1.0 if tscaler is None else float(tscaler.get_scale())
-        inv_scale = 1.0 / scale_before if scale_before else math.inf  # a scale backed off to 0 (seed 3026562)
+        inv_scale = _reciprocal(scale_before)
         twin64 = _float64_twin_optimizer(p, tm, kw, sd, inv_scale) if p.dtype == "float32" else None
         # p - update rounds relative to the larger of the two (the update
         # may cancel most of p): the parameter before the step is the scale

@@ -81,9 +81,9 @@ def fmt_array(a):
 def _model_factory(inst: Instance, name, extras=()):
     p = inst.program
     lines = [f"def make_model_{name}(L, F, nn, drop):",
-             f"    class Model(nn.Module):",
-             f"        def __init__(self):",
-             f"            super().__init__()"]
+             "    class Model(nn.Module):",
+             "        def __init__(self):",
+             "            super().__init__()"]
     for lf in p.leaves:
         v = fmt_array(inst.leaf_values[lf.name])
         if lf.kind == "param":
@@ -475,7 +475,8 @@ def _body_torch_optim(inst, oracle):
     lines.append("        scaler.scale(loss).backward()" if sc else "        loss.backward()")
     grad = "torch.from_numpy(b.grad.numpy().copy())"
     if p.train.optimizer == "SparseAdam":  # the entries that unscale to non-zero
-        kept = "b.grad.numpy() * np.float32(1 / scaler.get_scale())" if sc else "b.grad.numpy()"
+        kept = ("b.grad.numpy() * np.float32(1 / scaler.get_scale() if scaler.get_scale() else np.inf)" if sc
+                else "b.grad.numpy()")
         grad = f"torch.from_numpy(np.where({kept} != 0, b.grad.numpy(), 0).astype(b.grad.numpy().dtype)).to_sparse()"
     lines += [
         "        # PyTorch takes the same parameters, gradients and state",

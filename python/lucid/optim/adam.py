@@ -92,12 +92,12 @@ class RAdam(Optimizer):
 class SparseAdam(Optimizer):
     """SparseAdam (torch.optim.SparseAdam) for Lucid's dense gradients: the
     non-zero entries of a gradient are its sparse entries, so the result
-    equals torch's SparseAdam fed ``grad.to_sparse()`` (the gradient the step
-    sees: after a GradScaler's unscale, an entry that underflowed to zero is
-    absent). Moments and
-    parameters change only where the gradient is non-zero; the step count
-    advances for every parameter that has a gradient (an engine optimizer:
-    the rule is ``sparse_adam_rule`` in csrc/lucid/optim/rules.h).
+    equals torch's SparseAdam fed ``grad.to_sparse()`` of the gradient the
+    step sees (after a GradScaler's unscale, an entry that underflowed to
+    zero is absent). Moments and parameters change only where the gradient
+    is non-zero; the step count advances for every parameter that has a
+    gradient (an engine optimizer: the rule is ``sparse_adam_rule`` in
+    csrc/lucid/optim/rules.h).
 
     State per parameter: ``step`` (an int, as torch keeps it), ``exp_avg``,
     ``exp_avg_sq``.
