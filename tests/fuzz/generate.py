@@ -985,7 +985,7 @@ def gen_graph(seed: int, dtype=None, n_ops=None) -> Program:
             names = list(OPS)
             w = np.array([OPS[n][1] for n in names])
             fn = OPS[names[int(r.choice(len(names), p=w / w.sum()))]][0]
-            n_nodes, n_leaves, n_vals, counter = len(b.nodes), len(b.leaves), len(b.values), b.counter
+            n_nodes, n_leaves, n_vals = len(b.nodes), len(b.leaves), len(b.values)
             try:
                 fn(b)
             except Reject:
