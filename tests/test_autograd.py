@@ -328,6 +328,25 @@ def test_inplace_on_leaf_requiring_grad_raises():
         np.testing.assert_array_equal(x.detach().numpy(), np.full(3, 2.0))
 
 
+def test_layer_norm_saves_its_input_not_its_output_as_torch():
+    """PyTorch's layer_norm backward reads the input, mean and rstd: its output
+    may be written in place before backward, its input may not."""
+    x0 = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    grads = []
+    for m in (lucid, torch):
+        x = m.tensor(x0, requires_grad=True)
+        y = m.nn.functional.layer_norm(x * 1, (5,))
+        y.relu_()
+        y.sum().backward()
+        grads.append(np.asarray(x.grad.numpy()))
+        h = m.tensor(x0, requires_grad=True) * 1
+        z = m.nn.functional.layer_norm(h, (5,))
+        h.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.sum().backward()
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+
+
 def test_modified_saved_tensor_raises_at_backward():
     for m in (lucid, torch):
         x = m.ones(3, requires_grad=True)

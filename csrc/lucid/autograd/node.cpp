@@ -40,11 +40,10 @@ Tensor SavedTensor::unpack(const std::string& node_name) const {
 PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& inputs,
                              const std::vector<Tensor>& outputs)
     : prim_(std::move(prim)) {
-  const uint8_t saved = prim_->saved();
   for (size_t i = 0; i < inputs.size(); ++i) inputs_.emplace_back(inputs[i], prim_->saves_input(int(i)));
-  for (const auto& t : outputs) {
-    outputs_.emplace_back(t, (saved & Primitive::kSaveOutputs) != 0);
-    output_metas_.push_back(t.meta());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs_.emplace_back(outputs[i], prim_->saves_output(int(i)));
+    output_metas_.push_back(outputs[i].meta());
   }
 }
 

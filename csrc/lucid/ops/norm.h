@@ -10,8 +10,7 @@ namespace lucid {
 
 // x -> (xhat, mean, rstd) over the last `ndims` dims: xhat = (x - mean) * rstd,
 // rstd = 1 / sqrt(var + eps), biased variance; mean and rstd keep those dims
-// with extent 1. Only xhat carries a gradient; the backward reads the input
-// and the statistics.
+// with extent 1. Only xhat carries a gradient.
 struct LayerNorm final : Primitive {
   int ndims;
   double eps;
@@ -19,6 +18,9 @@ struct LayerNorm final : Primitive {
   LayerNorm(int ndims, double eps) : Primitive(OpKind::LayerNorm), ndims(ndims), eps(eps) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
+  // The backward reads the input and the statistics, as PyTorch's: xhat may
+  // be written in place (F.layer_norm(x, s).relu_()).
+  bool saves_output(int i) const override { return i != 0; }
 };
 
 // (g, x, mean, rstd) -> dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),

@@ -100,6 +100,9 @@ class Primitive {
   // formula reads (an index, a condition), so an in-place write to the rest
   // between forward and backward stays legal.
   virtual bool saves_input(int i) const { return (saved() & kSaveInputs) != 0; }
+  // The same among the outputs: an in-place write to one vjp() does not read
+  // stays legal.
+  virtual bool saves_output(int i) const { return (saved() & kSaveOutputs) != 0; }
 
   // A fused primitive as the primitives it fuses: its outputs computed from
   // `inputs` with ops, recorded under tracing like vjp(). A backend with no

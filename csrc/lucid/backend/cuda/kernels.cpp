@@ -726,7 +726,8 @@ void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const
   Tensor next = Tensor::empty({n}, DType::Int64, dev), lead = Tensor::empty({n}, DType::Int32, dev);
   auto* next_data = static_cast<int64_t*>(next.raw_data());
   auto* lead_data = static_cast<int32_t*>(lead.raw_data());
-  run("index", "index_chain", rt.elementwise(n), IndexChainArgs{d[1], next_data, lead_data, rt.error_word(), n, size, idx64});
+  run("index", "index_chain", rt.elementwise(n),
+      IndexChainArgs{d[1], next_data, lead_data, rt.error_word(), n, size, idx64});
   run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner),
       IndexAddArgs{out[0].data, d[1], d[2], next_data, lead_data, outer, size, n, inner, idx64});
 }
