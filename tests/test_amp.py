@@ -46,6 +46,7 @@ def test_overflow_is_judged_on_the_scaled_gradients_as_torch(init_scale, backoff
     into inf/NaN that the optimizer then applies (fuzz seed 3026562, where
     Lucid's eager scaler divided by 0 and raised)."""
     kw = dict(init_scale=init_scale, backoff_factor=backoff, growth_interval=2)
+
     def loss_fn(out, factor):
         return (out * factor).sum()
 
