@@ -171,6 +171,43 @@ def test_gradient_accumulation_matches_the_eager_micro_batch_loop():
         step(*lm_batches(1)[0])
 
 
+def test_accumulated_extras_hold_each_micro_batch_s_value_of_a_buffer():
+    """With accumulate=k the extras are stacked per micro-batch. An extra
+    that views a buffer the next micro-batch updates in place (BatchNorm's
+    running_var) must hold the value fn returned, not the last one (graph
+    soak seeds 5023413, 5025299: every row read the final running_var)."""
+    def run(compiled):
+        lucid.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+        opt = optim.SGD(model.parameters(), lr=0.1)
+
+        def fn(x, y):
+            loss = F.mse_loss(model(x), y)
+            return loss, model[1].running_var.reshape(2, 2), model[1].running_mean
+
+        lucid.manual_seed(1)
+        xs, ys = lucid.randn(2, 5, 3), lucid.randn(2, 5, 4)
+        if compiled:
+            _, var, mean = train_step(fn, opt, accumulate=2)(xs, ys)
+            return var.numpy(), mean.numpy(), params_of(model)
+        opt.zero_grad()
+        extras = []
+        for m in range(2):
+            loss, var, mean = fn(xs[m], ys[m])
+            (loss / 2).backward()
+            extras.append((var.detach().clone(), mean.detach().clone()))
+        opt.step()
+        return (lucid.stack([e[0] for e in extras]).numpy(), lucid.stack([e[1] for e in extras]).numpy(),
+                params_of(model))
+
+    got, want = run(True), run(False)
+    assert not np.array_equal(want[0][0], want[0][1])  # the buffer did change between the micro-batches
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-7)
+    for a, b in zip(got[2], want[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 class TinyRNN(nn.Module):
     def __init__(self, seed=0):
         super().__init__()

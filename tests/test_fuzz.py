@@ -320,6 +320,13 @@ SOAK_SEEDS = [
                        "with inf and judges overflow on the scaled gradients"),
     (3028756, "graph", "transpose(x @ p.T): the compiled step folded a Permute into the GEMM's flag where eager "
                        "mode copied (float32 gradients 1 ulp apart)"),
+    (5014943, "graph", "batch_norm of a constant -1e9 channel: PyTorch's scale-and-shift form leaves 1e-5 where the "
+                       "result is 0; the oracle bounds gradients by the intermediates' rounding too"),
+    (5020409, "graph", "a diverging attention whose saturated softmax picks its winner by rounding: gradients "
+                       "bounded by PyTorch's own sensitivity to it"),
+    (5023413, "graph", "train_step with accumulate=2 returning a view of running_var: every micro-batch's extra "
+                       "read the last update; extras are now copied when fn returns them"),
+    (5025299, "graph", "the same with another buffer view"),
 ]
 
 

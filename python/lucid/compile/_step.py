@@ -172,11 +172,14 @@ class TrainStep(_CompiledStep):
         clip = _clipping(clip_grad_norm, norm_type, clip_grad_value, accumulate)
         shape = self._shape = {}
         name = getattr(fn, "__name__", "the step function")
-        # An extra that is (a view of) a parameter would otherwise come back as
-        # memory the update overwrites, before or after the update depending on
-        # the executable's schedule: a copy holds the value fn computed. With
-        # accumulation the extras are stacked, which copies them already.
-        own = (lambda t: t.clone()) if clip["accumulate"] == 1 else (lambda t: t)
+        # An extra that is (a view of) a parameter or buffer would otherwise
+        # come back as memory a later write overwrites: the update, or with
+        # accumulation the next micro-batch's in-place update of a buffer
+        # (graph soak seed 5023413: every micro-batch's extra read the last
+        # running_var). A copy holds the value fn computed; the executable
+        # drops the copies nothing writes over.
+        def own(t):
+            return t.clone()
 
         def forward(args):
             out = fn(*args)
