@@ -91,16 +91,21 @@ void eliminate_common_subexpressions(Graph& g) {
   renumber_producers(g);
 }
 
+// Points a node's inputs at their replacements (values a pass removed).
+static void redirect_inputs(Node& n, const std::unordered_map<int, int>& repl) {
+  for (auto& i : n.inputs) {
+    auto it = repl.find(i);
+    if (it != repl.end()) i = it->second;
+  }
+}
+
 void fold_constants(Graph& g) {
   std::unordered_set<int> constant;  // values known at compile time
   std::unordered_map<int, Tensor> data;
   std::unordered_map<int, int> repl;
   std::vector<Node> nodes;
   for (auto& n : g.nodes) {
-    for (auto& i : n.inputs) {
-      auto it = repl.find(i);
-      if (it != repl.end()) i = it->second;
-    }
+    redirect_inputs(n, repl);
     const OpKind k = n.prim->kind();
     bool foldable = k != OpKind::Random;
     for (int i : n.inputs) foldable &= constant.count(i) > 0;
@@ -243,10 +248,7 @@ void decompose_primitives(Graph& g, const std::function<bool(const Primitive&)>&
   std::unordered_map<int, int> repl;
   std::vector<Node> nodes;
   for (auto& n : g.nodes) {
-    for (auto& i : n.inputs) {
-      auto it = repl.find(i);
-      if (it != repl.end()) i = it->second;
-    }
+    redirect_inputs(n, repl);
     if (!n.prim->decomposes() || !unsupported(*n.prim)) {
       nodes.push_back(std::move(n));
       continue;
