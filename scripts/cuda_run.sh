@@ -2,7 +2,8 @@
 # One GPU run: report the toolchain, build, run the cuda tests, the cuda
 # benchmark (every variant) and a profile of one fused step. Usage: scripts/cuda_run.sh [WHEEL_DIR] [pytest args...]
 # (WHEEL_DIR: local wheels for what the machine lacks; no network needed).
-# STAGES picks what runs after the build (default "tests bench profile");
+# STAGES picks what runs after the build (default "tests bench profile";
+# "first" times first calls with a cold and a warm kernel cache);
 # "suite" runs the whole test suite with cuda as the default device
 # (LUCID_TEST_DEVICE=cuda), its log in $OUT/suite.log.
 set -uo pipefail
@@ -58,6 +59,10 @@ fi
 if [[ $stages == *" bench "* ]]; then
   echo "== benchmark"
   timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
+fi
+if [[ $stages == *" first "* ]]; then
+  echo "== first call (cold and warm kernel cache)"
+  timeout 240 python -m benchmarks.cuda_first_call 2>&1 | tee "$logs/first.log" | tail -12
 fi
 if [[ $stages == *" profile "* ]]; then
   echo "== profile"

@@ -38,6 +38,45 @@ def test_kernel_sources_compile_with_nvrtc():
     assert not failures, "\n\n".join(f"module {name}:\n{log}" for name, log in failures)
 
 
+def _elf_functions(image):
+    """The global function symbols of an ELF64 little-endian file (a cubin)."""
+    import struct
+
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", image, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
+    names = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for k in range(size // entsize):
+            name_at, info = struct.unpack_from("<IB", image, offset + k * entsize)
+            if info >> 4 == 1 and info & 0xF == 2:  # STB_GLOBAL, STT_FUNC
+                end = image.index(b"\0", strtab + name_at)
+                names.add(image[strtab + name_at:end].decode())
+    return names
+
+
+def test_kernel_shards_hold_their_dtypes_kernels():
+    # The runtime loads a kernel from the shard its name's first dtype or
+    # width suffix names ("" for none): each kernel must be in that shard
+    # and in no other.
+    why = _nvrtc_missing()
+    if why:
+        pytest.skip(f"NVRTC is not installed: {why}")
+    for module, shards in lucid.cuda._cuda.kernel_shards():
+        where = {}
+        for shard in shards:
+            kernels = _elf_functions(lucid.cuda._cuda.compile_kernel_shard(module, shard, "sm_90"))
+            for name in kernels:
+                assert name not in where, f"{name} is in {module}[{where[name]}] and {module}[{shard}]"
+                where[name] = shard
+                suffixes = [t for t in name.split("_") if t in shards]
+                assert (suffixes[0] if suffixes else "") == shard, f"{name} compiles in {module}[{shard}]"
+        assert len(where) > 20, f"{module}: only {sorted(where)}"
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is present")
 def test_unavailable_device_raises_clearly():
     assert lucid.cuda.is_available() is False

@@ -2,7 +2,9 @@
 // statistics, synchronisation, the library search path and the NVRTC check
 // that CI runs without a GPU.
 #include "bindings.h"
+#include "lucid/backend/cuda/compiler.h"
 #include "lucid/backend/cuda/runtime.h"
+#include "lucid/backend/cuda/sources.h"
 #include "lucid/graph/executable.h"
 
 namespace lucid::python {
@@ -36,6 +38,21 @@ void init_cuda(py::module_& m) {
     py::gil_scoped_release nogil;
     return cuda::compile_fixed_modules(arch);
   });
+  // The shards of the fixed modules and one shard's machine code (cubin,
+  // an ELF file), compiled with NVRTC for `arch`.
+  c.def("kernel_shards", [] {
+    std::vector<std::pair<std::string, std::vector<std::string>>> out;
+    for (const auto& m : cuda::fixed_modules()) out.emplace_back(m.name, cuda::kernel_shards());
+    return out;
+  });
+  c.def("compile_kernel_shard", [](const std::string& module, const std::string& shard, const std::string& arch) {
+    std::string cubin;
+    {
+      py::gil_scoped_release nogil;
+      cubin = cuda::compile_cubin(cuda::fixed_shard_job(module, shard, arch));
+    }
+    return py::bytes(cubin);
+  });
   // A graph compiler for compiled steps (lucid._C._compile_steps_with) that
   // builds the CPU executable, after compiling with NVRTC for `arch` the
   // kernels the cuda executable would generate for the graph's fused groups:
@@ -45,7 +62,8 @@ void init_cuda(py::module_& m) {
     c.name = "cpu, the cuda fused kernels compiled for " + arch;
     c.fn = [arch](graph::Graph g, std::vector<graph::RandomKeyFeed> rf) {
       const std::string source = cuda::fused_module_source(g);
-      if (!source.empty()) cuda::compile_cubin(source, arch, false);
+      if (!source.empty())
+        cuda::compile_cubin(cuda::ModuleJob{std::string(cuda::prelude_source()) + source, arch, false});
       return graph::compile(std::move(g), std::move(rf), DeviceType::CPU);
     };
     return c;

@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "lucid/backend/cpu/fusion.h"
+#include "lucid/backend/cuda/compiler.h"
 #include "lucid/backend/cuda/runtime.h"
 #include "lucid/graph/executable.h"
 #include "lucid/graph/memory_plan.h"
@@ -344,10 +345,15 @@ class CudaExecutable final : public graph::Executable {
     for (size_t s = 0; s < steps_.size(); ++s)
       if (steps_[s].node >= 0) kernels_[s] = find_kernel(*graph_.nodes[steps_[s].node].prim, DeviceType::CUDA);
     if (!groups_.empty()) {
-      // Every group of the step in one module: one NVRTC compile (cached on disk).
-      const std::string source = module_source(groups_);
-      for (size_t k = 0; k < groups_.size(); ++k)
-        group_kernels_.push_back(Runtime::get().kernel(source, "fused_" + std::to_string(k)));
+      // The groups' kernels in a few modules, compiled side by side (and
+      // cached on disk).
+      Runtime& rt = Runtime::get();
+      const size_t n = groups_.size(), modules = std::min(n, background_threads() + 1);
+      std::vector<std::string> sources(modules);
+      for (size_t k = 0; k < n; ++k) sources[k * modules / n] += group_source(groups_[k], int(k));
+      for (size_t m = 1; m < modules; ++m) rt.prepare_kernels(sources[m]);
+      for (size_t k = 0; k < n; ++k)
+        group_kernels_.push_back(rt.kernel(sources[k * modules / n], "fused_" + std::to_string(k)));
     }
   }
 

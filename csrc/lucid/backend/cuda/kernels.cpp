@@ -96,11 +96,18 @@ Shape broadcast_strides_of(const Shape& s, const Shape& out) {
   return st;
 }
 
-std::string name_for(const char* base, DType dt) { return std::string(base) + "_" + type_suffix(int(dt)); }
-std::string name_for_width(const char* base, DType dt) { return std::string(base) + "_" + width_suffix(itemsize(dt)); }
+KernelName name_for(const char* base, DType dt) {
+  const char* suffix = type_suffix(int(dt));
+  return {suffix, std::string(base) + "_" + suffix};
+}
+KernelName name_for_width(const char* base, DType dt) {
+  const char* suffix = width_suffix(itemsize(dt));
+  return {suffix, std::string(base) + "_" + suffix};
+}
+KernelName untyped(const char* name) { return {"", name}; }
 
 template <class Args>
-void run(const char* module, const std::string& kernel, const Launch& l, const Args& args) {
+void run(const char* module, const KernelName& kernel, const Launch& l, const Args& args) {
   Runtime& rt = Runtime::get();
   rt.launch(rt.fixed_kernel(module, kernel), l, args);
 }
@@ -225,8 +232,8 @@ void cast_kernel(const Primitive&, const std::vector<ConstArg>& in, const std::v
   const int64_t n = out[0].meta->numel();
   if (!n) return;
   DeviceOperands d(in);
-  const std::string name = std::string("cast_") + type_suffix(int(in[0].meta->dtype)) + "_" +
-                           type_suffix(int(out[0].meta->dtype));
+  KernelName name = name_for("cast", in[0].meta->dtype);  // in the source dtype's shard
+  name.name = name.name + "_" + type_suffix(int(out[0].meta->dtype));
   run("elementwise", name, Runtime::get().elementwise(n), CastArgs{d[0], out[0].data, n});
 }
 LUCID_REGISTER_KERNEL(Cast, CUDA, cast_kernel);
@@ -379,7 +386,7 @@ void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   ReduceArgs a{plan.data, out[0].data, plan.outer, plan.r, plan.inner, int(rd.op)};
   const Launch l = reduce_launch(plan.outer, plan.r, plan.inner);
   if (rd.op == ReduceOp::All || rd.op == ReduceOp::Any) {
-    run("reduce", rd.op == ReduceOp::All ? "reduce_all" : "reduce_any", l, a);
+    run("reduce", untyped(rd.op == ReduceOp::All ? "reduce_all" : "reduce_any"), l, a);
     return;
   }
   if (dt == DType::Bool) fail<TypeError>(rd.name(), ": not implemented for bool");
@@ -726,7 +733,7 @@ void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const
   Tensor next = Tensor::empty({n}, DType::Int64, dev), lead = Tensor::empty({n}, DType::Int32, dev);
   auto* next_data = static_cast<int64_t*>(next.raw_data());
   auto* lead_data = static_cast<int32_t*>(lead.raw_data());
-  run("index", "index_chain", rt.elementwise(n),
+  run("index", untyped("index_chain"), rt.elementwise(n),
       IndexChainArgs{d[1], next_data, lead_data, rt.error_word(), n, size, idx64});
   run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner),
       IndexAddArgs{out[0].data, d[1], d[2], next_data, lead_data, outer, size, n, inner, idx64});

@@ -1,15 +1,9 @@
 #include "lucid/backend/cuda/runtime.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "lucid/backend/cuda/compiler.h"
 #include "lucid/backend/cuda/sources.h"
 #include "lucid/core/error.h"
 
@@ -19,101 +13,10 @@ namespace {
 
 std::atomic<bool> g_allow_tf32{false};
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
-std::string cache_dir() {
-  if (const char* d = std::getenv("LUCID_CUDA_CACHE")) return d;
-  std::string base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) base = x;
-  else if (const char* h = std::getenv("HOME")) base = std::string(h) + "/.cache";
-  else return "";
-  return base + "/lucid/cuda";
-}
-
-void make_dirs(const std::string& path) {
-  for (size_t p = 1; p <= path.size(); ++p)
-    if (p == path.size() || path[p] == '/') mkdir(path.substr(0, p).c_str(), 0755);
-}
-
-std::string nvrtc_version() {
-  const NvrtcApi& n = nvrtc();
-  int major = 0, minor = 0;
-  n.nvrtcVersion(&major, &minor);
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
-// Compiles with NVRTC; on failure returns false with the log in `log`.
-bool nvrtc_compile(const std::string& source, const std::string& arch, bool fmad, std::string& cubin,
-                   std::string& log) {
-  const NvrtcApi& n = nvrtc();
-  nvrtcProgram prog = nullptr;
-  check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "lucid_kernels.cu", 0, nullptr, nullptr),
-              "nvrtcCreateProgram");
-  const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "--fmad=false"};
-  const nvrtcResult r = n.nvrtcCompileProgram(prog, fmad ? 3 : 4, opts);
-  size_t log_size = 0;
-  n.nvrtcGetProgramLogSize(prog, &log_size);
-  log.assign(log_size, '\0');
-  if (log_size) n.nvrtcGetProgramLog(prog, log.data());
-  bool ok = r == 0;
-  if (ok) {
-    size_t size = 0;
-    check_nvrtc(n.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
-    cubin.assign(size, '\0');
-    check_nvrtc(n.nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
-  }
-  n.nvrtcDestroyProgram(&prog);
-  return ok;
-}
-
 }  // namespace
 
 bool allow_tf32() { return g_allow_tf32.load(); }
 void set_allow_tf32(bool on) { g_allow_tf32.store(on); }
-
-std::string compile_cubin(const std::string& body, const std::string& arch, bool fmad) {
-  const std::string source = std::string(prelude_source()) + body;
-  const std::string key = source + "\n//" + arch + " nvrtc " + nvrtc_version() + (fmad ? "" : " --fmad=false");
-  char name[64];
-  std::snprintf(name, sizeof name, "%016llx.cubin", (unsigned long long)fnv1a(key));
-  const std::string dir = cache_dir();
-  const std::string path = dir.empty() ? "" : dir + "/" + name;
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      if (!ss.str().empty()) return ss.str();
-    }
-  }
-  std::string cubin, log;
-  if (!nvrtc_compile(source, arch, fmad, cubin, log))
-    fail<Error>("internal: a CUDA kernel failed to compile for ", arch, ":\n", log);
-  if (!path.empty()) {  // written whole, then renamed: readers never see a partial file
-    make_dirs(dir);
-    const std::string tmp = path + ".tmp" + std::to_string(getpid());
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(cubin.data(), std::streamsize(cubin.size()));
-    out.close();
-    if (out) std::rename(tmp.c_str(), path.c_str());
-    else std::remove(tmp.c_str());
-  }
-  return cubin;
-}
-
-std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch) {
-  std::vector<std::pair<std::string, std::string>> failures;
-  for (const auto& m : fixed_modules()) {
-    std::string cubin, log;
-    if (!nvrtc_compile(std::string(prelude_source()) + m.body, arch, true, cubin, log) || cubin.empty())
-      failures.emplace_back(m.name, log.empty() ? "no machine code produced" : log);
-  }
-  return failures;
-}
 
 // ------------------------------------------------------------------ Runtime
 bool Runtime::available(std::string* why) {
@@ -170,6 +73,11 @@ Runtime::Runtime() {
   error_host_ = static_cast<int*>(host);
   small_read_host_ = static_cast<char*>(host) + kErrorBytes;
   check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  try {
+    precompile_fixed_modules(arch());
+  } catch (const Error&) {
+    // No NVRTC: the first kernel says so.
+  }
 }
 
 void Runtime::bind_thread() {
@@ -269,35 +177,57 @@ void Runtime::synchronize() {
 }
 
 // ------------------------------------------------------------------ kernels
-CUmodule Runtime::load_module(const std::string& key, const std::string& body, bool fmad) {
+CUmodule Runtime::load_module(const std::string& key, const std::function<std::string()>& cubin_of) {
   auto it = modules_.find(key);
   if (it != modules_.end()) return it->second;
-  const std::string cubin = compile_cubin(body, arch(), fmad);
+  const std::string cubin = cubin_of();
   CUmodule m = nullptr;
   check(driver().cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData");
   modules_[key] = m;
   return m;
 }
 
-CUfunction Runtime::fixed_kernel(const std::string& module, const std::string& name) {
+CUfunction Runtime::fixed_kernel(const std::string& module, const KernelName& kernel) {
   std::lock_guard<std::mutex> lock(module_mutex_);
+  const std::string& name = kernel.name;
   const std::string fkey = module + ":" + name;
   auto it = functions_.find(fkey);
   if (it != functions_.end()) return it->second;
-  CUmodule m = load_module("fixed:" + module, fixed_module(module).body);
+  const std::string key = fixed_shard_key(module, kernel.shard);
+  CUmodule m = load_module(key, [&] { return take_cubin(key, fixed_shard_job(module, kernel.shard, arch())); });
   CUfunction f = nullptr;
   check(driver().cuModuleGetFunction(&f, m, name.c_str()), ("cuModuleGetFunction " + name).c_str());
   functions_[fkey] = f;
   return f;
 }
 
+namespace {
+
+std::string generated_key(const std::string& source) {
+  return "gen:" + std::to_string(source_hash(source)) + ":" + std::to_string(source.size());
+}
+
+ModuleJob generated_job(const std::string& source, const std::string& arch) {
+  return ModuleJob{std::string(prelude_source()) + source, arch, false};
+}
+
+}  // namespace
+
+void Runtime::prepare_kernels(const std::string& source) {
+  {
+    std::lock_guard<std::mutex> lock(module_mutex_);
+    if (modules_.count(generated_key(source))) return;
+  }
+  precompile(generated_key(source), generated_job(source, arch()));
+}
+
 CUfunction Runtime::kernel(const std::string& source, const std::string& name) {
   std::lock_guard<std::mutex> lock(module_mutex_);
-  const std::string key = "gen:" + std::to_string(fnv1a(source)) + ":" + std::to_string(source.size());
+  const std::string key = generated_key(source);
   const std::string fkey = key + ":" + name;
   auto it = functions_.find(fkey);
   if (it != functions_.end()) return it->second;
-  CUmodule m = load_module(key, source, false);
+  CUmodule m = load_module(key, [&] { return take_cubin(key, generated_job(source, arch())); });
   CUfunction f = nullptr;
   check(driver().cuModuleGetFunction(&f, m, name.c_str()), ("cuModuleGetFunction " + name).c_str());
   functions_[fkey] = f;

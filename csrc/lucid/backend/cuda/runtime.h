@@ -6,6 +6,7 @@
 // from source by NVRTC to the device's own architecture, cached on disk.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,12 @@
 #include "lucid/graph/ir.h"
 
 namespace lucid::cuda {
+
+// A fixed module's kernel: its extern "C" name and the shard it compiles in
+// (sources.h).
+struct KernelName {
+  std::string shard, name;
+};
 
 // A kernel launch configuration.
 struct Launch {
@@ -60,11 +67,13 @@ class Runtime {
   int* error_word() const { return error_word_; }
 
   // -------------------------------------------------------------- kernels
-  // Kernel `name` of the fixed module `module` (sources.h), loaded on first use.
-  CUfunction fixed_kernel(const std::string& module, const std::string& name);
+  // A kernel of the fixed module `module` (sources.h), loaded on first use.
+  CUfunction fixed_kernel(const std::string& module, const KernelName& kernel);
   // Kernel `name` of a module compiled from `source` (the prelude is
   // prepended), without floating-point contraction.
   CUfunction kernel(const std::string& source, const std::string& name);
+  // Starts compiling `source` in the background, for kernel() to find.
+  void prepare_kernels(const std::string& source);
   // Runs `fn` with one by-value argument struct.
   template <class Args>
   void launch(CUfunction fn, const Launch& l, const Args& args) {
@@ -84,7 +93,7 @@ class Runtime {
 
  private:
   Runtime();
-  CUmodule load_module(const std::string& key, const std::string& source, bool fmad = true);
+  CUmodule load_module(const std::string& key, const std::function<std::string()>& cubin_of);
 
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
@@ -105,16 +114,6 @@ class Runtime {
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
 };
-
-// NVRTC: `source` (the prelude prepended) compiled to machine code for
-// `arch` ("sm_90"), from the disk cache when it was compiled before. Needs
-// NVRTC only, no device: CI compiles every kernel this way.
-// `fmad` false: no contraction of a*b+c into one rounding (generated kernels
-// fusing several ops round each op's result, as the ops' own kernels do).
-std::string compile_cubin(const std::string& source, const std::string& arch, bool fmad = true);
-// Compiles every fixed module for `arch`; returns the modules that failed
-// with NVRTC's log (empty when all compile). Ignores the disk cache.
-std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch);
 
 // The source of the kernels a compiled step on the cuda device generates
 // for `graph` (an optimised graph): one per fused elementwise group, in one

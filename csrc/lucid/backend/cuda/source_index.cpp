@@ -109,6 +109,7 @@ LUCID_FOR_WIDTHS(DEF)
 // base) in order; src is [outer, n, inner].
 struct IndexChainArgs { const void* index; i64* next; int* lead; int* err; i64 n, size; int idx64; };
 #define LUCID_CHAIN_TILE 1024
+#if LUCID_UNTYPED_SHARD
 extern "C" __global__ void index_chain(const IndexChainArgs a) {
   // Every thread compares its index with all n, a shared-memory tile at a
   // time (a broadcast read per comparison); the loops are block-uniform.
@@ -145,6 +146,7 @@ extern "C" __global__ void index_chain(const IndexChainArgs a) {
     }
   }
 }
+#endif
 
 struct IndexAddArgs { void* out; const void* index; const void* src; const i64* next; const int* lead; i64 outer, size,
                       n, inner; int idx64; };

@@ -363,11 +363,6 @@ __device__ __forceinline__ A block_reduce(A v, F f, A identity) {
   return partial[0];
 }
 struct AddF { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return a + b; } };
-
-#define LUCID_FOR_ALL_TYPES(M) M(bool, b8) M(i32, i32) M(i64, i64) M(f16, f16) M(bf16, bf16) M(float, f32) M(double, f64)
-#define LUCID_FOR_NUMERIC_TYPES(M) M(i32, i32) M(i64, i64) M(f16, f16) M(bf16, bf16) M(float, f32) M(double, f64)
-#define LUCID_FOR_FLOAT_TYPES(M) M(f16, f16) M(bf16, bf16) M(float, f32) M(double, f64)
-#define LUCID_FOR_WIDTHS(M) M(u8, w1) M(u16, w2) M(u32, w4) M(u64, w8)
 )CUDA";
 }
 

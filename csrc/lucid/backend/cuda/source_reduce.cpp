@@ -64,8 +64,10 @@ __device__ __forceinline__ void reduce_impl(const ReduceArgs& a) {
 #define DEF(T, S) extern "C" __global__ void reduce_##S(const ReduceArgs a) { reduce_impl<T>(a); }
 LUCID_FOR_NUMERIC_TYPES(DEF)
 #undef DEF
+#if LUCID_UNTYPED_SHARD
 extern "C" __global__ void reduce_all(const ReduceArgs a) { reduce_with<bool, int>(a, AllF()); }
 extern "C" __global__ void reduce_any(const ReduceArgs a) { reduce_with<bool, int>(a, AnyF()); }
+#endif
 
 // Index of the first maximum (minimum); a NaN wins at its first occurrence.
 struct ArgReduceArgs { const void* x; i64* out; i64 outer, r, inner; int is_max; };

@@ -24,6 +24,43 @@ const ModuleSource& fixed_module(const std::string& name) {
   fail<Error>("internal: no CUDA kernel module named '", name, "'");
 }
 
+namespace {
+
+struct Instance {
+  const char* type;    // the C++ type a kernel is instantiated for
+  const char* suffix;  // its kernel-name suffix, the shard it compiles in
+};
+constexpr Instance kTypes[] = {{"bool", "b8"}, {"i32", "i32"}, {"i64", "i64"},    {"f16", "f16"},
+                               {"bf16", "bf16"}, {"float", "f32"}, {"double", "f64"}};
+constexpr Instance kWidths[] = {{"u8", "w1"}, {"u16", "w2"}, {"u32", "w4"}, {"u64", "w8"}};
+
+// `#define list(M) M(type, suffix)...` over the instances of `shard` among `from`.
+template <size_t N>
+std::string instance_list(const char* list, const Instance (&from)[N], size_t first, const std::string& shard) {
+  std::string out = std::string("#define ") + list + "(M)";
+  for (size_t i = first; i < N; ++i)
+    if (shard == from[i].suffix) out += std::string(" M(") + from[i].type + ", " + from[i].suffix + ")";
+  return out + "\n";
+}
+
+}  // namespace
+
+const std::vector<std::string>& kernel_shards() {
+  static const std::vector<std::string> shards = {"f32", "b8", "i64", "", "w4", "w1", "w8", "i32",
+                                                  "f16", "bf16", "w2", "f64"};
+  return shards;
+}
+
+std::string shard_source(const ModuleSource& module, const std::string& shard) {
+  // The kernel bodies instantiate through these lists; each shard's lists
+  // hold its own instance only.
+  return std::string(prelude_source()) + instance_list("LUCID_FOR_ALL_TYPES", kTypes, 0, shard) +
+         instance_list("LUCID_FOR_NUMERIC_TYPES", kTypes, 1, shard) +
+         instance_list("LUCID_FOR_FLOAT_TYPES", kTypes, 3, shard) +
+         instance_list("LUCID_FOR_WIDTHS", kWidths, 0, shard) + "#define LUCID_UNTYPED_SHARD " +
+         (shard.empty() ? "1" : "0") + "\n" + module.body;
+}
+
 const char* type_suffix(int dtype) {
   switch (DType(dtype)) {
     case DType::Bool: return "b8";
