@@ -111,7 +111,8 @@ std::string compile_and_store(const ModuleJob& job, const std::string& path) {
 }
 
 // The background compiler: a queue of keyed jobs and background_threads()
-// threads, started with the first jobs. Jobs run in the order queued; a
+// threads, started with the first jobs. Jobs run in the order queued (an
+// urgent one first); a
 // caller that takes a queued job runs it itself, and one waiting for a job
 // in flight runs the next queued one meanwhile.
 class BackgroundCompiler {
@@ -125,11 +126,14 @@ class BackgroundCompiler {
     return *c;
   }
 
-  void queue(const std::string& key, ModuleJob job) {
+  void queue(const std::string& key, ModuleJob job, bool urgent) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || entries_.count(key)) return;
-    entries_[key].job = std::move(job);
-    pending_.push_back(key);
+    Entry& e = entries_[key];
+    e.job = std::move(job);
+    e.urgent = urgent;
+    if (urgent) pending_.push_front(key);
+    else pending_.push_back(key);
     if (threads_ < background_threads() && threads_ < pending_.size()) {
       ++threads_;
       std::thread([this] { work(); }).detach();
@@ -148,12 +152,13 @@ class BackgroundCompiler {
       lock.unlock();
       return compile_cubin(job);
     }
-    // While a background thread compiles it, compile the next queued job
-    // here rather than wait idle.
+    // While a background thread compiles it, compile the next urgent job
+    // here rather than wait idle (not a merely likely one, which could
+    // keep this caller long after its own job is done).
     for (;;) {
       it = entries_.find(key);
       if (it == entries_.end() || it->second.state == Entry::Done) break;
-      if (stopping_ || !run_next(lock)) cv_.wait(lock);
+      if (stopping_ || !run_next(lock, /*urgent_only=*/true)) cv_.wait(lock);
     }
     std::string cubin;
     std::exception_ptr error;
@@ -170,6 +175,7 @@ class BackgroundCompiler {
  private:
   struct Entry {
     enum State { Queued, Running, Done } state = Queued;
+    bool urgent = false;
     ModuleJob job;
     std::string cubin;  // when it could not be stored in the disk cache
     std::exception_ptr error;
@@ -180,19 +186,20 @@ class BackgroundCompiler {
     for (;;) {
       cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (stopping_) break;
-      run_next(lock);
+      run_next(lock, false);
     }
     --threads_;
     cv_.notify_all();
   }
 
   // Runs the next queued job (`lock` held on entry and exit, released while
-  // compiling); false when none is queued.
-  bool run_next(std::unique_lock<std::mutex>& lock) {
+  // compiling); false when none (or no urgent one) is queued.
+  bool run_next(std::unique_lock<std::mutex>& lock, bool urgent_only) {
     while (!pending_.empty()) {
       const std::string key = pending_.front();
-      pending_.pop_front();
       auto it = entries_.find(key);
+      if (it != entries_.end() && it->second.state == Entry::Queued && urgent_only && !it->second.urgent) return false;
+      pending_.pop_front();
       if (it == entries_.end() || it->second.state != Entry::Queued) continue;
       Entry& e = it->second;  // (not erased while running)
       e.state = Entry::Running;
@@ -253,7 +260,9 @@ std::string compile_cubin(const ModuleJob& job) {
   return cubin.empty() ? compile_and_store(job, path) : cubin;
 }
 
-void precompile(const std::string& key, ModuleJob job) { BackgroundCompiler::get().queue(key, std::move(job)); }
+void precompile(const std::string& key, ModuleJob job, bool urgent) {
+  BackgroundCompiler::get().queue(key, std::move(job), urgent);
+}
 
 std::string take_cubin(const std::string& key, const ModuleJob& job) {
   return BackgroundCompiler::get().take(key, job);
@@ -278,7 +287,7 @@ void precompile_fixed_modules(const std::string& arch) {
 std::vector<std::pair<std::string, std::string>> compile_fixed_modules(const std::string& arch) {
   for (const std::string& shard : kernel_shards())  // side by side, as a cold first step compiles them
     for (const ModuleSource& m : fixed_modules())
-      precompile(fixed_shard_key(m.name, shard), fixed_shard_job(m.name, shard, arch));
+      precompile(fixed_shard_key(m.name, shard), fixed_shard_job(m.name, shard, arch), /*urgent=*/true);
   std::vector<std::pair<std::string, std::string>> failures;
   for (const std::string& shard : kernel_shards())
     for (const ModuleSource& m : fixed_modules()) {

@@ -31,9 +31,10 @@ uint64_t source_hash(const std::string& source);
 // compiled now (Error with NVRTC's log when it does not compile).
 std::string compile_cubin(const ModuleJob& job);
 
-// Queues `job` under `key` for the background threads; nothing when `key`
-// is queued (and not yet taken).
-void precompile(const std::string& key, ModuleJob job);
+// Queues `job` under `key` for the background threads, ahead of the jobs
+// queued before when `urgent` (needed now rather than likely needed);
+// nothing when `key` is queued (and not yet taken).
+void precompile(const std::string& key, ModuleJob job, bool urgent = false);
 // The machine code of `job`, queued under `key` or not: waits for it when a
 // background thread is compiling it, compiles it here when it is still
 // queued or was never queued.

@@ -138,6 +138,53 @@ std::string module_source(const std::vector<cpu::FusedGroup>& groups) {
   return source;
 }
 
+// Uploads the staged block (feeds, host constants) through a few pinned
+// buffers used in turn: an asynchronous copy, where one from pageable memory
+// waits for the driver to stage it, and the next call fills the next buffer
+// while this copy may still be queued. Bytes equal to the last upload's are
+// not uploaded again (nothing on the device writes the staged block).
+class StagedUpload {
+ public:
+  StagedUpload() = default;
+  StagedUpload(const StagedUpload&) = delete;
+  StagedUpload& operator=(const StagedUpload&) = delete;
+  ~StagedUpload() {
+    const DriverApi& d = driver();
+    for (int k = 0; k < kBuffers; ++k) {
+      if (done_[k]) {
+        d.cuEventSynchronize(done_[k]);  // no copy reads the buffer any more
+        d.cuEventDestroy(done_[k]);
+      }
+      if (host_[k]) d.cuMemFreeHost(host_[k]);
+    }
+  }
+
+  void upload(void* device, const std::vector<char>& bytes, CUstream stream) {
+    if (bytes.empty() || bytes == last_) return;
+    const DriverApi& d = driver();
+    const int k = next_;
+    if (!host_[k]) {
+      check(d.cuMemHostAlloc(reinterpret_cast<void**>(&host_[k]), bytes.size(), 0), "cuMemHostAlloc");
+      check(d.cuEventCreate(&done_[k], 2 /* CU_EVENT_DISABLE_TIMING */), "cuEventCreate");
+    } else {
+      check(d.cuEventSynchronize(done_[k]), "cuEventSynchronize");  // its last copy has run
+    }
+    std::memcpy(host_[k], bytes.data(), bytes.size());
+    check(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host_[k], bytes.size(), stream),
+          "cuMemcpyHtoDAsync");
+    check(d.cuEventRecord(done_[k], stream), "cuEventRecord");
+    next_ = (k + 1) % kBuffers;
+    last_ = bytes;
+  }
+
+ private:
+  static constexpr int kBuffers = 3;
+  char* host_[kBuffers] = {};
+  CUevent done_[kBuffers] = {};
+  int next_ = 0;
+  std::vector<char> last_;
+};
+
 // Where a value's bytes live during a run.
 struct Location {
   enum Kind : uint8_t { Arena, Staged, Capture, Alias } kind = Arena;
@@ -469,7 +516,7 @@ class CudaExecutable final : public graph::Executable {
     }
     for (const auto& s : stage_captures_)
       std::memcpy(host_staged_.data() + s.offset, graph_.captures[s.index].storage->data(), s.bytes);
-    if (staged_bytes_) rt.host_to_device(staged_.raw_data(), host_staged_.data(), staged_bytes_);
+    staged_upload_.upload(staged_.raw_data(), host_staged_, rt.stream());
     for (size_t i = 0; i < inputs.size(); ++i)
       rt.device_to_device(address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
 
@@ -560,6 +607,7 @@ class CudaExecutable final : public graph::Executable {
   std::vector<Staging> stage_feeds_, stage_captures_;
   Tensor arena_, staged_;
   std::vector<char> host_staged_;
+  StagedUpload staged_upload_;
   size_t arena_bytes_ = 0, staged_bytes_ = 0;
   int direct_writes_ = 0;
 };

@@ -218,7 +218,7 @@ void Runtime::prepare_kernels(const std::string& source) {
     std::lock_guard<std::mutex> lock(module_mutex_);
     if (modules_.count(generated_key(source))) return;
   }
-  precompile(generated_key(source), generated_job(source, arch()));
+  precompile(generated_key(source), generated_job(source, arch()), /*urgent=*/true);
 }
 
 CUfunction Runtime::kernel(const std::string& source, const std::string& name) {
