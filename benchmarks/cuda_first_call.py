@@ -7,8 +7,11 @@ and then with the cache that run filled (warm: every later process).
 
 "first call" is the fused step's first call alone; "from first use" also
 counts from the process's first CUDA operation (building the model on the
-device), during which the kernels most programs need start compiling.
+device), during which the kernels most programs need start compiling;
+"NVRTC" is how many modules the process compiled and their compile times
+summed (they compile side by side).
 """
+import re
 import argparse
 import json
 import os
@@ -46,18 +49,20 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.child:
         return _child(args.child)
-    print(f"{'workload':<12}{'cache':<7}{'first call ms':>15}{'from first use ms':>19}")
+    print(f"{'workload':<12}{'cache':<7}{'first call ms':>15}{'from first use ms':>19}{'NVRTC':>20}")
     for name in args.workloads.split(","):
         with tempfile.TemporaryDirectory() as cache:
             for state in ("cold", "warm"):
-                env = dict(os.environ, LUCID_CUDA_CACHE=cache)
+                env = dict(os.environ, LUCID_CUDA_CACHE=cache, LUCID_CUDA_COMPILE_LOG="1")
                 run = subprocess.run([sys.executable, "-m", "benchmarks.cuda_first_call", "--child", name], env=env,
                                      capture_output=True, text=True, timeout=300)
                 if run.returncode:
                     print(f"{name:<12}{state:<7} failed:\n{run.stderr[-2000:]}")
                     break
                 r = json.loads(run.stdout.strip().splitlines()[-1])
-                print(f"{name:<12}{state:<7}{r['first_ms']:>15.0f}{r['from_use_ms']:>19.0f}", flush=True)
+                compiles = [float(t) for t in re.findall(r"^lucid cuda: compiled .* in ([0-9.]+) s$", run.stderr, re.M)]
+                nvrtc = f"{len(compiles)} in {sum(compiles):.1f} s"
+                print(f"{name:<12}{state:<7}{r['first_ms']:>15.0f}{r['from_use_ms']:>19.0f}{nvrtc:>20}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -95,8 +96,16 @@ std::string read_cached(const std::string& path) {
 
 std::string compile_and_store(const ModuleJob& job, const std::string& path) {
   std::string cubin, log;
+  const auto t0 = std::chrono::steady_clock::now();
   if (!nvrtc_compile(job, cubin, log))
     fail<Error>("internal: a CUDA kernel failed to compile for ", job.arch, ":\n", log);
+  static const bool log_compiles = [] {
+    const char* v = std::getenv("LUCID_CUDA_COMPILE_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (log_compiles)
+    std::fprintf(stderr, "lucid cuda: compiled %s (%zu source bytes) in %.3f s\n", job.label.c_str(),
+                 job.source.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!path.empty()) {  // written whole, then renamed: readers never see a partial file
     make_dirs(cache_dir());
     const std::string tmp = path + ".tmp" + std::to_string(getpid()) + "." +
@@ -269,7 +278,7 @@ std::string take_cubin(const std::string& key, const ModuleJob& job) {
 }
 
 ModuleJob fixed_shard_job(const std::string& module, const std::string& shard, const std::string& arch) {
-  return ModuleJob{shard_source(fixed_module(module), shard), arch, true};
+  return ModuleJob{shard_source(fixed_module(module), shard), arch, true, module + "[" + shard + "]"};
 }
 
 std::string fixed_shard_key(const std::string& module, const std::string& shard) {

@@ -22,6 +22,7 @@ struct ModuleJob {
   // false: no contraction of a*b+c into one rounding (generated kernels
   // fusing several ops round each op's result, as the ops' own kernels do).
   bool fmad = true;
+  std::string label;  // what it is, for LUCID_CUDA_COMPILE_LOG=1 ("elementwise[f32]")
 };
 
 // A 64-bit hash of a source, naming it in caches.

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <unordered_map>
 
 #include "lucid/backend/cpu/fusion.h"
 #include "lucid/backend/cuda/compiler.h"
@@ -132,9 +133,27 @@ std::vector<cpu::FusedGroup> plan_groups(const Graph& g) {
   return cpu::plan_fusion(g, last_use);
 }
 
+// The groups' kernels, one per distinct group (the layers of a deep model
+// repeat the same groups): kernel `fused_<kernel_of[k]>` runs group k.
+struct GroupKernels {
+  std::vector<std::string> sources;  // kernel u's definition
+  std::vector<int> kernel_of;        // by group
+};
+
+GroupKernels group_kernels(const std::vector<cpu::FusedGroup>& groups) {
+  GroupKernels out;
+  std::unordered_map<std::string, int> seen;  // a group's source as kernel 0 -> its kernel
+  for (const cpu::FusedGroup& g : groups) {
+    auto [it, added] = seen.emplace(group_source(g, 0), int(out.sources.size()));
+    if (added) out.sources.push_back(group_source(g, it->second));
+    out.kernel_of.push_back(it->second);
+  }
+  return out;
+}
+
 std::string module_source(const std::vector<cpu::FusedGroup>& groups) {
   std::string source;
-  for (size_t k = 0; k < groups.size(); ++k) source += group_source(groups[k], int(k));
+  for (const std::string& kernel : group_kernels(groups).sources) source += kernel;
   return source;
 }
 
@@ -392,15 +411,17 @@ class CudaExecutable final : public graph::Executable {
     for (size_t s = 0; s < steps_.size(); ++s)
       if (steps_[s].node >= 0) kernels_[s] = find_kernel(*graph_.nodes[steps_[s].node].prim, DeviceType::CUDA);
     if (!groups_.empty()) {
-      // The groups' kernels in a few modules, compiled side by side (and
-      // cached on disk).
+      // The groups' distinct kernels in a few modules, compiled side by side
+      // (and cached on disk).
       Runtime& rt = Runtime::get();
-      const size_t n = groups_.size(), modules = std::min(n, background_threads() + 1);
+      const GroupKernels kernels = group_kernels(groups_);
+      const size_t n = kernels.sources.size(), modules = std::min(n, background_threads() + 1);
       std::vector<std::string> sources(modules);
-      for (size_t k = 0; k < n; ++k) sources[k * modules / n] += group_source(groups_[k], int(k));
+      for (size_t u = 0; u < n; ++u) sources[u * modules / n] += kernels.sources[u];
       for (size_t m = 1; m < modules; ++m) rt.prepare_kernels(sources[m]);
-      for (size_t k = 0; k < n; ++k)
-        group_kernels_.push_back(rt.kernel(sources[k * modules / n], "fused_" + std::to_string(k)));
+      std::vector<CUfunction> fns(n);
+      for (size_t u = 0; u < n; ++u) fns[u] = rt.kernel(sources[u * modules / n], "fused_" + std::to_string(u));
+      for (int u : kernels.kernel_of) group_kernels_.push_back(fns[size_t(u)]);
     }
   }
 
@@ -516,7 +537,7 @@ class CudaExecutable final : public graph::Executable {
     }
     for (const auto& s : stage_captures_)
       std::memcpy(host_staged_.data() + s.offset, graph_.captures[s.index].storage->data(), s.bytes);
-    staged_upload_.upload(staged_.raw_data(), host_staged_, rt.stream());
+    if (staged_bytes_) staged_upload_.upload(staged_.raw_data(), host_staged_, rt.stream());
     for (size_t i = 0; i < inputs.size(); ++i)
       rt.device_to_device(address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
 

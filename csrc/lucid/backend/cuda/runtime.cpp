@@ -208,7 +208,7 @@ std::string generated_key(const std::string& source) {
 }
 
 ModuleJob generated_job(const std::string& source, const std::string& arch) {
-  return ModuleJob{std::string(prelude_source()) + source, arch, false};
+  return ModuleJob{std::string(prelude_source()) + source, arch, false, "a compiled step's fused kernels"};
 }
 
 }  // namespace
