@@ -1,12 +1,14 @@
 // CPU kernels of Reduce, ArgReduce and Softmax. A reduction is brought to
-// the form [outer, R, inner] (reduced dims made adjacent by a permute when
-// they are not already), then each output element folds its R values.
+// the form [outer, R, inner], then each output element folds its R values;
+// reduced dims that are not adjacent are reduced a block of adjacent ones at
+// a time (a conv's bias gradient sums [N, C, H, W] over H and W, then N).
 // Where AVX-512 is enabled, GCC still prefers 256-bit vectors; softmax's exp
 // pass and the column sums run faster at 512 bits. The vectoriser never
 // reorders float arithmetic, so results do not depend on the width.
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC target("prefer-vector-width=512")
 #endif
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -129,13 +131,13 @@ void fold_rows(const T* base, int64_t inner, int64_t k0, int64_t k1, int64_t w, 
   for (int64_t i = 0; i < w; ++i) out[i] = acc[i];
 }
 
-template <class Op, class T, class A>
-void reduce_columns(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
+template <class Op, class T, class A, class O>
+void reduce_columns(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) {
   const int64_t cblocks = (inner + kCols - 1) / kCols, chunks = std::max<int64_t>(1, (r + kChunk - 1) / kChunk);
   // With one chunk the fold is the result: written straight to `out` where
   // the types agree. Otherwise partials[(o * chunks + c) * inner + i] holds
   // chunk c's fold of column i.
-  const bool direct = std::is_same_v<T, A> && chunks == 1;
+  const bool direct = std::is_same_v<O, A> && chunks == 1;
   std::unique_ptr<A[]> partials(direct ? nullptr : new A[size_t(outer * chunks * inner)]);
   A* dst0 = direct ? reinterpret_cast<A*>(out) : partials.get();
   const int64_t task = std::max<int64_t>(1, std::min(r, kChunk) * std::min(inner, kCols));
@@ -159,8 +161,9 @@ void reduce_columns(const T* x, T* out, int64_t outer, int64_t r, int64_t inner)
   });
 }
 
-template <class Op, class T, class A>
-void reduce_ori(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
+// out[outer, inner] (elements of O) = the fold of x[outer, r, inner].
+template <class Op, class T, class A, class O = T>
+void reduce_ori(const T* x, O* out, int64_t outer, int64_t r, int64_t inner) {
   constexpr bool is_sum = std::is_same_v<Op, SumOp<A>>;
   if (inner == 1) {
     parallel_for(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
@@ -178,85 +181,84 @@ void reduce_ori(const T* x, T* out, int64_t outer, int64_t r, int64_t inner) {
     });
     return;
   }
-  reduce_columns<Op, T, A>(x, out, outer, r, inner);
+  reduce_columns<Op, T, A, O>(x, out, outer, r, inner);
 }
 
-// Shape the reduction as [outer, R, inner]; when the reduced axes are not
-// one contiguous block, permute them to the end first (into `scratch`).
-struct ReducePlan {
-  int64_t outer = 1, r = 1, inner = 1;
-  const void* data = nullptr;
-  std::vector<char> scratch;
+// The input's dims with size-1 dims dropped and adjacent dims of one kind
+// merged: alternating runs of kept and reduced elements.
+struct Run {
+  int64_t size;
+  bool reduced;
 };
 
-ReducePlan plan_reduce(const ConstArg& in, const std::vector<int>& axes) {
-  ReducePlan plan;
-  const Shape& s = in.meta->shape;
-  const int nd = int(s.size());
-  std::vector<bool> red(size_t(nd), false);
+std::vector<Run> reduce_runs(const Shape& s, const std::vector<int>& axes) {
+  std::vector<bool> red(s.size(), false);
   for (int a : axes) red[size_t(a)] = true;
-  // Is the reduced set contiguous (ignoring size-1 dims)?
-  int first = -1, last = -1;
-  bool contiguous = true;
-  for (int d = 0; d < nd; ++d) {
+  std::vector<Run> runs;
+  for (size_t d = 0; d < s.size(); ++d) {
     if (s[d] == 1) continue;
-    if (red[d]) {
-      if (first < 0) first = d;
-      else if (last != d - 1) {
-        // a kept non-unit dim between two reduced dims?
-        for (int k = last + 1; k < d; ++k)
-          if (s[k] != 1) contiguous = false;
-      }
-      last = d;
-    }
+    if (!runs.empty() && runs.back().reduced == red[d]) runs.back().size *= s[d];
+    else runs.push_back({s[d], bool(red[d])});
   }
-  plan.data = in.data;
-  if (first < 0) {  // nothing of size > 1 reduced
-    plan.outer = in.meta->numel();
-    return plan;
+  return runs;
+}
+
+// Folds the reduced runs of x (elements of T) into out (elements of T), the
+// last reduced run first; each stage's result, in the accumulation type A,
+// is the next one's input.
+template <class Op, class T, class A>
+void reduce_staged(const T* x, T* out, std::vector<Run> runs) {
+  int64_t outer, r, inner;
+  // The last reduced run as [outer, r, inner], dropped from `runs`; true
+  // when it was the only one.
+  auto next_stage = [&] {
+    size_t k = runs.size() - 1;
+    while (!runs[k].reduced) --k;
+    outer = r = inner = 1;
+    for (size_t i = 0; i < runs.size(); ++i) (i < k ? outer : i == k ? r : inner) *= runs[i].size;
+    runs.erase(runs.begin() + long(k));
+    return std::none_of(runs.begin(), runs.end(), [](const Run& run) { return run.reduced; });
+  };
+  if (next_stage()) {
+    reduce_ori<Op, T, A>(x, out, outer, r, inner);
+    return;
   }
-  if (contiguous) {
-    for (int d = 0; d < first; ++d) plan.outer *= s[d];
-    for (int d = first; d <= last; ++d) (red[d] ? plan.r : plan.inner) *= s[d];
-    // kept size-1 dims inside the block do not matter; inner is after `last`
-    plan.inner = 1;
-    for (int d = last + 1; d < nd; ++d) plan.inner *= s[d];
-    return plan;
+  std::unique_ptr<A[]> from(new A[size_t(outer * inner)]);  // (A may be bool: no std::vector)
+  reduce_ori<Op, T, A, A>(x, from.get(), outer, r, inner);
+  while (!next_stage()) {
+    std::unique_ptr<A[]> to(new A[size_t(outer * inner)]);
+    reduce_ori<Op, A, A, A>(from.get(), to.get(), outer, r, inner);
+    from = std::move(to);
   }
-  std::vector<int> perm;
-  for (int d = 0; d < nd; ++d)
-    if (!red[d]) perm.push_back(d);
-  for (int d = 0; d < nd; ++d)
-    if (red[d]) perm.push_back(d);
-  const size_t es = itemsize(in.meta->dtype);
-  plan.scratch.resize(size_t(in.meta->numel()) * es);
-  permute_copy(in.data, plan.scratch.data(), s, perm, es);
-  plan.data = plan.scratch.data();
-  for (int d = 0; d < nd; ++d) (red[d] ? plan.r : plan.outer) *= s[d];
-  return plan;
+  reduce_ori<Op, A, A, T>(from.get(), out, outer, r, inner);
 }
 
 void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const auto& rd = static_cast<const Reduce&>(p);
-  ReducePlan plan = plan_reduce(in[0], rd.axes);
+  const std::vector<Run> runs = reduce_runs(in[0].meta->shape, rd.axes);
   const DType dt = in[0].meta->dtype;
+  const bool reduces = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.reduced; });
+  if (!reduces) {  // nothing of size > 1 reduced: a copy
+    std::memcpy(out[0].data, in[0].data, size_t(in[0].meta->numel()) * itemsize(dt));
+    return;
+  }
   if (rd.op == ReduceOp::All || rd.op == ReduceOp::Any) {
-    const bool* x = static_cast<const bool*>(plan.data);
+    const bool* x = static_cast<const bool*>(in[0].data);
     bool* o = static_cast<bool*>(out[0].data);
-    if (rd.op == ReduceOp::All) reduce_ori<AllOp, bool, bool>(x, o, plan.outer, plan.r, plan.inner);
-    else reduce_ori<AnyOp, bool, bool>(x, o, plan.outer, plan.r, plan.inner);
+    if (rd.op == ReduceOp::All) reduce_staged<AllOp, bool, bool>(x, o, runs);
+    else reduce_staged<AnyOp, bool, bool>(x, o, runs);
     return;
   }
   LUCID_DISPATCH_NUMERIC(dt, rd.name().c_str(), [&] {
     using A = acc_t<T>;
     using M = typename modular_acc<T>::type;
-    const T* x = static_cast<const T*>(plan.data);
+    const T* x = static_cast<const T*>(in[0].data);
     T* o = static_cast<T*>(out[0].data);
     switch (rd.op) {
-      case ReduceOp::Sum: reduce_ori<SumOp<M>, T, M>(x, o, plan.outer, plan.r, plan.inner); break;
-      case ReduceOp::Prod: reduce_ori<ProdOp<M>, T, M>(x, o, plan.outer, plan.r, plan.inner); break;
-      case ReduceOp::Max: reduce_ori<MaxOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
-      case ReduceOp::Min: reduce_ori<MinOp<A>, T, A>(x, o, plan.outer, plan.r, plan.inner); break;
+      case ReduceOp::Sum: reduce_staged<SumOp<M>, T, M>(x, o, runs); break;
+      case ReduceOp::Prod: reduce_staged<ProdOp<M>, T, M>(x, o, runs); break;
+      case ReduceOp::Max: reduce_staged<MaxOp<A>, T, A>(x, o, runs); break;
+      case ReduceOp::Min: reduce_staged<MinOp<A>, T, A>(x, o, runs); break;
       default: break;
     }
   });
