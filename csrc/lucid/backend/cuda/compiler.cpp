@@ -120,10 +120,9 @@ std::string compile_and_store(const ModuleJob& job, const std::string& path) {
 }
 
 // The background compiler: a queue of keyed jobs and background_threads()
-// threads, started with the first jobs. Jobs run in the order queued (an
-// urgent one first); a
-// caller that takes a queued job runs it itself, and one waiting for a job
-// in flight runs the next queued one meanwhile.
+// threads, started with the first jobs. Jobs run in the order queued, urgent
+// ones first; a caller that takes a queued job runs it itself, and one
+// waiting for a job in flight runs the next urgent one meanwhile.
 class BackgroundCompiler {
  public:
   static BackgroundCompiler& get() {
