@@ -2,6 +2,11 @@
 
 #include "lucid/core/error.h"
 
+#if !defined(__F16C__) && (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+#include <immintrin.h>
+#define LUCID_F16C_AT_RUN_TIME 1
+#endif
+
 namespace lucid {
 
 size_t itemsize(DType t) {
@@ -54,5 +59,46 @@ void set_default_float_dtype(DType t) {
   LUCID_CHECK_T(TypeError, is_floating(t), "default dtype must be a floating type, got ", dtype_name(t));
   g_default_float = t;
 }
+
+#if !defined(__F16C__)
+#if defined(LUCID_F16C_AT_RUN_TIME)
+namespace {
+
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+
+// The F16C loops of dtype.h, compiled for F16C whatever the build targets.
+__attribute__((target("avx,f16c"))) int64_t half_to_float_vector(const Half* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) int64_t float_to_half_vector(const float* src, Half* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) break;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  return i;
+}
+
+}  // namespace
+
+int64_t half_to_float_f16c(const Half* src, float* dst, int64_t n) {
+  return has_f16c() ? half_to_float_vector(src, dst, n) : 0;
+}
+int64_t float_to_half_f16c(const float* src, Half* dst, int64_t n) {
+  return has_f16c() ? float_to_half_vector(src, dst, n) : 0;
+}
+#else
+int64_t half_to_float_f16c(const Half*, float*, int64_t) { return 0; }
+int64_t float_to_half_f16c(const float*, Half*, int64_t) { return 0; }
+#endif
+#endif
 
 }  // namespace lucid

@@ -111,27 +111,38 @@ inline uint16_t float_to_bf16(float f) {  // round to nearest even
   return uint16_t(x >> 16);
 }
 
-// Bulk conversions (8 lanes at a time with F16C / AVX2) for kernels that
-// widen whole 16-bit operands to float32 and narrow results back.
-inline void half_to_float(const Half* src, float* dst, int64_t n) {
-  int64_t i = 0;
+// Bulk conversions (8 lanes at a time with F16C) for kernels that widen
+// whole 16-bit operands to float32 and narrow results back. A build for this
+// machine's CPU inlines the F16C loops; a portable x86-64 build (a wheel for
+// any CPU) calls versions compiled for F16C when the CPU has it (dtype.cpp).
 #if defined(__F16C__)
+inline int64_t half_to_float_f16c(const Half* src, float* dst, int64_t n) {
+  int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-#endif
-  for (; i < n; ++i) dst[i] = half_to_float(src[i].bits);
+  return i;
 }
-
-inline void float_to_half(const float* src, Half* dst, int64_t n) {
+inline int64_t float_to_half_f16c(const float* src, Half* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__F16C__)
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(src + i);
     if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) break;  // a NaN: the scalar path from here
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
+  return i;
+}
+#else
+// The leading elements converted with F16C (0 on a CPU without it).
+int64_t half_to_float_f16c(const Half* src, float* dst, int64_t n);
+int64_t float_to_half_f16c(const float* src, Half* dst, int64_t n);
 #endif
-  for (; i < n; ++i) dst[i].bits = float_to_half(src[i]);
+
+inline void half_to_float(const Half* src, float* dst, int64_t n) {
+  for (int64_t i = half_to_float_f16c(src, dst, n); i < n; ++i) dst[i] = half_to_float(src[i].bits);
+}
+
+inline void float_to_half(const float* src, Half* dst, int64_t n) {
+  for (int64_t i = float_to_half_f16c(src, dst, n); i < n; ++i) dst[i].bits = float_to_half(src[i]);
 }
 
 inline void bf16_to_float(const BFloat16* src, float* dst, int64_t n) {
