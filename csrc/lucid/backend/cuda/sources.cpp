@@ -30,9 +30,11 @@ struct Instance {
   const char* type;    // the C++ type a kernel is instantiated for
   const char* suffix;  // its kernel-name suffix, the shard it compiles in
 };
+// In DType's order (type_suffix indexes it).
 constexpr Instance kTypes[] = {{"bool", "b8"}, {"i32", "i32"}, {"i64", "i64"},    {"f16", "f16"},
                                {"bf16", "bf16"}, {"float", "f32"}, {"double", "f64"}};
 constexpr Instance kWidths[] = {{"u8", "w1"}, {"u16", "w2"}, {"u32", "w4"}, {"u64", "w8"}};
+static_assert(sizeof kTypes / sizeof kTypes[0] == kNumDTypes && int(DType::Bool) == 0 && int(DType::Float64) == 6);
 
 // `#define list(M) M(type, suffix)...` over the instances of `shard` among `from`.
 template <size_t N>
@@ -62,25 +64,13 @@ std::string shard_source(const ModuleSource& module, const std::string& shard) {
 }
 
 const char* type_suffix(int dtype) {
-  switch (DType(dtype)) {
-    case DType::Bool: return "b8";
-    case DType::Int32: return "i32";
-    case DType::Int64: return "i64";
-    case DType::Float16: return "f16";
-    case DType::BFloat16: return "bf16";
-    case DType::Float32: return "f32";
-    case DType::Float64: return "f64";
-  }
-  return "?";
+  LUCID_CHECK(dtype >= 0 && dtype < kNumDTypes, "internal: no dtype ", dtype);
+  return kTypes[dtype].suffix;
 }
 
 const char* width_suffix(size_t bytes) {
-  switch (bytes) {
-    case 1: return "w1";
-    case 2: return "w2";
-    case 4: return "w4";
-    case 8: return "w8";
-  }
+  for (size_t k = 0; k < 4; ++k)  // kWidths holds 1, 2, 4 and 8 bytes
+    if (bytes == size_t(1) << k) return kWidths[k].suffix;
   fail<Error>("internal: no element width ", bytes);
 }
 
