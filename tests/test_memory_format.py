@@ -69,6 +69,115 @@ def test_results_have_pytorchs_strides_on_random_layouts(name):
             np.testing.assert_array_equal(yl.numpy(), yt.numpy())
 
 
+def _layout_of(rng, shape):
+    """The same random values in both libraries with the given shape, laid
+    out as a permutation of a row-major block, some dims taken with a step."""
+    nd = len(shape)
+    perm = list(range(nd))
+    rng.shuffle(perm)
+    steps = [rng.choice([1, 1, 2]) for _ in range(nd)]
+    stored = [shape[p] * steps[i] for i, p in enumerate(perm)]  # the block, in memory order
+    base = np.random.default_rng(rng.randrange(1 << 30)).standard_normal(stored).astype(np.float32)
+    inverse = [perm.index(d) for d in range(nd)]
+    key = tuple(slice(None, None, steps[i]) for i in inverse)
+    return torch.tensor(base).permute(inverse)[key], lucid.tensor(base).permute(*inverse)[key]
+
+
+def _partner_shape(rng, shape):
+    """A shape that broadcasts against `shape` (dims dropped in front or set to 1)."""
+    drop = rng.randint(0, len(shape))
+    return [1 if rng.random() < 0.3 else n for n in shape[drop:]]
+
+
+ELEMENTWISE = {
+    "add_scalar": (1, lambda m, a: a + 0.5),
+    "mul": (2, lambda m, a, b: a * b),
+    "sub_reversed": (2, lambda m, a, b: b - a),
+    "exp": (1, lambda m, a: a.exp()),
+    "gt": (2, lambda m, a, b: a > b),
+    "where": (3, lambda m, a, b, c: m.where(a > 0, b, c)),
+    "to_float64": (1, lambda m, a: a.double()),
+    "clamp": (1, lambda m, a: a.clamp(-0.5, 0.5)),
+    "maximum": (2, lambda m, a, b: m.maximum(a, b)),
+    "gelu": (1, lambda m, a: m.nn.functional.gelu(a)),
+}
+# One kernel in PyTorch, several in Lucid (clamp with number bounds is
+# selects against scalars): the stride of a size-1 dim, which addresses
+# nothing, can differ (PyTorch's own rule for it depends on whether a kernel
+# takes a scalar operand).
+COMPOSED = {"clamp"}
+
+
+def _addressed_strides(t):
+    return tuple(s if n != 1 else None for n, s in zip(t.shape, t.stride()))
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_results_follow_their_operands_memory_order(name):
+    """PyTorch lays an elementwise result out in its operands' order (the
+    first operand that tells two dims apart decides): strides, contiguity and
+    whether a view of the result exists agree, for every operand order."""
+    arity, fn = ELEMENTWISE[name]
+    rng = random.Random(name)
+    checked_views = 0
+    for _ in range(200):
+        shape = [rng.choice([1, 2, 3, 4]) for _ in range(rng.randint(0, 4))]
+        operands = [_layout_of(rng, shape)] + [_layout_of(rng, _partner_shape(rng, shape)) for _ in range(arity - 1)]
+        rng.shuffle(operands)
+        yt = fn(torch, *[t for t, _ in operands])
+        yl = fn(lucid, *[lt for _, lt in operands])
+        assert yl.shape == tuple(yt.shape)
+        layouts = [(tuple(t.shape), t.stride()) for t, _ in operands]
+        if name in COMPOSED:
+            assert _addressed_strides(yl) == _addressed_strides(yt), layouts
+        else:
+            assert yl.stride() == yt.stride(), layouts
+        assert yl.is_contiguous() == yt.is_contiguous()
+        np.testing.assert_allclose(yl.numpy(), yt.numpy(), rtol=1e-6, atol=1e-6)
+        if yt.ndim >= 2:  # a view merging the last two dims exists in both or in neither
+            merged = list(yt.shape[:-2]) + [-1]
+            try:
+                yt.view(merged)
+            except RuntimeError:
+                with pytest.raises(RuntimeError):
+                    yl.view(merged)
+            else:
+                np.testing.assert_allclose(yl.view(merged).numpy(), yt.view(merged).numpy(), rtol=1e-6, atol=1e-6)
+                checked_views += 1
+    assert checked_views > 0
+
+
+def test_elementwise_layouts_are_the_same_traced_and_eager():
+    """Inside a compiled function the results have the strides they have
+    eagerly, so the program takes the same branch and the same views."""
+    def fn(p, q):
+        r = p.transpose(0, 1) * 2.0 + q.transpose(0, 1)
+        flat = r.transpose(0, 1).view(-1) if not r.is_contiguous() else r.reshape(-1) * 0.0
+        return flat.exp() + r.sum()
+
+    pa = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    qa = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    want = fn(torch.tensor(pa), torch.tensor(qa))
+    compiled = lucid.compile(fn)
+    for _ in range(2):
+        got = compiled(lucid.tensor(pa), lucid.tensor(qa))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fn(lucid.tensor(pa), lucid.tensor(qa)).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_gradients_through_permuted_elementwise_results():
+    at = torch.randn(3, 4, 5, requires_grad=True)
+    al = lucid.tensor(at.detach().numpy(), requires_grad=True)
+    outs = []
+    for m, a in ((torch, at), (lucid, al)):
+        x = a.permute(2, 0, 1)
+        y = (x * x.exp() + m.ones(4)).permute(1, 2, 0).reshape(3, -1)
+        (y * m.arange(20.0)).sum().backward()
+        outs.append(a.grad)
+    assert outs[1].is_contiguous()
+    np.testing.assert_allclose(outs[1].numpy(), outs[0].numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_basic_indexing_keeps_pytorchs_strides():
     rng = random.Random(7)
     keys = [

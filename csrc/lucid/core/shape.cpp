@@ -72,15 +72,19 @@ bool is_non_overlapping_and_dense(const Shape& shape, const Shape& strides) {
   return true;
 }
 
-std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides) {
+std::vector<int64_t> memory_order(const Shape& shape, const std::vector<Shape>& operand_strides) {
   const int64_t n = int64_t(shape.size());
-  // Insertion sort from the innermost dim outwards; `swap(a, b)` says dim a
-  // (now inside b) belongs outside it.
+  // Insertion sort from the innermost dim outwards; `should_swap(a, b)` says
+  // dim a (now inside b) belongs outside it. The first operand whose strides
+  // tell the two dims apart decides; a broadcast (stride-0) dim tells nothing.
   auto should_swap = [&](int64_t inner, int64_t outer) {
-    const int64_t s_in = strides[size_t(inner)], s_out = strides[size_t(outer)];
-    if (s_in == 0 || s_out == 0) return 0;
-    if (s_in != s_out) return s_in < s_out ? -1 : 1;
-    return shape[size_t(inner)] > shape[size_t(outer)] ? 1 : 0;
+    for (const Shape& strides : operand_strides) {
+      const int64_t s_in = strides[size_t(inner)], s_out = strides[size_t(outer)];
+      if (s_in == 0 || s_out == 0) continue;
+      if (s_in != s_out) return s_in < s_out ? -1 : 1;
+      if (shape[size_t(inner)] > shape[size_t(outer)]) return 1;
+    }
+    return 0;
   };
   std::vector<int64_t> perm(static_cast<size_t>(n));  // innermost first
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = n - 1 - i;
@@ -97,6 +101,10 @@ std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides) {
     }
   }
   return {perm.rbegin(), perm.rend()};
+}
+
+std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides) {
+  return memory_order(shape, std::vector<Shape>{strides});
 }
 
 bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out) {

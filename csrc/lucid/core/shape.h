@@ -37,6 +37,10 @@ bool is_non_overlapping_and_dense(const Shape& shape, const Shape& strides);
 // broadcast (stride-0) dim keeping its place, equal strides putting the
 // larger dim outside. Row-major gives 0, 1, ..., n-1.
 std::vector<int64_t> memory_order(const Shape& shape, const Shape& strides);
+// The same for an elementwise result of several operands (their strides
+// broadcast to `shape`, 0 where broadcast): the first operand that tells
+// two dims apart decides their order.
+std::vector<int64_t> memory_order(const Shape& shape, const std::vector<Shape>& operand_strides);
 // The strides a reshape to `to` can keep without a copy (PyTorch's
 // computeStride), or nothing when the memory order does not allow a view.
 bool view_strides(const Shape& from, const Shape& from_strides, const Shape& to, Shape& out);

@@ -13,6 +13,131 @@ namespace lucid {
 using detail::call;
 using detail::grads_for;
 
+// Whether the strides are exactly the row-major ones, size-1 dims included.
+static bool has_row_major_strides(const Tensor& t) {
+  int64_t expected = 1;
+  for (size_t i = size_t(t.ndim()); i-- > 0;) {
+    if (t.strides()[i] != expected) return false;
+    expected *= t.shape()[i];
+  }
+  return true;
+}
+
+// PyTorch's channels_last (and channels_last_3d) contiguity: channels
+// innermost, then the spatial dims from the last, the batch outermost.
+static std::vector<size_t> channels_last_order(size_t ndim) {
+  std::vector<size_t> inner_first{1};
+  for (size_t d = ndim - 1; d >= 2; --d) inner_first.push_back(d);
+  inner_first.push_back(0);
+  return inner_first;
+}
+static bool is_channels_last(const Shape& shape, const Shape& strides) {
+  if (shape.size() != 4 && shape.size() != 5) return false;
+  int64_t expected = 1;
+  for (size_t d : channels_last_order(shape.size())) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+// The strides PyTorch's TensorIterator gives the result of an elementwise op
+// of `inputs` with the broadcast shape `shape`: row-major when the operands
+// are; theirs when they all share one dense layout; channels_last when they
+// all are; otherwise the dims ordered by the operands' strides.
+static Shape elementwise_result_strides(const std::vector<Tensor>& inputs, const Shape& shape) {
+  bool same_shape = true, contiguous = true, channels_last = true, dense_alike = true;
+  for (const auto& t : inputs) {
+    same_shape = same_shape && t.shape() == shape;
+    contiguous = contiguous && t.is_contiguous();
+    channels_last = channels_last && is_channels_last(t.shape(), t.strides());
+    dense_alike = dense_alike && t.strides() == inputs[0].strides() &&
+                  is_non_overlapping_and_dense(t.shape(), t.strides());
+  }
+  if (same_shape && contiguous) return contiguous_strides(shape);
+  const size_t n = shape.size();
+  Shape strides(n);
+  int64_t acc = 1;
+  auto lay_out = [&](auto&& inner_first) {
+    for (auto d : inner_first) {
+      strides[size_t(d)] = acc;
+      acc *= std::max<int64_t>(shape[size_t(d)], 1);
+    }
+  };
+  if (same_shape && channels_last) {
+    lay_out(channels_last_order(n));
+    return strides;
+  }
+  if (same_shape && dense_alike) return inputs[0].strides();
+  // Each operand's strides over the result's dims, 0 where it broadcasts.
+  std::vector<Shape> operand_strides;
+  for (const auto& t : inputs) {
+    if (t.ndim() == 0) continue;
+    Shape st(n, 0);
+    const size_t lead = n - size_t(t.ndim());
+    for (size_t i = 0; i < size_t(t.ndim()); ++i)
+      st[lead + i] = t.shape()[i] == 1 && shape[lead + i] != 1 ? 0 : t.strides()[i];
+    operand_strides.push_back(std::move(st));
+  }
+  const std::vector<int64_t> order = memory_order(shape, operand_strides);
+  lay_out(std::vector<int64_t>(order.rbegin(), order.rend()));
+  return strides;
+}
+
+// PyTorch's elementwise results take their operands' memory order
+// (TensorIterator): a transposed or channels-last operand gives a result
+// laid out the same way, so stride(), is_contiguous() and view() agree with
+// PyTorch's. The kernel runs on the operands permuted into that order
+// (row-major there, the fast case) and the result is permuted back.
+template <class P, class... Args>
+static Tensor call_elementwise(const std::vector<Tensor>& inputs, Args&&... args) {
+  auto prim = std::make_shared<const P>(std::forward<Args>(args)...);
+  bool row_major = true;
+  for (const auto& t : inputs) row_major = row_major && has_row_major_strides(t);
+  if (row_major) return apply1(prim, inputs);  // as every order rule says
+  std::vector<TensorMeta> metas;
+  for (const auto& t : inputs) metas.push_back(t.meta());
+  const Shape shape = prim->infer(metas)[0].shape;
+  const Shape strides = elementwise_result_strides(inputs, shape);
+  const size_t n = shape.size();
+  // The dims outermost first (where the size-1 dims go changes no address).
+  std::vector<int64_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return strides[size_t(a)] > strides[size_t(b)]; });
+  bool in_order = true;
+  int64_t last = -1;
+  for (int64_t d : order)
+    if (shape[size_t(d)] != 1) {
+      in_order = in_order && d > last;
+      last = d;
+    }
+  Tensor out;
+  if (in_order) {
+    out = apply1(prim, inputs);
+  } else {
+    std::vector<Tensor> permuted;
+    for (const auto& t : inputs) {
+      if (t.ndim() == 0) {  // a scalar broadcasts in any order (and may be a host scalar)
+        permuted.push_back(t);
+        continue;
+      }
+      Tensor full_rank = t;
+      while (size_t(full_rank.ndim()) < n) full_rank = unsqueeze(full_rank, 0);
+      permuted.push_back(permute(full_rank, order));
+    }
+    std::vector<int64_t> inverse(n);
+    for (size_t i = 0; i < n; ++i) inverse[size_t(order[i])] = int64_t(i);
+    out = permute(apply1(prim, permuted), inverse);
+    out.impl()->view_base = nullptr;  // memory of its own, not a view
+  }
+  // Exactly PyTorch's strides: they differ from the permuted row-major ones
+  // at most at size-1 dims, which address nothing.
+  out.impl()->strides = strides;
+  return out;
+}
+
 // ------------------------------------------------------------------ names
 const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {"neg",     "abs",      "sign",      "exp",  "log",   "log1p",       "expm1",
@@ -138,7 +263,7 @@ static Tensor unary(UnaryOp op, const Tensor& x) {
     default:  // transcendental: integers compute in the default float type
       if (!is_floating(x.dtype())) in = cast(x, default_float_dtype());
   }
-  return call<Unary>({in}, op);
+  return call_elementwise<Unary>({in}, op);
 }
 
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
@@ -295,10 +420,14 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       if (dt == DType::Bool) dt = DType::Int64;
   }
   // Broadcast errors name both shapes (raised by the shape rule).
-  return call<Binary>({cast(a, dt), cast(b, dt)}, op);
+  return call_elementwise<Binary>({cast(a, dt), cast(b, dt)}, op);
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor add_row_major(const Tensor& a, const Tensor& b) {
+  const DType dt = result_type(a, b);
+  return call<Binary>({cast(a, dt), cast(b, dt)}, BinaryOp::Add);
+}
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
@@ -362,7 +491,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                 dtype_name(cond.dtype()));
   const DType dt = result_type(a, b);
-  return call<Where>({cond, cast(a, dt), cast(b, dt)});
+  return call_elementwise<Where>({cond, cast(a, dt), cast(b, dt)});
 }
 
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
@@ -399,7 +528,7 @@ std::vector<Tensor> Cast::vjp(const std::vector<Tensor>& in, const std::vector<T
 
 Tensor cast(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
-  return call<Cast>({t}, dtype);
+  return call_elementwise<Cast>({t}, dtype);
 }
 
 std::string Copy::name() const { return "copy"; }

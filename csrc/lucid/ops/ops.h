@@ -105,6 +105,10 @@ Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 
 Tensor add(const Tensor& a, const Tensor& b);
+// a + b laid out row-major whatever its operands' memory order: how ops
+// whose PyTorch result is row-major (a convolution computed in a permuted
+// order) add their bias without a separate copy.
+Tensor add_row_major(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);  // true division

@@ -84,20 +84,9 @@ std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& in, const std::vector
 
 // The dims of x in memory order when x is a permutation of a row-major
 // layout (a transpose, a permute): x == permute(y, order) with y row-major.
-static std::optional<std::vector<int64_t>> memory_order(const Tensor& x) {
-  const Shape& s = x.shape();
-  const Shape& st = x.strides();
-  std::vector<int64_t> order(s.size());
-  for (size_t i = 0; i < s.size(); ++i) order[i] = int64_t(i);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return st[a] > st[b]; });
-  int64_t expected = 1;
-  for (size_t k = s.size(); k-- > 0;) {
-    const int64_t d = order[k];
-    if (s[d] == 1) continue;
-    if (st[d] != expected) return std::nullopt;
-    expected *= s[d];
-  }
-  return order;
+static std::optional<std::vector<int64_t>> dense_memory_order(const Tensor& x) {
+  if (!is_non_overlapping_and_dense(x.shape(), x.strides())) return std::nullopt;
+  return memory_order(x.shape(), x.strides());
 }
 
 static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -109,7 +98,7 @@ static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
     if (x.ndim() == 0) axes.clear();
   }
   if (!x.is_contiguous() && x.numel() > 0) {
-    if (auto order = memory_order(x)) {
+    if (auto order = dense_memory_order(x)) {
       // A permuted tensor is reduced where it lies (the kernel reads
       // row-major memory); only the small result is put in x's dim order.
       std::vector<int> base_axes;
