@@ -346,7 +346,8 @@ def _k_along(input, dim, position, keepdim, nan_last=True):  # noqa: A002
     """(values, indices) of the element at sorted `position` along `dim`."""
     values, indices = F.sort(input, dim)
     d = dim % input.ndim
-    v, i = _C.narrow(values, d, position, 1), _C.narrow(indices, d, position, 1)
+    # new row-major tensors, not views into the sorted ones (PyTorch's)
+    v, i = _C.contiguous_copy(_C.narrow(values, d, position, 1)), _C.contiguous_copy(_C.narrow(indices, d, position, 1))
     if not keepdim:
         v, i = _C.squeeze(v, [d]), _C.squeeze(i, [d])
     return _ValuesIndices(v, i)

@@ -168,7 +168,9 @@ static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight
   // memory as PyTorch's (x.view(n, -1) after a conv works): the bias add
   // writes it, or a copy where there is no bias.
   out = reshape(permute(reshape(out, {o, n, l}), {1, 0, 2}), {n, o, win.out_h(x.shape()[2]), win.out_w(x.shape()[3])});
-  return bias.defined() ? add_row_major(out, reshape(bias, {1, o, 1, 1})) : contiguous(out);
+  if (!bias.defined()) return contiguous(out);
+  RowMajorResults row_major;
+  return add(out, reshape(bias, {1, o, 1, 1}));
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Quad padding, Pair dilation,

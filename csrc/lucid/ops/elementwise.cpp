@@ -85,6 +85,10 @@ static Shape elementwise_result_strides(const std::vector<Tensor>& inputs, const
   return strides;
 }
 
+static thread_local bool t_row_major_results = false;
+RowMajorResults::RowMajorResults() : was_(t_row_major_results) { t_row_major_results = true; }
+RowMajorResults::~RowMajorResults() { t_row_major_results = was_; }
+
 // PyTorch's elementwise results take their operands' memory order
 // (TensorIterator): a transposed or channels-last operand gives a result
 // laid out the same way, so stride(), is_contiguous() and view() agree with
@@ -95,7 +99,7 @@ static Tensor call_elementwise(const std::vector<Tensor>& inputs, Args&&... args
   auto prim = std::make_shared<const P>(std::forward<Args>(args)...);
   bool row_major = true;
   for (const auto& t : inputs) row_major = row_major && has_row_major_strides(t);
-  if (row_major) return apply1(prim, inputs);  // as every order rule says
+  if (row_major || t_row_major_results) return apply1(prim, inputs);
   std::vector<TensorMeta> metas;
   for (const auto& t : inputs) metas.push_back(t.meta());
   const Shape shape = prim->infer(metas)[0].shape;
@@ -424,10 +428,6 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
-Tensor add_row_major(const Tensor& a, const Tensor& b) {
-  const DType dt = result_type(a, b);
-  return call<Binary>({cast(a, dt), cast(b, dt)}, BinaryOp::Add);
-}
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }

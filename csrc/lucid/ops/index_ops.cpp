@@ -137,7 +137,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   LUCID_CHECK(value.ndim() == 0, "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
               value.ndim(), " dimension(s).");
   // Out of place, x and mask broadcast against each other (PyTorch); the
-  // in-place form's write-back rejects a result wider than x.
+  // in-place form's write-back rejects a result wider than x. Row-major
+  // as PyTorch's (a contiguous clone, then the fill).
+  RowMajorResults row_major;
   return where(mask, cast(value, x.dtype()), x);
 }
 

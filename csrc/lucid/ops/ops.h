@@ -104,11 +104,21 @@ Tensor isfinite(const Tensor& x);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 
+// While one lives, elementwise results on this thread are row-major
+// whatever their operands' order: ops whose PyTorch result is row-major but
+// whose last step is elementwise (a convolution's bias add, tril, masked_fill)
+// write it so, without a separate copy.
+class RowMajorResults {
+ public:
+  RowMajorResults();
+  ~RowMajorResults();
+  RowMajorResults(const RowMajorResults&) = delete;
+  RowMajorResults& operator=(const RowMajorResults&) = delete;
+
+ private:
+  bool was_;
+};
 Tensor add(const Tensor& a, const Tensor& b);
-// a + b laid out row-major whatever its operands' memory order: how ops
-// whose PyTorch result is row-major (a convolution computed in a permuted
-// order) add their bias without a separate copy.
-Tensor add_row_major(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);  // true division

@@ -109,7 +109,12 @@ static Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
       }
       Tensor r = permute(call<Reduce>({permute(x, *order)}, op, base_axes, true), inverse);
       if (!keepdim) r = squeeze(r, detail::to_i64(axes));
-      return contiguous(r);
+      Tensor out = contiguous(r);
+      if (out.same(r)) {  // already in order: memory of its own, with PyTorch's row-major strides
+        out.impl()->view_base = nullptr;
+        out.impl()->strides = contiguous_strides(out.shape());
+      }
+      return out;
     }
   }
   return call<Reduce>({x}, op, axes, keepdim);

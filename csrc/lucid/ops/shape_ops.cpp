@@ -429,6 +429,7 @@ Tensor tril(const Tensor& x, int64_t diagonal) {
   Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, x.device()), {n, 1});
   Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, x.device()), {1, m});
   Tensor keep = le(sub(cols, rows), scalar_tensor(diagonal, DType::Int64, x.device()));
+  RowMajorResults row_major;  // as PyTorch's
   return where(keep, x, zeros({}, x.dtype(), x.device()));
 }
 
@@ -438,6 +439,7 @@ Tensor triu(const Tensor& x, int64_t diagonal) {
   Tensor rows = reshape(arange(0, double(n), 1, DType::Int64, x.device()), {n, 1});
   Tensor cols = reshape(arange(0, double(m), 1, DType::Int64, x.device()), {1, m});
   Tensor keep = ge(sub(cols, rows), scalar_tensor(diagonal, DType::Int64, x.device()));
+  RowMajorResults row_major;  // as PyTorch's
   return where(keep, x, zeros({}, x.dtype(), x.device()));
 }
 

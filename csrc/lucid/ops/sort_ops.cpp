@@ -18,16 +18,37 @@ std::vector<Tensor> ArgSort::vjp(const std::vector<Tensor>&, const std::vector<T
   return no_grads(argnums);
 }
 
+// PyTorch's sort results keep a dense input's strides (a transposed input
+// gives transposed values and indices): sorted where the input lies, along
+// the same dim, and put back in its dim order.
+static std::pair<Tensor, Tensor> sort_in_place_order(const Tensor& x, int axis, bool descending, bool with_values) {
+  auto sorted = [&](const Tensor& t, int along) -> std::pair<Tensor, Tensor> {
+    Tensor idx = call<ArgSort>({t}, along, descending);
+    return {with_values ? gather(t, along, idx) : idx, idx};  // differentiable through gather
+  };
+  if (x.is_contiguous() || !is_non_overlapping_and_dense(x.shape(), x.strides())) return sorted(x, axis);
+  const std::vector<int64_t> order = memory_order(x.shape(), x.strides());
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
+  auto [values, indices] = sorted(permute(x, order), int(inverse[size_t(axis)]));
+  std::pair<Tensor, Tensor> out{permute(values, inverse), permute(indices, inverse)};
+  for (Tensor* t : {&out.first, &out.second}) {
+    t->impl()->view_base = nullptr;  // memory of its own, not a view
+    t->impl()->strides = x.strides();
+  }
+  return out;
+}
+
 Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
   const int axis = normalize_axis(dim, x.ndim());
   if (x.ndim() == 0) return zeros({}, DType::Int64, x.device());
-  return call<ArgSort>({x}, axis, descending);
+  return sort_in_place_order(x, axis, descending, false).second;
 }
 
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
-  Tensor idx = argsort(x, dim, descending);
-  if (x.ndim() == 0) return {clone(x), idx};
-  return {gather(x, normalize_axis(dim, x.ndim()), idx), idx};  // differentiable through gather
+  const int axis = normalize_axis(dim, x.ndim());
+  if (x.ndim() == 0) return {clone(x), zeros({}, DType::Int64, x.device())};
+  return sort_in_place_order(x, axis, descending, true);
 }
 
 // -------------------------------------------------------------------- TopK

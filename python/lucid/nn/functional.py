@@ -924,7 +924,7 @@ def _logsigmoid(x):
 
 
 def logsigmoid(input):  # noqa: A002
-    return _in_float32(_logsigmoid, input)
+    return _C.contiguous(_in_float32(_logsigmoid, input))  # row-major, as PyTorch's
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
