@@ -76,3 +76,37 @@ def test_bulk_paths_of_the_16bit_matmul(name, n):
     got = (lucid.tensor(x).to(ldt) @ lucid.tensor(three).to(ldt)).float().numpy()
     expected = (xt.float() @ torch.from_numpy(three)).to(tdt).float().numpy()
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_bfloat16_matmul_sums_in_float32(trans_a, trans_b):
+    """bfloat16 matmuls (on the CPU's bf16 dot-product instruction where it
+    has one) are the exact product rounded once, up to float32 sums: shapes
+    on both sides of the register tile (6 x 64) and of the k block (512),
+    odd k, strided batches, and an operand with a subnormal (which takes
+    the widening path)."""
+    rng = np.random.default_rng(1)
+    for m, n, k in [(1, 1, 1), (5, 63, 3), (6, 64, 2), (7, 65, 513), (13, 130, 1025), (97, 200, 64), (1, 300, 17)]:
+        a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+        b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+        la, lb = lucid.tensor(a).to(lucid.bfloat16), lucid.tensor(b).to(lucid.bfloat16)
+        a16, b16 = la.float().numpy().astype(np.float64), lb.float().numpy().astype(np.float64)
+        if trans_a:
+            la, a16 = la.T, a16.T
+        if trans_b:
+            lb, b16 = lb.T, b16.T
+        exact = a16 @ b16
+        got = (la @ lb).float().numpy()
+        sum_error = k * 2.0**-23 * (np.abs(a16) @ np.abs(b16))
+        assert np.all(np.abs(got - exact) <= 2.0**-8 * np.abs(exact) + sum_error), (m, n, k)
+    x = np.array([[1e-40, 2.0], [3.0, -4e-39]], np.float32)  # subnormal as bfloat16 too
+    got = (lucid.tensor(x).to(lucid.bfloat16) @ lucid.tensor(np.eye(2, dtype=np.float32)).to(lucid.bfloat16))
+    want = torch.from_numpy(x).bfloat16().float().numpy()
+    np.testing.assert_array_equal(got.float().numpy(), want)
+    batch = rng.standard_normal((3, 9, 70)).astype(np.float32)
+    lb = lucid.tensor(batch).to(lucid.bfloat16)
+    exact = lb.float().numpy().astype(np.float64)
+    got = (lb @ lb.transpose(1, 2)).float().numpy()
+    exact = exact @ exact.transpose(0, 2, 1)
+    np.testing.assert_allclose(got, exact, rtol=2.0**-8, atol=70 * 2.0**-23 * 20)

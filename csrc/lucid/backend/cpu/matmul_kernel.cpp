@@ -1,5 +1,6 @@
-// CPU matmul: BLAS for float32/float64 (16-bit floats through float32),
-// a plain loop for integer dtypes.
+// CPU matmul: BLAS for float32/float64, float16 through float32, bfloat16
+// on the bf16 dot-product instruction where the CPU has it (else through
+// float32), a plain loop for integer dtypes.
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -7,6 +8,7 @@
 
 #include "lucid/backend/cpu/blas.h"
 #include "lucid/backend/cpu/dispatch.h"
+#include "lucid/backend/cpu/gemm_bf16.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/ops/kernels.h"
 #include "lucid/ops/primitives.h"
@@ -41,8 +43,8 @@ void gemm_naive(const Gemm& g, const T* a, const T* b, T* c) {
 // for everything: BLAS's own spinning workers on top of the pool's
 // oversubscribe small machines badly (a 64x256x784 GEMM went from 0.2 ms to
 // 11 ms with both active on two cores).
-template <class T, class GemmFn>
-void gemm_blas(const Gemm& g, const T* a, const T* b, T* c, GemmFn gemm) {
+template <class T, class TC, class GemmFn>
+void gemm_blas(const Gemm& g, const T* a, const T* b, TC* c, GemmFn gemm) {
   const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
   const int64_t flops = g.m * g.n * g.k;
   const int threads = num_threads();
@@ -52,7 +54,7 @@ void gemm_blas(const Gemm& g, const T* a, const T* b, T* c, GemmFn gemm) {
   const int64_t per_batch = flops < (int64_t(1) << 18) || threads == 1 || g.batch >= 4 * threads ? 1 : threads;
   const int64_t extent = split_rows ? g.m : g.n;
   const int64_t pieces = std::min<int64_t>(per_batch, std::max<int64_t>(1, extent / 16));
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<TC, float>) {
     if (pieces == 1 && g.batch > 1) {  // whole GEMMs per task: one batched call per range
       parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
         blas::sgemm_batch(g.trans_a, g.trans_b, g.m, g.n, g.k, a + begin * g.m * g.k, lda, g.m * g.k,
@@ -67,14 +69,14 @@ void gemm_blas(const Gemm& g, const T* a, const T* b, T* c, GemmFn gemm) {
       const int64_t lo = extent * piece / pieces, hi = extent * (piece + 1) / pieces;
       const T* A = a + bi * g.m * g.k;
       const T* B = b + bi * g.k * g.n;
-      T* C = c + bi * g.m * g.n;
+      TC* C = c + bi * g.m * g.n;
       if (split_rows) {
         // rows lo..hi of op(A): row r starts at r*lda (no trans) or column r (trans)
         const T* As = g.trans_a ? A + lo : A + lo * lda;
-        gemm(g.trans_a, g.trans_b, hi - lo, g.n, g.k, T(1), As, lda, B, ldb, T(0), C + lo * g.n, g.n);
+        gemm(g.trans_a, g.trans_b, hi - lo, g.n, g.k, TC(1), As, lda, B, ldb, TC(0), C + lo * g.n, g.n);
       } else {
         const T* Bs = g.trans_b ? B + lo * ldb : B + lo;
-        gemm(g.trans_a, g.trans_b, g.m, hi - lo, g.k, T(1), A, lda, Bs, ldb, T(0), C + lo, g.n);
+        gemm(g.trans_a, g.trans_b, g.m, hi - lo, g.k, TC(1), A, lda, Bs, ldb, TC(0), C + lo, g.n);
       }
     }
   });
@@ -99,22 +101,37 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
       return;
     case DType::Float16:
     case DType::BFloat16: {
-      // Widen to float32 (bulk conversions, F16C where built for it),
-      // multiply, round back once. Scratch is uninitialised: it is written
-      // whole before it is read.
-      const int64_t na = in[0].meta->numel(), nb = in[1].meta->numel(), nc = out[0].meta->numel();
-      std::unique_ptr<float[]> fa(new float[size_t(na)]), fb(new float[size_t(nb)]), fc(new float[size_t(nc)]);
-      auto widen = [](const void* src, float* dst, int64_t n, DType t) {
-        parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-          if (t == DType::Float16)
-            half_to_float(static_cast<const Half*>(src) + b, dst + b, e - b);
-          else
-            bf16_to_float(static_cast<const BFloat16*>(src) + b, dst + b, e - b);
-        });
-      };
-      widen(in[0].data, fa.get(), na, dt);
-      widen(in[1].data, fb.get(), nb, dt);
-      gemm_blas(g, fa.get(), fb.get(), fc.get(), blas::sgemm);
+      // Sums in float32, rounded back once. bfloat16 on the CPU's bf16
+      // dot-product instruction where it has one and no operand holds a
+      // subnormal (which that instruction may read as zero); otherwise both
+      // operands widened to float32 (bulk conversions, F16C where built for
+      // it) for sgemm. Scratch is uninitialised: it is written whole before
+      // it is read.
+      const int64_t nc = out[0].meta->numel();
+      std::unique_ptr<float[]> fc(new float[size_t(nc)]);
+      const int64_t na = in[0].meta->numel(), nb = in[1].meta->numel();
+      auto bf16 = [](const ConstArg& arg) { return static_cast<const BFloat16*>(arg.data); };
+      if (dt == DType::BFloat16 && has_gemm_bf16() && !has_subnormal(bf16(in[0]), na) &&
+          !has_subnormal(bf16(in[1]), nb)) {
+        gemm_blas(g, bf16(in[0]), bf16(in[1]), fc.get(),
+                  [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float, const BFloat16* a, int64_t lda,
+                     const BFloat16* b, int64_t ldb, float, float* c, int64_t ldc) {
+                    gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+                  });
+      } else {
+        std::unique_ptr<float[]> fa(new float[size_t(na)]), fb(new float[size_t(nb)]);
+        auto widen = [](const void* src, float* dst, int64_t n, DType t) {
+          parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+            if (t == DType::Float16)
+              half_to_float(static_cast<const Half*>(src) + b, dst + b, e - b);
+            else
+              bf16_to_float(static_cast<const BFloat16*>(src) + b, dst + b, e - b);
+          });
+        };
+        widen(in[0].data, fa.get(), na, dt);
+        widen(in[1].data, fb.get(), nb, dt);
+        gemm_blas(g, fa.get(), fb.get(), fc.get(), blas::sgemm);
+      }
       parallel_for(nc, kElementwiseGrain, [&](int64_t b, int64_t e) {
         if (dt == DType::Float16)
           float_to_half(fc.get() + b, static_cast<Half*>(out[0].data) + b, e - b);
