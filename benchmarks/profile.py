@@ -1,7 +1,7 @@
 """Where a fused step's time goes: per-kernel totals of Lucid's compiled
 training step on one workload.
 
-    python -m benchmarks.profile gpt_tiny [--steps 20] [--top 30] [--threads N]
+    python -m benchmarks.profile gpt_tiny [--steps 20] [--top 30] [--threads N] [--precision bfloat16]
 
 Each schedule entry of the executable (a kernel call or a fused elementwise
 group) is timed on every step; the report lists the most expensive entries
@@ -26,6 +26,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--precision", choices=("float32", "bfloat16", "float16"), default="float32",
+                    help="the forward under CPU autocast to this dtype")
     args = ap.parse_args(argv)
 
     import lucid
@@ -35,7 +37,7 @@ def main(argv=None):
     lucid.manual_seed(0)
     w = workloads.get(args.workload)
     data = workloads.make_data(w)
-    model = torchlike.build_model(lucid, w)
+    model = torchlike.autocast(lucid, torchlike.build_model(lucid, w), args.precision)
     opt = torchlike.make_optimizer(lucid, w["optimizer"], model.parameters())
     step = fused_step(model, torchlike.loss_fn(lucid, w), opt)
     x, y = lucid.tensor(data["x"]), lucid.tensor(data["y"])

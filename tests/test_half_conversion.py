@@ -83,11 +83,15 @@ def test_bulk_paths_of_the_16bit_matmul(name, n):
 def test_bfloat16_matmul_sums_in_float32(trans_a, trans_b):
     """bfloat16 matmuls (on the CPU's bf16 dot-product instruction where it
     has one) are the exact product rounded once, up to float32 sums: shapes
-    on both sides of the register tile (6 x 64) and of the k block (512),
-    odd k, strided batches, and an operand with a subnormal (which takes
-    the widening path)."""
+    on both sides of each register tile (6 x 64, 12 x 32, 24 x 16), of the
+    row block (96) and of the k block (128), odd and even k (row-major A
+    with even k is read in place, with a packed partial strip), strided
+    batches, and an operand with a subnormal (which takes the widening
+    path)."""
     rng = np.random.default_rng(1)
-    for m, n, k in [(1, 1, 1), (5, 63, 3), (6, 64, 2), (7, 65, 513), (13, 130, 1025), (97, 200, 64), (1, 300, 17)]:
+    shapes = [(1, 1, 1), (5, 63, 3), (6, 64, 2), (7, 65, 513), (13, 130, 1025), (97, 200, 64), (1, 300, 17),
+              (12, 32, 128), (25, 33, 130), (24, 16, 256), (23, 17, 129), (200, 9, 2), (97, 31, 258), (96, 48, 4)]
+    for m, n, k in shapes:
         a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
         b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
         la, lb = lucid.tensor(a).to(lucid.bfloat16), lucid.tensor(b).to(lucid.bfloat16)

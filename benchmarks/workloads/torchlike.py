@@ -91,6 +91,26 @@ def _gpt(lib, nn, F, w):
     return GPT()
 
 
+def autocast(lib, model, precision):
+    """model with its forward under lib.autocast("cpu", dtype=precision) and
+    its output back in float32 (the loss in float32, as a user writes it);
+    model itself for "float32"."""
+    if precision == "float32":
+        return model
+    inner, dtype = model, getattr(lib, precision)
+
+    class Autocast(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, inputs):
+            with lib.autocast("cpu", dtype=dtype):
+                return self.inner(inputs).float()
+
+    return Autocast()
+
+
 def loss_fn(lib, w):
     """The loss as `loss_fn(model_output, target)`, the form fused_step takes."""
     _, F = _nn(lib)

@@ -14,9 +14,16 @@
 namespace lucid::cpu {
 
 bool has_subnormal(const BFloat16* x, int64_t n) {
-  bool found = false;  // no early exit: the loop vectorises
-  for (int64_t i = 0; i < n; ++i) found |= (x[i].bits & 0x7f80u) == 0 && (x[i].bits & 0x007fu) != 0;
-  return found;
+  // A subnormal's magnitude bits are 1..0x7f: one unsigned compare. Chunks
+  // without an early exit inside vectorise; the scan stops at the first hit.
+  constexpr int64_t kChunk = 4096;
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t end = std::min(n, i0 + kChunk);
+    uint16_t found = 0;
+    for (int64_t i = i0; i < end; ++i) found |= uint16_t(uint16_t((x[i].bits & 0x7fffu) - 1u) < 0x7fu);
+    if (found) return true;
+  }
+  return false;
 }
 
 #if LUCID_GEMM_BF16
@@ -29,98 +36,158 @@ bool has_gemm_bf16() {
 
 namespace {
 
-// Register tile: 6 rows of C by 64 columns (4 vectors of 16 floats): 24
-// accumulators, 4 B vectors and one broadcast A pair fill 29 of the 32
-// registers. The operands are packed as the instruction reads them, a pair
-// of bf16 in each 32-bit word: B as [k pair][column] (a vector holds 16
-// columns' pairs), A as [k pair][row] (a row's pair is broadcast).
-constexpr int64_t kRows = 6, kCols = 64;
-// Cache blocks: kPairs k-pairs of a 64-column B panel (64 KiB) stay in L2
-// while each 6-row A strip (6 KiB) streams through L1; kBlockRows rows of A
-// are packed at a time.
-constexpr int64_t kPairs = 256, kBlockRows = 96;
+// The instruction multiplies pairs of bf16 (two consecutive k) packed in a
+// 32-bit word, low half first, and adds both products to a float32 lane. A
+// register tile is R rows of C by V vectors of 16 columns: R * V = 24
+// accumulators, V B vectors and one broadcast A word in the 32 registers.
+// Narrow products (a head's 32 columns) take the narrower tiles.
+//
+// Cache blocks: kPairs k pairs of a B panel (16 columns per vector, at most
+// 16 KiB) stay in L1 while kBlockRows rows of A stream through the tiles;
+// C is accumulated across k blocks.
+constexpr int64_t kPairs = 64, kBlockRows = 96;
 
-// The pair (x[i0], x[i1]) of bf16 bit patterns as one 32-bit word (low half
-// first, as the instruction reads it); a missing second element is 0.
-uint32_t pair_at(const BFloat16* x, int64_t i0, int64_t i1, bool has_second) {
-  return uint32_t(x[i0].bits) | (has_second ? uint32_t(x[i1].bits) << 16 : 0u);
+inline uint32_t word_at(const BFloat16* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
 }
 
-// op(B)[k pairs kp0.., all n columns] -> panels of kCols columns, zero-padded.
-void pack_b(bool trans, const BFloat16* b, int64_t ldb, int64_t k, int64_t n, int64_t kp0, int64_t pairs,
-            uint32_t* out) {
-  const int64_t panels = (n + kCols - 1) / kCols;
-  for (int64_t p = 0; p < panels; ++p) {
-    uint32_t* panel = out + p * pairs * kCols;
-    const int64_t j0 = p * kCols, cols = std::min(kCols, n - j0);
-    for (int64_t q = 0; q < pairs; ++q) {
-      uint32_t* row = panel + q * kCols;
-      const int64_t k0 = 2 * (kp0 + q);
-      const bool second = k0 + 1 < k;
-      if (trans) {  // B is [n, k]: a column's pair is adjacent in memory
-        for (int64_t c = 0; c < cols; ++c) row[c] = pair_at(b, (j0 + c) * ldb + k0, (j0 + c) * ldb + k0 + 1, second);
-      } else {      // B is [k, n]: two rows interleaved
-        const BFloat16* r0 = b + k0 * ldb + j0;
-        const BFloat16* r1 = second ? r0 + ldb : r0;
-        for (int64_t c = 0; c < cols; ++c) row[c] = uint32_t(r0[c].bits) | (second ? uint32_t(r1[c].bits) << 16 : 0u);
-      }
-      std::fill(row + cols, row + kCols, 0u);
+// A pair whose second element lies past k: the first alone.
+inline uint32_t single_at(const BFloat16* p) { return p->bits; }
+
+// Where a tile reads A: row r's pair q is the word at base + r * row + q * pair
+// (in bf16 elements). Row-major A is read in place (row = lda, pair = 2);
+// a packed block has row = 2, pair = 2 * kBlockRows.
+struct AView {
+  const BFloat16* base;
+  int64_t row, pair;
+};
+
+// op(B)[k pairs kp0.., columns j0..j0+cols] -> one panel [pair][16 V] of
+// words, columns past cols zero.
+void pack_b_panel(bool trans, const BFloat16* b, int64_t ldb, int64_t k, int64_t kp0, int64_t pairs, int64_t j0,
+                  int64_t cols, int64_t width, uint32_t* out) {
+  for (int64_t q = 0; q < pairs; ++q) std::fill(out + q * width + cols, out + (q + 1) * width, 0u);
+  const int64_t full = std::min(pairs, k / 2 - kp0);  // pairs with both elements
+  if (trans) {  // B is [n, k]: a column's pairs are consecutive words
+    for (int64_t c = 0; c < cols; ++c) {
+      const BFloat16* col = b + (j0 + c) * ldb + 2 * kp0;
+      for (int64_t q = 0; q < full; ++q) out[q * width + c] = word_at(col + 2 * q);
+      if (full < pairs) out[full * width + c] = single_at(col + 2 * full);
+    }
+    return;
+  }
+  for (int64_t q = 0; q < pairs; ++q) {  // B is [k, n]: two rows interleaved
+    const uint16_t* r0 = &b[(2 * (kp0 + q)) * ldb + j0].bits;
+    uint32_t* dst = out + q * width;
+    if (q < full) {
+      const uint16_t* r1 = r0 + ldb;
+      for (int64_t c = 0; c < cols; ++c) dst[c] = uint32_t(r0[c]) | uint32_t(r1[c]) << 16;
+    } else {
+      for (int64_t c = 0; c < cols; ++c) dst[c] = r0[c];
     }
   }
 }
 
-// op(A)[rows i0..i0+rows, k pairs kp0..] -> strips of kRows rows, zero-padded.
-void pack_a(bool trans, const BFloat16* a, int64_t lda, int64_t k, int64_t i0, int64_t rows, int64_t kp0,
-            int64_t pairs, uint32_t* out) {
-  const int64_t strips = (rows + kRows - 1) / kRows;
-  for (int64_t s = 0; s < strips; ++s) {
-    uint32_t* strip = out + s * pairs * kRows;
-    const int64_t here = std::min(kRows, rows - s * kRows), first = i0 + s * kRows;
+// op(A)[rows i0..i0+rows, k pairs kp0..] -> [pair][kBlockRows] words (row r
+// of the block at word r), rows past `rows` up to `padded` zero.
+void pack_a_block(bool trans, const BFloat16* a, int64_t lda, int64_t k, int64_t i0, int64_t rows, int64_t padded,
+                  int64_t kp0, int64_t pairs, uint32_t* out) {
+  const int64_t full = std::min(pairs, k / 2 - kp0);
+  for (int64_t q = 0; q < pairs; ++q) std::fill(out + q * kBlockRows + rows, out + q * kBlockRows + padded, 0u);
+  if (trans) {  // A is [k, m]: a row's pair is two rows of memory interleaved
     for (int64_t q = 0; q < pairs; ++q) {
-      const int64_t k0 = 2 * (kp0 + q);
-      const bool second = k0 + 1 < k;
-      uint32_t* dst = strip + q * kRows;
-      for (int64_t r = 0; r < here; ++r) {
-        const int64_t i = first + r;
-        dst[r] = trans ? pair_at(a, k0 * lda + i, (k0 + 1) * lda + i, second)
-                       : pair_at(a, i * lda + k0, i * lda + k0 + 1, second);
+      const uint16_t* r0 = &a[(2 * (kp0 + q)) * lda + i0].bits;
+      uint32_t* dst = out + q * kBlockRows;
+      if (q < full) {
+        const uint16_t* r1 = r0 + lda;
+        for (int64_t r = 0; r < rows; ++r) dst[r] = uint32_t(r0[r]) | uint32_t(r1[r]) << 16;
+      } else {
+        for (int64_t r = 0; r < rows; ++r) dst[r] = r0[r];
       }
-      for (int64_t r = here; r < kRows; ++r) dst[r] = 0;
     }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {  // A is [m, k]: a row's pairs are consecutive words
+    const BFloat16* row = a + (i0 + r) * lda + 2 * kp0;
+    for (int64_t q = 0; q < full; ++q) out[q * kBlockRows + r] = word_at(row + 2 * q);
+    if (full < pairs) out[full * kBlockRows + r] = single_at(row + 2 * full);
   }
 }
 
-// C[rows, cols] (+)= strip x panel over `pairs` k pairs; rows <= kRows,
-// cols <= kCols (the rest of the tile is computed on zero padding, not stored).
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void tile(const uint32_t* a, const uint32_t* b,
-                                                                   int64_t pairs, float* c, int64_t ldc,
-                                                                   int64_t rows, int64_t cols, bool accumulate) {
-  __m512 acc[kRows][4];
-  __mmask16 mask[4];
-  for (int v = 0; v < 4; ++v) {
+// C[rows, cols] (+)= A rows x panel over `pairs` k pairs; rows <= R, cols <=
+// 16 V (the tile computes all R rows and 16 V columns and stores these).
+template <int R, int V>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void tile(AView a, const uint32_t* b, int64_t pairs,
+                                                                   float* c, int64_t ldc, int64_t rows,
+                                                                   int64_t cols, bool accumulate) {
+  __m512 acc[R][V];
+  __mmask16 mask[V];
+  for (int v = 0; v < V; ++v) {
     const int64_t left = std::clamp<int64_t>(cols - 16 * v, 0, 16);
     mask[v] = __mmask16((1u << left) - 1u);
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 24
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v)
+    for (int v = 0; v < V; ++v)
       acc[r][v] = accumulate && r < rows ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
-  for (int64_t q = 0; q < pairs; ++q) {
-    const uint32_t* bq = b + q * kCols;
-    __m512bh bv[4];
+  const BFloat16* ap = a.base;
+  for (int64_t q = 0; q < pairs; ++q, ap += a.pair, b += 16 * V) {
+    __m512bh bv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(bq + 16 * v);
-    const uint32_t* aq = a + q * kRows;
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(int(aq[r]));
+    for (int v = 0; v < V; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + 16 * v);
+#pragma GCC unroll 24
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(int(word_at(ap + r * a.row)));
 #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
   }
   for (int r = 0; r < rows; ++r)
-    for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
+    for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
+}
+
+template <int R, int V>
+void gemm_tiled(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+                const BFloat16* b, int64_t ldb, float* c, int64_t ldc) {
+  static_assert(kBlockRows % R == 0, "a row block is whole strips");
+  constexpr int64_t width = 16 * V;
+  thread_local std::vector<uint32_t> b_packed, a_packed;
+  const int64_t all_pairs = (k + 1) / 2, panels = (n + width - 1) / width;
+  // Row-major A with even k is read in place (its pairs are words of the
+  // matrix); a strip of fewer than R rows is packed (a tile reads R rows).
+  const bool in_place = !trans_a && k % 2 == 0;
+  for (int64_t kp0 = 0; kp0 < all_pairs; kp0 += kPairs) {
+    const int64_t pairs = std::min(kPairs, all_pairs - kp0);
+    b_packed.resize(size_t(panels * pairs * width));
+    for (int64_t p = 0; p < panels; ++p)
+      pack_b_panel(trans_b, b, ldb, k, kp0, pairs, p * width, std::min(width, n - p * width), width,
+                   b_packed.data() + p * pairs * width);
+    for (int64_t i0 = 0; i0 < m; i0 += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, m - i0), strips = (rows + R - 1) / R;
+      const int64_t direct = in_place ? rows / R : 0;  // strips read in place
+      if (direct < strips) {
+        const int64_t first = direct * R;
+        a_packed.resize(size_t(pairs * kBlockRows));
+        pack_a_block(trans_a, a, lda, k, i0 + first, rows - first, strips * R - first, kp0, pairs,
+                     a_packed.data());
+      }
+      for (int64_t p = 0; p < panels; ++p) {
+        const uint32_t* panel = b_packed.data() + p * pairs * width;
+        const int64_t cols = std::min(width, n - p * width);
+        for (int64_t s = 0; s < strips; ++s) {
+          const AView view = s < direct ? AView{a + (i0 + s * R) * lda + 2 * kp0, lda, 2}
+                                        : AView{reinterpret_cast<const BFloat16*>(a_packed.data()) +
+                                                    2 * (s - direct) * R,
+                                                2, 2 * kBlockRows};
+          tile<R, V>(view, panel, pairs, c + (i0 + s * R) * ldc + p * width, ldc, std::min<int64_t>(R, rows - s * R),
+                     cols, kp0 > 0);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -133,24 +200,12 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  thread_local std::vector<uint32_t> b_packed;
-  thread_local std::vector<uint32_t> a_packed;
-  const int64_t all_pairs = (k + 1) / 2, panels = (n + kCols - 1) / kCols;
-  for (int64_t kp0 = 0; kp0 < all_pairs; kp0 += kPairs) {
-    const int64_t pairs = std::min(kPairs, all_pairs - kp0);
-    b_packed.resize(size_t(panels * pairs * kCols));
-    pack_b(trans_b, b, ldb, k, n, kp0, pairs, b_packed.data());
-    for (int64_t i0 = 0; i0 < m; i0 += kBlockRows) {
-      const int64_t rows = std::min(kBlockRows, m - i0), strips = (rows + kRows - 1) / kRows;
-      a_packed.resize(size_t(strips * pairs * kRows));
-      pack_a(trans_a, a, lda, k, i0, rows, kp0, pairs, a_packed.data());
-      for (int64_t p = 0; p < panels; ++p)
-        for (int64_t s = 0; s < strips; ++s)
-          tile(a_packed.data() + s * pairs * kRows, b_packed.data() + p * pairs * kCols, pairs,
-               c + (i0 + s * kRows) * ldc + p * kCols, ldc, std::min(kRows, rows - s * kRows),
-               std::min(kCols, n - p * kCols), kp0 > 0);
-    }
-  }
+  if (n > 32)
+    gemm_tiled<6, 4>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  else if (n > 16)
+    gemm_tiled<12, 2>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  else
+    gemm_tiled<24, 1>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 #else
