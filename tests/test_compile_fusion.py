@@ -149,3 +149,46 @@ def test_profile_reports_every_step():
     assert all(seconds >= 0 for _, seconds in exe.profile())
     exe.set_profiling(False)
     assert exe.profiled_runs == 0
+
+
+# Random elementwise programs in bfloat16 and float16: the fused groups
+# compute in float32 registers and round each 16-bit result as the eager
+# kernel stores it, so compiled and eager agree bit for bit, gradients too.
+_UNARY_16 = [lambda v: v.exp(), lambda v: v.tanh(), lambda v: v.sigmoid(), lambda v: v.relu(), lambda v: -v,
+             lambda v: v.abs().sqrt(), lambda v: v.abs().log1p(), lambda v: lucid.nn.functional.gelu(v),
+             lambda v: v.sin(), lambda v: v.square(), lambda v: v.clamp(-1.5, 2.0), lambda v: v.erf()]
+_BINARY_16 = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (b.abs() + 1.0),
+              lambda a, b: lucid.maximum(a, b), lambda a, b: lucid.where(a > b, a, b * 0.5),
+              lambda a, b: a * (b > 0).to(a.dtype), lambda a, b: (a.float() * b.float()).to(a.dtype)]
+
+
+def _random_half_program(seed, dtype):
+    r = np.random.default_rng(seed)
+    plan = []
+    for i in range(int(r.integers(3, 9))):
+        plan.append((int(r.integers(2)), int(r.integers(len(_UNARY_16))), int(r.integers(len(_BINARY_16))),
+                     int(r.integers(-1, 3)), int(r.integers(i + 1))))
+
+    def forward(x, w, b, s):
+        vals = [x.to(dtype)]
+        operands = [w.to(dtype), b.to(dtype), s.to(dtype)]  # [C], [1, C] and [] broadcast
+        for kind, u, bi, o, earlier in plan:
+            v = vals[-1]
+            if kind == 0:
+                vals.append(_UNARY_16[u](v))
+            else:
+                vals.append(_BINARY_16[bi](v, vals[earlier] if o < 0 else operands[o]))
+        return (vals[-1] + vals[len(vals) // 2] + operands[0] * operands[1] * operands[2]).float()
+
+    return forward
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("seed", range(12))
+def test_sixteen_bit_elementwise_programs_fuse_and_match_eager(seed, dtype):
+    forward = _random_half_program(seed, getattr(lucid, dtype))
+    model = Model(forward, (33,), (1, 33), (), seed=seed)
+    x = lucid.randn(5, 7, 33) * 2.0
+    eager, compiled, _, labels = compiled_vs_eager(model, x)
+    assert_bitwise(eager, compiled)
+    assert any(lbl.startswith("fused") for lbl in labels), labels

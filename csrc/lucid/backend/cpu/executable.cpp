@@ -88,7 +88,7 @@ class CpuExecutable final : public graph::Executable {
       if (loc_[v].kind == Location::Alias) last_use[root(v)] = std::max(last_use[root(v)], last_use[v]);
 
     // Schedule: fused groups replace their member nodes (at the last member).
-    groups_ = plan_fusion(graph_, last_use);
+    groups_ = plan_fusion(graph_, last_use, /*sixteen_bit=*/true);
     std::vector<int> group_of(size_t(nn), -1);
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (int m : groups_[gi].nodes) group_of[m] = int(gi);

@@ -14,27 +14,30 @@ namespace {
 constexpr int64_t kTile = 1024;
 constexpr size_t kMaxRank = 16;  // groups of higher rank are not formed
 
-bool f32_or_bool(DType t) { return t == DType::Float32 || t == DType::Bool; }
+// The dtypes a register holds exactly (as float32).
+bool fusable_dtype(DType t, bool sixteen_bit) {
+  return t == DType::Float32 || t == DType::Bool || (sixteen_bit && (t == DType::BFloat16 || t == DType::Float16));
+}
 
 }  // namespace
 
-bool fusable_node(const graph::Graph& g, int node) {
+bool fusable_node(const graph::Graph& g, int node, bool sixteen_bit) {
   const graph::Node& n = g.nodes[node];
   const OpKind k = n.prim->kind();
-  if (n.outputs.size() != 1 || !f32_or_bool(g.values[n.outputs[0]].meta.dtype)) return false;
+  if (n.outputs.size() != 1 || !fusable_dtype(g.values[n.outputs[0]].meta.dtype, sixteen_bit)) return false;
   if (k == OpKind::Broadcast) return true;
   if (k != OpKind::Unary && k != OpKind::Binary && k != OpKind::Where && k != OpKind::Cast) return false;
   for (int i : n.inputs)
-    if (!f32_or_bool(g.values[i].meta.dtype)) return false;
+    if (!fusable_dtype(g.values[i].meta.dtype, sixteen_bit)) return false;
   const DType out = g.values[n.outputs[0]].meta.dtype;
   if (k == OpKind::Binary) {
     const BinaryOp op = static_cast<const Binary&>(*n.prim).op;
     // Integer-flavoured float ops stay in their own kernels; arithmetic on
-    // bools (true + true) is not 0/1-closed, so only float32 arithmetic fuses.
+    // bools (true + true) is not 0/1-closed, so only float arithmetic fuses.
     if (op == BinaryOp::FloorDiv || op == BinaryOp::Remainder) return false;
-    if (!binary_returns_bool(op) && out != DType::Float32) return false;
+    if (!binary_returns_bool(op) && out == DType::Bool) return false;
   }
-  if (k == OpKind::Unary && !unary_returns_bool(static_cast<const Unary&>(*n.prim).op) && out != DType::Float32)
+  if (k == OpKind::Unary && !unary_returns_bool(static_cast<const Unary&>(*n.prim).op) && out == DType::Bool)
     return false;
   return true;
 }
@@ -76,7 +79,7 @@ void describe_broadcast(const Shape& s, const Shape& shape, FusedInput& in) {
 
 }  // namespace
 
-std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& last_use) {
+std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int>& last_use, bool sixteen_bit) {
   const int nn = int(g.nodes.size());
   // Groups under construction: members (in node order) and whether they may
   // still grow (no node outside has read one of their values yet).
@@ -94,7 +97,7 @@ std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int
   for (int j = 0; j < nn; ++j) {
     const graph::Node& n = g.nodes[j];
     std::vector<int> joins;  // open groups of this shape that j reads
-    bool ok = fusable_node(g, j);
+    bool ok = fusable_node(g, j, sixteen_bit);
     const Shape& shape = g.values[n.outputs[0]].meta.shape;
     if (ok) {
       for (int v : n.inputs) {
@@ -148,7 +151,7 @@ std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int
       const int r = grp.num_regs++;
       reg_of[v] = r;
       const TensorMeta& m = g.values[v].meta;
-      FusedInput in{v, r, m.numel() == 1, m.dtype == DType::Bool, {}, {}};
+      FusedInput in{v, r, m.numel() == 1, m.dtype, {}, {}};
       if (m.shape != shape && !in.scalar) describe_broadcast(m.shape, shape, in);
       grp.inputs.push_back(std::move(in));
       return r;
@@ -169,16 +172,18 @@ std::vector<FusedGroup> plan_fusion(const graph::Graph& g, const std::vector<int
         }
         ins.kind = OpKind::Cast;  // a plain copy (op 0)
         ins.src[0] = r;
+        ins.dtype = g.values[out].meta.dtype;
       } else {
         if (ins.kind == OpKind::Unary) ins.op = uint8_t(static_cast<const Unary&>(*n.prim).op);
         if (ins.kind == OpKind::Binary) ins.op = uint8_t(static_cast<const Binary&>(*n.prim).op);
         if (ins.kind == OpKind::Cast) ins.op = g.values[out].meta.dtype == DType::Bool;
+        ins.dtype = g.values[out].meta.dtype;
         for (size_t k = 0; k < n.inputs.size(); ++k) ins.src[k] = reg_for_input(n.inputs[k]);
       }
       ins.dst = grp.num_regs++;
       reg_of[out] = ins.dst;
       grp.code.push_back(ins);
-      if (is_output) grp.outputs.push_back({out, ins.dst, g.values[out].meta.dtype == DType::Bool});
+      if (is_output) grp.outputs.push_back({out, ins.dst, g.values[out].meta.dtype});
     }
     groups.push_back(std::move(grp));
   }
@@ -209,6 +214,22 @@ void run_binary(float* d, const float* a, const float* b, int64_t n) {
   }
 }
 
+inline float to_float(float x) { return x; }
+inline float to_float(bool x) { return x ? 1.f : 0.f; }
+inline float to_float(BFloat16 x) { return bf16_to_float(x.bits); }
+inline float to_float(Half x) { return half_to_float(x.bits); }
+
+// Calls fn(const T*) with an operand's pointer as its storage type.
+template <class F>
+void with_storage(DType t, const void* p, F&& fn) {
+  switch (t) {
+    case DType::Bool: return fn(static_cast<const bool*>(p));
+    case DType::BFloat16: return fn(static_cast<const BFloat16*>(p));
+    case DType::Float16: return fn(static_cast<const Half*>(p));
+    default: return fn(static_cast<const float*>(p));
+  }
+}
+
 // Fills r[0, n) with a broadcast operand's elements at group indices
 // [t0, t0 + n): runs along the innermost merged dim are filled or copied.
 template <class T>
@@ -225,9 +246,9 @@ void gather_broadcast(const FusedInput& in, const T* p, int64_t t0, int64_t n, f
   for (int64_t i = 0; i < n;) {
     const int64_t run = std::min(inner - coord[nd - 1], n - i);
     if (st == 0) {
-      std::fill(r + i, r + i + run, float(p[base]));
+      std::fill(r + i, r + i + run, to_float(p[base]));
     } else {
-      for (int64_t k = 0; k < run; ++k) r[i + k] = float(p[base + k * st]);
+      for (int64_t k = 0; k < run; ++k) r[i + k] = to_float(p[base + k * st]);
     }
     i += run;
     base += run * st;
@@ -240,13 +261,48 @@ void gather_broadcast(const FusedInput& in, const T* p, int64_t t0, int64_t n, f
   }
 }
 
+// Widens n elements of a 16-bit or bool operand into r.
+template <class T>
+void widen(const T* p, int64_t n, float* r) {
+  if constexpr (std::is_same_v<T, Half>) half_to_float(p, r, n);
+  else if constexpr (std::is_same_v<T, BFloat16>) bf16_to_float(p, r, n);
+  else for (int64_t i = 0; i < n; ++i) r[i] = to_float(p[i]);
+}
+
+// Stores n register values into an output of dtype t at p (16-bit values
+// are already rounded to t: exact).
+void narrow(const float* r, int64_t n, DType t, void* p) {
+  switch (t) {
+    case DType::Bool:
+      for (int64_t i = 0; i < n; ++i) static_cast<bool*>(p)[i] = r[i] != 0.f;
+      return;
+    case DType::BFloat16: return float_to_bf16(r, static_cast<BFloat16*>(p), n);
+    case DType::Float16: return float_to_half(r, static_cast<Half*>(p), n);
+    default: std::copy(r, r + n, static_cast<float*>(p));
+  }
+}
+
+// Rounds n register values to dtype t, as an eager kernel storing its
+// float32 results into a t tensor does (nothing for float32 and bool).
+void round_to(DType t, float* d, int64_t n) {
+  if (t == DType::BFloat16) {
+    for (int64_t i = 0; i < n; ++i) d[i] = bf16_to_float(float_to_bf16(d[i]));
+  } else if (t == DType::Float16) {
+    Half tmp[kTile];
+    float_to_half(d, tmp, n);
+    half_to_float(tmp, d, n);
+  }
+}
+
 }  // namespace
 
 void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, const std::vector<void*>& out_ptrs) {
   // Registers hold float32; bools are 0/1 and compare/select like the eager
-  // bool kernels. Casts between float32 and bool are exact in this form.
-  // float32 inputs are read in place and float32 outputs written in place:
-  // only scalars, bools and intermediates live in tile buffers.
+  // bool kernels; 16-bit values are rounded to their dtype after each
+  // instruction. Casts among these dtypes are exact or one rounding, as in
+  // the eager cast. float32 inputs are read in place and float32 outputs
+  // written in place: scalars, bools, 16-bit values and intermediates live
+  // in tile buffers.
   parallel_for(grp.numel, 16384, [&](int64_t begin, int64_t end) {
     // Registers as long as the chunk needs (a tiny group fills a few floats, not whole tiles).
     const int64_t tile = std::min(kTile, end - begin);
@@ -259,28 +315,22 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
       for (size_t k = 0; k < grp.inputs.size(); ++k) {
         const FusedInput& in = grp.inputs[k];
         float* r = regs.data() + size_t(in.reg) * tile;
-        if (in.broadcast()) {
-          if (in.is_bool) gather_broadcast(in, static_cast<const bool*>(in_ptrs[k]), t0, n, r);
-          else gather_broadcast(in, static_cast<const float*>(in_ptrs[k]), t0, n, r);
-        } else if (in.is_bool) {
-          const bool* p = static_cast<const bool*>(in_ptrs[k]);
-          if (in.scalar) {
-            if (!scalars_filled) std::fill(r, r + tile, p[0] ? 1.f : 0.f);
-          } else {
-            for (int64_t i = 0; i < n; ++i) r[i] = p[t0 + i] ? 1.f : 0.f;
-          }
-        } else {
-          const float* p = static_cast<const float*>(in_ptrs[k]);
-          if (in.scalar) {
-            if (!scalars_filled) std::fill(r, r + tile, p[0]);
-          } else {
+        with_storage(in.dtype, in_ptrs[k], [&](const auto* p) {
+          using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+          if (in.broadcast()) {
+            gather_broadcast(in, p, t0, n, r);
+          } else if (in.scalar) {
+            if (!scalars_filled) std::fill(r, r + tile, to_float(p[0]));
+          } else if constexpr (std::is_same_v<T, float>) {
             ptr[in.reg] = const_cast<float*>(p + t0);
+          } else {
+            widen(p + t0, n, r);
           }
-        }
+        });
       }
       scalars_filled = true;
       for (size_t k = 0; k < grp.outputs.size(); ++k)
-        if (!grp.outputs[k].is_bool) ptr[grp.outputs[k].reg] = static_cast<float*>(out_ptrs[k]) + t0;
+        if (grp.outputs[k].dtype == DType::Float32) ptr[grp.outputs[k].reg] = static_cast<float*>(out_ptrs[k]) + t0;
       auto R = [&](int r) { return ptr[r]; };
       for (const FusedInstr& ins : grp.code) {
         float* d = R(ins.dst);
@@ -295,13 +345,13 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
               run_binary<decltype(op_c)::value>(d, R(ins.src[0]), R(ins.src[1]), n);
             });
             break;
-          case OpKind::Where: {
+          case OpKind::Where: {  // selects values already of the result's dtype
             const float *c = R(ins.src[0]), *a = R(ins.src[1]), *b = R(ins.src[2]);
             for (int64_t i = 0; i < n; ++i) d[i] = c[i] != 0.f ? a[i] : b[i];
             break;
           }
           case OpKind::Cast: {
-            // float32 <-> bool (the only casts fused): to bool is x != 0.
+            // to bool is x != 0; to a float dtype a copy, rounded below.
             const float* a = R(ins.src[0]);
             if (ins.op) for (int64_t i = 0; i < n; ++i) d[i] = a[i] != 0.f ? 1.f : 0.f;
             else std::copy(a, a + n, d);
@@ -310,13 +360,12 @@ void run_fused(const FusedGroup& grp, const std::vector<const void*>& in_ptrs, c
           default:
             break;
         }
+        if (ins.kind != OpKind::Where) round_to(ins.dtype, d, n);
       }
       for (size_t k = 0; k < grp.outputs.size(); ++k) {
         const FusedOutput& out = grp.outputs[k];
-        if (!out.is_bool) continue;  // written in place above
-        const float* r = R(out.reg);
-        bool* p = static_cast<bool*>(out_ptrs[k]);
-        for (int64_t i = 0; i < n; ++i) p[t0 + i] = r[i] != 0.f;
+        if (out.dtype == DType::Float32) continue;  // written in place above
+        narrow(R(out.reg), n, out.dtype, static_cast<char*>(out_ptrs[k]) + t0 * int64_t(itemsize(out.dtype)));
       }
     }
   });

@@ -78,7 +78,7 @@ std::string group_source(const cpu::FusedGroup& g, int k) {
       os << " }\n";
       index = "o" + std::to_string(j);
     }
-    if (in.is_bool) os << "    r" << in.reg << " = ((const bool*)a.in[" << j << "])[" << index << "] ? 1.f : 0.f;\n";
+    if (in.dtype == DType::Bool) os << "    r" << in.reg << " = ((const bool*)a.in[" << j << "])[" << index << "] ? 1.f : 0.f;\n";
     else os << "    r" << in.reg << " = ((const float*)a.in[" << j << "])[" << index << "];\n";
   }
   for (const cpu::FusedInstr& ins : g.code) {
@@ -105,7 +105,7 @@ std::string group_source(const cpu::FusedGroup& g, int k) {
   }
   for (size_t j = 0; j < g.outputs.size(); ++j) {
     const cpu::FusedOutput& o = g.outputs[j];
-    if (o.is_bool) os << "    ((bool*)a.out[" << j << "])[i] = r" << o.reg << " != 0.f;\n";
+    if (o.dtype == DType::Bool) os << "    ((bool*)a.out[" << j << "])[i] = r" << o.reg << " != 0.f;\n";
     else os << "    ((float*)a.out[" << j << "])[i] = r" << o.reg << ";\n";
   }
   os << "  }\n}\n";
@@ -130,7 +130,7 @@ std::vector<cpu::FusedGroup> plan_groups(const Graph& g) {
   for (const auto& w : g.writebacks) last_use[w.value] = nn;
   for (int v = nv - 1; v >= 0; --v)
     if (viewed[v] >= 0) last_use[root(v)] = std::max(last_use[root(v)], last_use[v]);
-  return cpu::plan_fusion(g, last_use);
+  return cpu::plan_fusion(g, last_use, /*sixteen_bit=*/false);  // the generated code reads float32 and bool
 }
 
 // The groups' kernels, one per distinct group (the layers of a deep model
