@@ -313,7 +313,41 @@ ON_PERMUTED = {
     "addcdiv": lambda m,x: m.addcdiv(x, x, x+10, value=0.5),
     "sqrt_abs": lambda m,x: x.abs().sqrt(),
     "bool_to_float": lambda m,x: (x>0).float(),
+    # normalisations and shuffles write a new row-major result for a permuted input
+    "group_norm": lambda m,x: m.nn.functional.group_norm(x, 3, m.ones(3), m.zeros(3)),
+    "group_norm_1": lambda m,x: m.nn.functional.group_norm(x, 1),
+    "batch_norm_train": lambda m,x: m.nn.functional.batch_norm(x, None, None, m.ones(3), m.zeros(3), training=True),
+    "batch_norm_eval": lambda m,x: m.nn.functional.batch_norm(x, m.zeros(3), m.ones(3), training=False),
+    "instance_norm": lambda m,x: m.nn.functional.instance_norm(x),
+    "rms_norm": lambda m,x: m.nn.functional.rms_norm(x, [4]),
+    "pixel_shuffle": lambda m,x: m.nn.functional.pixel_shuffle(x, 1),
+    "one_hot": lambda m,x: m.nn.functional.one_hot((x > 0).long(), 2),
+    "diag_embed": lambda m,x: m.diag_embed(x),
 }
+
+# On a channels-last input PyTorch's normalisations keep channels-last
+# (instance_norm excepted); Lucid's do too.
+ON_CHANNELS_LAST = {
+    "group_norm": lambda m,x: m.nn.functional.group_norm(x, 3),
+    "group_norm_1": lambda m,x: m.nn.functional.group_norm(x, 1, m.ones(3), m.zeros(3)),
+    "batch_norm_train": lambda m,x: m.nn.functional.batch_norm(x, None, None, training=True),
+    "batch_norm_eval": lambda m,x: m.nn.functional.batch_norm(x, m.zeros(3), m.ones(3), training=False),
+    "instance_norm": lambda m,x: m.nn.functional.instance_norm(x),
+    "rms_norm": lambda m,x: m.nn.functional.rms_norm(x, [6]),
+    "layer_norm": lambda m,x: m.nn.functional.layer_norm(x, [6]),
+    "pixel_shuffle": lambda m,x: m.nn.functional.pixel_shuffle(x, 1),
+    "softmax": lambda m,x: m.nn.functional.softmax(x, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ON_CHANNELS_LAST))
+def test_normalisations_of_a_channels_last_input_have_pytorchs_strides(name):
+    a = np.random.default_rng(0).standard_normal((2, 4, 6, 3)).astype(np.float32)  # stored N, H, W, C
+    fn = ON_CHANNELS_LAST[name]
+    want = fn(torch, torch.tensor(a).permute(0, 3, 1, 2))
+    got = fn(lucid, lucid.tensor(a).permute(0, 3, 1, 2))
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", sorted(ON_PERMUTED))

@@ -908,7 +908,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
         it = iter(order)
         perm = [p if p is not None else next(it) for p in perm]
         out = _C.permute(out, perm)
-    return out
+    return _C.contiguous(out)  # row-major, as PyTorch's (a zero tensor whose diagonal is written)
 
 
 def trace(input):  # noqa: A002

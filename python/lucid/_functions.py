@@ -565,7 +565,7 @@ def masked_fill(input, mask, value):  # noqa: A002
 
 
 def one_hot(tensor, num_classes=-1):
-    return _C.one_hot(tensor, num_classes)
+    return _C.contiguous(_C.one_hot(tensor, num_classes))  # row-major for any input layout, as PyTorch's
 
 
 def softmax(input, dim, dtype=None):  # noqa: A002

@@ -72,3 +72,15 @@ def is_in_format(t, fmt):
             return False
         expected *= shape[d]
     return True
+
+
+def suggested_layout(out, like):
+    """out laid out as PyTorch's normalisation and pixel-shuffle kernels lay
+    out their results (suggest_memory_format of the input `like`):
+    channels-last where `like` is a 4-D (5-D) tensor stored so (and not also
+    row-major), row-major otherwise: a permuted input's result is not
+    permuted, and `.view()` applies to it as in PyTorch."""
+    for fmt, (ndim, _) in _CHANNELS_LAST_ORDER.items():
+        if like.ndim == ndim and is_in_format(like, fmt) and not is_in_format(like, contiguous_format):
+            return out if is_in_format(out, fmt) else make_in_format(out, fmt, _C.contiguous_copy, "contiguous")
+    return _C.contiguous(out)

@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 
 from .. import _C
-from .._functions import _wrap_dim
+from .._functions import _wrap_dim, one_hot  # noqa: F401  (F.one_hot is lucid.one_hot)
+from .._memory_format import suggested_layout
 from .._utils import to_dtype
 from ..autograd import no_grad
 
@@ -182,7 +183,7 @@ def pixel_shuffle(input, upscale_factor):  # noqa: A002
     n = len(lead)
     x = _C.reshape(input, list(lead) + [c // (r * r), r, r, h, w])
     x = _C.permute(x, list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
-    return _C.reshape(x, list(lead) + [c // (r * r), h * r, w * r])
+    return suggested_layout(_C.reshape(x, list(lead) + [c // (r * r), h * r, w * r]), input)
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
@@ -204,7 +205,7 @@ def pixel_unshuffle(input, downscale_factor):  # noqa: A002
     n = len(lead)
     x = _C.reshape(input, list(lead) + [c, h // r, r, w // r, r])
     x = _C.permute(x, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
-    return _C.reshape(x, list(lead) + [c * r * r, h // r, w // r])
+    return suggested_layout(_C.reshape(x, list(lead) + [c * r * r, h // r, w // r]), input)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
@@ -521,7 +522,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             out = _C.mul(out, _C.reshape(weight, shape))
         if bias is not None:
             out = _C.add(out, _C.reshape(bias, shape))
-        return out
+        return suggested_layout(out, input)
     # Eval: one scale and shift per channel, then a single pass over x.
     scale = _C.rsqrt(_C.add(running_var, eps))
     if weight is not None:
@@ -529,8 +530,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     shift = _C.neg(_C.mul(running_mean, scale))
     if bias is not None:
         shift = _C.add(shift, bias)
-    return _C.add(_C.mul(input, _C.reshape(_C.cast(scale, input.dtype), shape)),
-                  _C.reshape(_C.cast(shift, input.dtype), shape))
+    out = _C.add(_C.mul(input, _C.reshape(_C.cast(scale, input.dtype), shape)),
+                 _C.reshape(_C.cast(shift, input.dtype), shape))
+    return suggested_layout(out, input)
 
 
 def _check_batch_norm(input, running_mean, running_var, weight, bias, training):  # noqa: A002
@@ -581,7 +583,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         out = _C.mul(out, _C.reshape(weight, shape))
     if bias is not None:
         out = _C.add(out, _C.reshape(bias, shape))
-    return out
+    return _C.contiguous(out)  # row-major for any input, channels-last too, as PyTorch's
 
 
 def _normalized_shape(normalized_shape):
@@ -622,7 +624,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     out = _C.mul(input, _C.rsqrt(_C.add(_C.mean(_C.mul(input, input), dims, True), eps)))
     if weight is not None:
         out = _C.mul(out, weight)
-    return out
+    return suggested_layout(out, input)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -642,7 +644,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
         out = _C.mul(out, _C.reshape(weight, shape))
     if bias is not None:
         out = _C.add(out, _C.reshape(bias, shape))
-    return out
+    return suggested_layout(out, input)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
@@ -697,10 +699,6 @@ def _embedding_renorm_(weight, flat, max_norm, norm_type):
         scale = _C.where(_C.logical_and(_C.unsqueeze(used, 1), _C.gt(norms, max_norm)),
                          _C.div(max_norm, _C.add(norms, 1e-7)), 1.0)
         _C.assign_(weight, _C.mul(w, scale))
-
-
-def one_hot(tensor, num_classes=-1):
-    return _C.one_hot(tensor, num_classes)
 
 
 # ------------------------------------------------------------------ dropout
