@@ -547,3 +547,37 @@ def test_op_results_have_pytorchs_strides(name):
     assert got.stride() == want.stride()
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
     got.view(-1)  # as PyTorch's, a view of the whole result exists
+
+
+# Strided (non-dense) and broadcast inputs: results are dense in the input's
+# memory order (TensorIterator, empty_like), as PyTorch's.
+STRIDED_VIEWS = {
+    "step_last": lambda x: x[:, :, ::2],
+    "step_mid": lambda x: x[:, ::2],
+    "slice_last": lambda x: x[..., 1:5],
+    "permuted_slice": lambda x: x.permute(2, 0, 1)[1:],
+    "expand": lambda x: x[:, :1].expand(4, 6, 8),
+    "transposed_step": lambda x: x.transpose(0, 2)[::2],
+    "select": lambda x: x[:, 2],
+    "as_strided": lambda x: x.as_strided((3, 4), (2, 5)),
+}
+ON_STRIDED = {
+    "add": lambda m, x: x + 1, "mul": lambda m, x: x * x, "exp": lambda m, x: x.exp(), "gt": lambda m, x: x > 0,
+    "where": lambda m, x: m.where(x > 0, x, 0.), "clone": lambda m, x: x.clone(), "double": lambda m, x: x.double(),
+    "sum": lambda m, x: x.sum(-1), "softmax": lambda m, x: x.softmax(-1), "cumsum": lambda m, x: x.cumsum(0),
+    "sort": lambda m, x: x.sort(-1)[0], "argsort": lambda m, x: x.argsort(0), "zeros_like": lambda m, x: m.zeros_like(x),
+    "add_broadcast": lambda m, x: x + m.ones(x.shape[-1]), "mul_": lambda m, x: x.clone().mul_(2),
+    "max": lambda m, x: x.max(-1)[0], "flip": lambda m, x: x.flip(0), "masked_fill": lambda m, x: x.masked_fill(x > 0, 0.),
+    "half": lambda m, x: x.half(), "layer_norm": lambda m, x: m.nn.functional.layer_norm(x, x.shape[-1:]),
+    "roll": lambda m, x: x.roll(1, 0),
+}
+
+
+@pytest.mark.parametrize("view", sorted(STRIDED_VIEWS))
+def test_results_of_ops_on_strided_inputs_have_pytorchs_strides(view):
+    a = np.random.default_rng(0).standard_normal((4, 6, 8)).astype(np.float32)
+    for name, fn in ON_STRIDED.items():
+        want = fn(torch, STRIDED_VIEWS[view](torch.tensor(a)))
+        got = fn(lucid, STRIDED_VIEWS[view](lucid.tensor(a)))
+        assert got.stride() == want.stride(), name
+        np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-3, atol=1e-3, err_msg=name)

@@ -18,15 +18,19 @@ std::vector<Tensor> ArgSort::vjp(const std::vector<Tensor>&, const std::vector<T
   return no_grads(argnums);
 }
 
-// PyTorch's sort results keep a dense input's strides (a transposed input
-// gives transposed values and indices): sorted where the input lies, along
+// PyTorch's sort results are laid out as empty_like(input): a dense input's
+// strides (a transposed input gives transposed values and indices), a
+// strided one's memory order, densely. Sorted where the input lies, along
 // the same dim, and put back in its dim order.
 static std::pair<Tensor, Tensor> sort_in_place_order(const Tensor& x, int axis, bool descending, bool with_values) {
   auto sorted = [&](const Tensor& t, int along) -> std::pair<Tensor, Tensor> {
     Tensor idx = call<ArgSort>({t}, along, descending);
     return {with_values ? gather(t, along, idx) : idx, idx};  // differentiable through gather
   };
-  if (x.is_contiguous() || !is_non_overlapping_and_dense(x.shape(), x.strides())) return sorted(x, axis);
+  if (x.is_contiguous()) return sorted(x, axis);
+  const bool dense = is_non_overlapping_and_dense(x.shape(), x.strides());
+  for (size_t d = 0; d < x.shape().size() && !dense; ++d)
+    if (x.strides()[d] == 0 && x.shape()[d] > 1) return sorted(x, axis);  // broadcast: row-major
   const std::vector<int64_t> order = memory_order(x.shape(), x.strides());
   std::vector<int64_t> inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
@@ -34,7 +38,7 @@ static std::pair<Tensor, Tensor> sort_in_place_order(const Tensor& x, int axis, 
   std::pair<Tensor, Tensor> out{permute(values, inverse), permute(indices, inverse)};
   for (Tensor* t : {&out.first, &out.second}) {
     t->impl()->view_base = nullptr;  // memory of its own, not a view
-    t->impl()->strides = x.strides();
+    if (dense) t->impl()->strides = x.strides();  // (its size-1 dims' strides too)
   }
   return out;
 }
