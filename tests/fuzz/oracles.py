@@ -985,10 +985,30 @@ class _CentringRoundingF(ExactTorchF):
     That rounding happens inside the op, so moving its inputs or output
     cannot show it: a row of -1e9 + O(1) values (masked_fill before a
     layer_norm) normalises to O(1) values off by ~eps * 1e9 / std, with a
-    common part exact arithmetic never has (graph seed 920133)."""
+    common part exact arithmetic never has (graph seed 920133).
+
+    Lucid composes group_norm and batch_norm of (x - mean) * rsqrt(var +
+    eps): a mean off by its rounding leaves a centred group that does not sum
+    to 0, and through var that residue reaches the input's gradient,
+    amplified by rsqrt(var)^3 (graph soak seed 6511265: a mathematically zero
+    gradient, 1e-4 in Lucid, 0 in PyTorch, whose CPU kernel accumulates in
+    float64). Their moved forward adds the difference that rounding makes,
+    value and gradient (_offset_centring)."""
 
     def __init__(self, signs):
-        self._signs = signs  # shape -> a tensor of random +-1
+        self._signs = signs  # shape -> a tensor of random +-1 (0 for the unmoved run)
+
+    def _offset_centring(self, g, dims, eps):
+        """(x - mean - d) * rsqrt(var + eps) minus the same with d = 0, for
+        groups `g` normalised over `dims`; d: eps(dtype) * max|x| of each
+        group, a constant of random sign."""
+        mag = g.detach().abs().amax(dim=dims, keepdim=True)
+        d = self._signs(mag.shape).to(g.dtype) * (torch.finfo(g.dtype).eps * mag)
+
+        def normalised(shift):
+            xc = g - g.mean(dim=dims, keepdim=True) - shift
+            return xc * torch.rsqrt((xc * xc).mean(dim=dims, keepdim=True) + eps)
+        return normalised(d) - normalised(torch.zeros_like(d))
 
     def _centring_move(self, x, groups, dims, eps):
         """eps(dtype) * max|x| / std over `dims` of x viewed as `groups`, in x's shape."""
@@ -1011,6 +1031,7 @@ class _CentringRoundingF(ExactTorchF):
     def group_norm(self, x, num_groups, weight=None, bias=None, eps=1e-5):
         out = TF.group_norm(x, num_groups, weight, bias, eps)
         move = self._centring_move(x, (x.shape[0], num_groups, -1), (2,), eps)
+        move = move + self._offset_centring(x.reshape(x.shape[0], num_groups, -1), (2,), eps).reshape(x.shape)
         w = self._per_channel(weight, x)
         return out + (move if w is None else move * w)
 
@@ -1021,6 +1042,8 @@ class _CentringRoundingF(ExactTorchF):
             return out  # centred on the running mean: no cancellation inside
         channels_first = x.movedim(1, 0)
         move = self._centring_move(channels_first, channels_first.shape, tuple(range(1, x.ndim)), eps)
+        move = move + self._offset_centring(channels_first.reshape(x.shape[1], -1), (1,), eps).reshape(
+            channels_first.shape)
         move = move.movedim(0, 1)
         w = self._per_channel(weight, x)
         return out + (move if w is None else move * w)
