@@ -411,6 +411,23 @@ OPS = [
                                        ((1, 2, 3, 4), (1, 2, 5, 3), (1, 2, 5, 6))]]),
     custom("F.unfold", lambda m, x, k: m.nn.functional.unfold(x, k),
            lambda: [(Arr(xs, "float32"), k) for xs in [(1, 2, 4, 4), (2, 4, 4), (1, 1, 1, 1)] for k in (2, 5, 0, (1, 2))]),
+    unary("median", lambda m, x: m.median(x)),
+    with_dim("median_dim", lambda m, x, d: m.median(x, d).values, shapes=[(0,), (3,), (0, 3), (3, 0)]),
+    custom("kthvalue", lambda m, x, k, d: m.kthvalue(x, k, d).values,
+           lambda: [(x, k, d) for x in tensors(["int64", "float32"], [(3,), (0,), (0, 3), (3, 0)]) for k in (1, 3)
+                    for d in (0, -1)]),
+    custom("quantile", lambda m, x, q: m.quantile(x, q),
+           lambda: [(x, q) for x in tensors(FLOATS[2:], [(), (0,), (3,), (0, 3)]) for q in (0.0, 0.5, 1.0, 1.5)]),
+    custom("inplace_on_transposed", lambda m, x, op: getattr(m.clone(x).transpose(0, -1), op)(),
+           lambda: [(x, op) for x in tensors(["float32", "int64"], [(0, 3), (3, 0), (2, 0, 3), (2, 3)])
+                    for op in ("floor_", "neg_", "zero_", "abs_")]),
+    custom("einsum_sublist", lambda m, a, sa, b, sb, *out: m.einsum(a, sa, b, sb, *out),
+           lambda: [(Arr((2, 3), "float32"), [0, 1], Arr((3, 4), "float32", salt=1), [1, 2], *out)
+                    for out in ([], [[0, 2]], [[2, 0]], [[0]], [[5]])]
+           + [(Arr((2, 3), "float32"), [Ellipsis, 1], Arr((3,), "float32", salt=1), [1]),
+              (Arr((2, 3), "float32"), [0, 60], Arr((3,), "float32", salt=1), [60])]),
+    custom("tensor_type_empty", lambda m, name: m.__dict__[name](), lambda: [(n,) for n in (
+        "FloatTensor", "LongTensor", "BoolTensor", "DoubleTensor")]),
     custom("F.pad", lambda m, x, p, mode: m.nn.functional.pad(x, p, mode=mode),
            lambda: [(Arr(s, "float32"), p, mode) for s in [(1, 2, 3), (1, 0, 3)] for mode in ("constant", "reflect",
                                                                                                "replicate", "circular")

@@ -12,6 +12,7 @@ import collections
 import itertools
 import math
 import numbers
+import string
 
 import numpy as np
 
@@ -342,10 +343,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 _ValuesIndices = collections.namedtuple("values_indices", ["values", "indices"])
 
 
-def _k_along(input, dim, position, keepdim, nan_last=True):  # noqa: A002
+def _k_along(input, dim, position, keepdim, what="median"):  # noqa: A002
     """(values, indices) of the element at sorted `position` along `dim`."""
-    values, indices = F.sort(input, dim)
     d = dim % input.ndim
+    if input.shape[d] == 0:
+        raise IndexError(f"{what}(): Expected reduction dim {d} to have non-zero size.")
+    values, indices = F.sort(input, dim)
     # new row-major tensors, not views into the sorted ones (PyTorch's)
     v, i = _C.contiguous_copy(_C.narrow(values, d, position, 1)), _C.contiguous_copy(_C.narrow(indices, d, position, 1))
     if not keepdim:
@@ -356,6 +359,10 @@ def _k_along(input, dim, position, keepdim, nan_last=True):  # noqa: A002
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median; NaN if any value along the dim is NaN (PyTorch's rule)."""
     if dim is None:
+        if input.numel() == 0:  # PyTorch's: NaN, cast to the dtype (an integer's is its minimum)
+            fill = float("nan") if input.dtype.is_floating_point or input.dtype == _C.dtype.bool else \
+                int(np.iinfo(str(input.dtype).split(".")[-1]).min)
+            return _C.full([], fill, input.dtype, input.device)
         flat = _C.reshape(input, [input.numel()])
         v = _k_along(flat, 0, (input.numel() - 1) // 2, False).values
         if input.dtype.is_floating_point:
@@ -389,9 +396,11 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
 
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     n = input.shape[dim] if input.ndim else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {dim % input.ndim} to have non-zero size.")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    return _k_along(input, dim, k - 1, keepdim)
+    return _k_along(input, dim, k - 1, keepdim, "kthvalue")
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
@@ -403,6 +412,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
     if isinstance(q, Tensor) and q.dtype != input.dtype:
         raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
     qs = np.atleast_1d(q.detach().cpu().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
     scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
     if np.any(qs < 0) or np.any(qs > 1):
@@ -756,10 +767,43 @@ def tensordot(a, b, dims=2):
     return _C.reshape(out, [a.shape[d] for d in fa] + [b.shape[d] for d in fb])
 
 
+def _einsum_sublists(args):
+    """(equation, operands) of einsum's sublist form: operands each followed
+    by a list of subscripts (ints 0-51, Ellipsis), then optionally the
+    output's list."""
+    def letters(sub):
+        out = []
+        for v in sub:
+            if v is Ellipsis:
+                out.append("...")
+            elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, Tensor)) and 0 <= v < 52:
+                out.append((string.ascii_uppercase + string.ascii_lowercase)[v])  # PyTorch's labels
+            else:
+                raise ValueError(f"einsum(): expected subscripts to be in [0, 52) or Ellipsis, got {v!r}")
+        return "".join(out)
+    ops, terms = [], []
+    for i in range(0, len(args) - 1, 2):
+        op, sub = args[i], args[i + 1]
+        if not isinstance(op, Tensor) or not isinstance(sub, (list, tuple)):
+            raise TypeError("einsum(): the sublist form takes operands each followed by a list of subscripts")
+        ops.append(op)
+        terms.append(letters(sub))
+    eq = ",".join(terms)
+    if len(args) % 2:
+        if not isinstance(args[-1], (list, tuple)):
+            raise TypeError("einsum(): the sublist form ends with the output's list of subscripts, if any")
+        eq += "->" + letters(args[-1])
+    return eq, tuple(ops)
+
+
 def einsum(equation, *operands):
     """Einstein summation, contracted pairwise (left to right) with matmuls:
     each pair's shared labels that no later operand or the output uses are
     summed by the GEMM; labels of one operand alone are summed first."""
+    if isinstance(equation, Tensor):  # the sublist form: einsum(op1, [0, 1], op2, [1, 2], [0, 2])
+        equation, operands = _einsum_sublists((equation,) + operands)
+    elif not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
     ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
     eq = equation.replace(" ", "")
     if "->" in eq:
@@ -775,7 +819,10 @@ def einsum(equation, *operands):
     for t, op in zip(terms, ops):
         if "..." in t:
             ell_rank = builtins.max(ell_rank, op.ndim - (len(t) - 3))
-    ell = "".join(chr(ord("A") + i) for i in range(ell_rank))
+    free = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in eq]
+    if ell_rank > len(free):
+        raise RuntimeError("einsum(): too many subscripts in the equation")
+    ell = "".join(free[:ell_rank])
     terms = [t.replace("...", ell[len(ell) - (op.ndim - (len(t) - 3)):] if "..." in t else "") for t, op in
              zip(terms, ops)]
     for t, op in zip(terms, ops):
@@ -788,6 +835,12 @@ def einsum(equation, *operands):
         out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
     else:
         out = out.replace("...", ell)
+        for c in out:
+            if c not in "".join(terms):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   f"operand")
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
     sizes = {}
     for t, op in zip(terms, ops):
         for c, n in zip(t, op.shape):

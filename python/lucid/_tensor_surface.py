@@ -55,7 +55,9 @@ def _make_tensor_type(name, dtype, device_type, module):
     def __new__(cls, *args, device=None):
         from ._creation import tensor, zeros
 
-        if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        if not args:
+            t = zeros(0, dtype=dtype)  # PyTorch's: an empty 1-D tensor
+        elif all(isinstance(a, int) and not isinstance(a, bool) for a in args):
             t = zeros(*args, dtype=dtype)  # uninitialised in PyTorch; zeros here
         elif len(args) == 1:
             t = tensor(args[0], dtype=dtype)

@@ -31,9 +31,9 @@ int64_t numel(const Shape& s) {
 Shape contiguous_strides(const Shape& s) {
   Shape st(s.size());
   int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
+  for (size_t i = s.size(); i-- > 0;) {  // a size-0 dim counts as 1, as PyTorch's strides
     st[i] = acc;
-    if (i > 0 && (__builtin_mul_overflow(acc, s[i], &acc) || acc > kMaxNumel)) size_overflow(s);
+    if (i > 0 && (__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc) || acc > kMaxNumel)) size_overflow(s);
   }
   return st;
 }
@@ -52,6 +52,7 @@ bool is_contiguous(const Shape& shape, const Shape& strides) {
 }
 
 bool has_internal_overlap(const Shape& shape, const Shape& strides) {
+  if (numel(shape) == 0) return false;  // no element to share a location
   for (size_t i = 0; i < shape.size(); ++i)
     if (strides[i] == 0 && shape[i] > 1) return true;
   return false;
