@@ -72,7 +72,7 @@ void init_ops(py::module_& m) {
                        [](const Tensor& t, const Tensor& n) { return name(n, t); });                      \
   }, release);
   LUCID_BINARY(add, false, false) LUCID_BINARY(sub, false, false) LUCID_BINARY(mul, false, true)
-  LUCID_BINARY(floor_divide, false, false) LUCID_BINARY(remainder, false, false)
+  LUCID_BINARY(floor_divide, false, false) LUCID_BINARY(remainder, false, false) LUCID_BINARY(fmod, false, false)
   LUCID_BINARY(maximum, false, false) LUCID_BINARY(minimum, false, false)
   LUCID_BINARY(eq, false, false) LUCID_BINARY(ne, false, false) LUCID_BINARY(lt, false, false)
   LUCID_BINARY(le, false, false) LUCID_BINARY(gt, false, false) LUCID_BINARY(ge, false, false)

@@ -4,8 +4,9 @@ need concrete values (unique, bincount, searchsorted, masked_select...) read
 them on the host and say so; they run eagerly only.
 
 Where a composition rounds differently from PyTorch's dedicated kernel (the
-inverse trigonometric and hyperbolic functions, fmod of floats), the
-difference is a few float32 ulps (the tests hold them to 1e-5).
+inverse trigonometric and hyperbolic functions, hypot), the difference is a
+few float32 ulps (the tests hold them to 1e-5); 16-bit inputs are computed in
+float32 and rounded once, as PyTorch's kernels do.
 """
 import builtins
 import collections
@@ -101,18 +102,50 @@ def cosh(input):  # noqa: A002
     return _C.mul(_C.add(_C.exp(x), _C.exp(_C.neg(x))), 0.5)
 
 
+def _computed_in_float32(fn, x):
+    """fn(x) for a floating x, a 16-bit x computed in float32 and rounded
+    back once (as PyTorch's kernels compute them): the composites' squares
+    would overflow float16 from 256 on."""
+    if x.dtype in (_C.dtype.float16, _C.dtype.bfloat16):
+        return _C.cast(fn(_C.cast(x, _C.dtype.float32)), x.dtype)
+    return fn(x)
+
+
+# Beyond this magnitude asinh(x) and acosh(x) are log(2|x|) to the last bit in
+# float64 too (the next term is 1 / (4 x^2)), and x^2 still fits float32.
+_LOG2X_FROM = 2.0 ** 28
+
+
+def _split_at(a, threshold):
+    """(a where a <= threshold else 1, a where a > threshold else 1, the mask):
+    each branch of a where() sees only finite inputs of its own range, so
+    neither gives inf/NaN whose zero-weighted gradient would be NaN."""
+    big = _C.gt(a, threshold)
+    return _C.where(big, 1.0, a), _C.where(big, a, 1.0), big
+
+
 def asinh(input):  # noqa: A002
-    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for small or negative x
-    x = _floating(input)
-    a = _C.abs(x)
-    sq = _C.mul(x, x)
-    inner = _C.add(a, _C.div(sq, _C.add(_C.sqrt(_C.add(sq, 1.0)), 1.0)))
-    return _C.mul(_C.sign(x), _C.log1p(inner))
+    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for small
+    # or negative x; log(2|x|) for large |x|, where x^2 overflows
+    def f(x):
+        small, large, big = _split_at(_C.abs(x), _LOG2X_FROM)
+        sq = _C.mul(small, small)
+        near = _C.log1p(_C.add(small, _C.div(sq, _C.add(_C.sqrt(_C.add(sq, 1.0)), 1.0))))
+        far = _C.add(_C.log(large), math.log(2.0))
+        return _C.mul(_C.sign(x), _C.where(big, far, near))
+    return _computed_in_float32(f, _floating(input))
 
 
 def acosh(input):  # noqa: A002
-    x = _floating(input)
-    return _C.log(_C.add(x, _C.sqrt(_C.mul(_C.sub(x, 1.0), _C.add(x, 1.0)))))
+    # log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1); log(2x) for
+    # large x, where t^2 overflows; NaN below 1
+    def f(x):
+        small, large, big = _split_at(x, _LOG2X_FROM)
+        t = _C.sub(small, 1.0)
+        near = _C.log1p(_C.add(t, _C.sqrt(_C.mul(t, _C.add(t, 2.0)))))
+        far = _C.add(_C.log(large), math.log(2.0))
+        return _C.where(_C.lt(x, 1.0), float("nan"), _C.where(big, far, near))
+    return _computed_in_float32(f, _floating(input))
 
 
 def atanh(input):  # noqa: A002
@@ -151,17 +184,29 @@ def xlogy(input, other):  # noqa: A002
 
 
 def hypot(input, other):  # noqa: A002
-    return _C.sqrt(_C.add(_C.mul(input, input), _C.mul(other, other)))
+    """sqrt(x^2 + y^2) without overflow or underflow: max * sqrt(1 + (min /
+    max)^2); inf where either is infinite, NaN or not (C's hypot)."""
+    x = _t(input) if not is_number(input) else None
+    y = _t(other) if not is_number(other) else _C.wrap_scalar(float(other), x)
+    x = x if x is not None else _C.wrap_scalar(float(input), y)
+    dt = _C.result_type(x, y)
+    dt = dt if dt.is_floating_point else _C.get_default_dtype()
+
+    def f(a, b):
+        a, b = _C.abs(a), _C.abs(b)
+        big, small = _C.maximum(a, b), _C.minimum(a, b)
+        scale = _C.where(_C.logical_or(_C.eq(big, 0.0), _C.isinf(big)), 1.0, big)
+        ratio = _C.div(small, scale)
+        h = _C.mul(big, _C.sqrt(_C.add(_C.mul(ratio, ratio), 1.0)))
+        return _C.where(_C.logical_or(_C.isinf(a), _C.isinf(b)), float("inf"), h)
+    if dt in (_C.dtype.float16, _C.dtype.bfloat16):
+        return _C.cast(f(_C.cast(x, _C.dtype.float32), _C.cast(y, _C.dtype.float32)), dt)
+    return f(_C.cast(x, dt), _C.cast(y, dt))
 
 
 def fmod(input, other):  # noqa: A002
-    """C's fmod: the remainder takes the dividend's sign."""
-    a, b = _t(input), _t(other) if not is_number(other) else other
-    if not a.dtype.is_floating_point and (is_number(b) and isinstance(b, numbers.Integral) or
-                                          isinstance(b, Tensor) and not b.dtype.is_floating_point):
-        q = F.div(a, b, rounding_mode="trunc")
-        return _C.sub(a, _C.mul(q, b))
-    return _C.sub(a, _C.mul(_C.trunc(_C.div(a, b)), b))
+    """C's fmod: the remainder takes the dividend's sign (exact, as std::fmod)."""
+    return _C.fmod(input, other)
 
 
 def frac(input):  # noqa: A002

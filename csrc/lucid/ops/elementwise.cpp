@@ -153,7 +153,7 @@ const char* unary_op_name(UnaryOp op) {
 const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
                                 "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                                "logical_or", "logical_xor"};
+                                "logical_or", "logical_xor", "fmod"};
   return names[int(op)];
 }
 void integer_division_by_zero(BinaryOp op) {
@@ -378,6 +378,7 @@ std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const std::vector
         break;
       }
       case BinaryOp::Remainder: r = i == 0 ? g : mul(neg(g), floor_divide(a, b)); break;
+      case BinaryOp::Fmod: r = i == 0 ? g : mul(neg(g), trunc(div(a, b))); break;
       case BinaryOp::FloorDiv: r = zeros_like(g); break;
       default: fail<Error>("the derivative of '", name(), "' is not defined");
     }
@@ -433,6 +434,7 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::FloorDiv, a, b); }
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Remainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Fmod, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }

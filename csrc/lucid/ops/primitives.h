@@ -53,6 +53,7 @@ struct Unary final : Primitive {
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, FloorDiv, Remainder, Pow, Maximum, Minimum, Atan2,
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor,
+  Fmod,  // C's fmod: the remainder takes the dividend's sign (appended: earlier codes keep their values)
   Count
 };
 const char* binary_op_name(BinaryOp op);

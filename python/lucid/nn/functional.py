@@ -1477,9 +1477,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = _C.mul(_C.exp(target), _C.sub(target, input))
     else:
         # xlogy(t, t) with 0 log 0 = 0 (and a finite gradient there)
+        # (NaN for a negative target, whose log is NaN, as PyTorch's)
         pos = _C.gt(target, 0.0)
         safe = _C.where(pos, target, 1.0)
-        loss = _C.sub(_C.where(pos, _C.mul(target, _C.log(safe)), 0.0), _C.mul(target, input))
+        zero = _C.mul(target, 0.0)  # of target's dtype (NaN where target is NaN)
+        entropy = _C.where(pos, _C.mul(target, _C.log(safe)), _C.where(_C.lt(target, 0.0), float("nan"), zero))
+        loss = _C.sub(entropy, _C.mul(target, input))
     if reduction == "batchmean":
         total = _C.sum(loss, None, False)
         return _C.div(total, float(input.shape[0])) if input.ndim else total

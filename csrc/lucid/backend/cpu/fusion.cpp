@@ -34,7 +34,7 @@ bool fusable_node(const graph::Graph& g, int node, bool sixteen_bit) {
     const BinaryOp op = static_cast<const Binary&>(*n.prim).op;
     // Integer-flavoured float ops stay in their own kernels; arithmetic on
     // bools (true + true) is not 0/1-closed, so only float arithmetic fuses.
-    if (op == BinaryOp::FloorDiv || op == BinaryOp::Remainder) return false;
+    if (op == BinaryOp::FloorDiv || op == BinaryOp::Remainder || op == BinaryOp::Fmod) return false;
     if (!binary_returns_bool(op) && out == DType::Bool) return false;
   }
   if (k == OpKind::Unary && !unary_returns_bool(static_cast<const Unary&>(*n.prim).op) && out == DType::Bool)

@@ -301,6 +301,15 @@ inline C binary_apply(C a, C b) {
       }
     case BinaryOp::FloorDiv: return floor_div(a, b);
     case BinaryOp::Remainder: return py_mod(a, b);
+    case BinaryOp::Fmod:
+      if constexpr (std::is_floating_point_v<C>) return std::fmod(a, b);
+      else if constexpr (std::is_same_v<C, bool>) {
+        if (!b) integer_division_by_zero(BinaryOp::Fmod);
+        return false;
+      } else {
+        if (b == 0) integer_division_by_zero(BinaryOp::Fmod);
+        return b == -1 ? C(0) : C(a % b);  // INT_MIN % -1 traps in hardware; it is 0
+      }
     case BinaryOp::Pow:
       if constexpr (std::is_floating_point_v<C>) return std::pow(a, b);
       else if constexpr (std::is_same_v<C, bool>) return a || !b;

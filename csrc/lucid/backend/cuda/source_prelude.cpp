@@ -151,7 +151,7 @@ enum UOp { U_Neg, U_Abs, U_Sign, U_Exp, U_Log, U_Log1p, U_Expm1, U_Sqrt, U_Rsqrt
            U_Cos, U_Tanh, U_Sigmoid, U_Relu, U_GeluErf, U_GeluTanh, U_Silu, U_Erf, U_Floor, U_Ceil, U_Round,
            U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf };
 enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum, B_Minimum, B_Atan2, B_Eq, B_Ne,
-           B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor };
+           B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod };
 
 template <class C> __device__ __forceinline__ C unary_apply(int op, C x);
 template <class C> __device__ __forceinline__ C unary_float(int op, C x) {
@@ -258,6 +258,7 @@ template <class C> __device__ __forceinline__ C binary_float(int op, C a, C b) {
     case B_Div: return a / b;
     case B_FloorDiv: return floor_div(a, b);
     case B_Remainder: return float_mod(a, b);
+    case B_Fmod: return fmod(a, b);
     case B_Pow: return pow(a, b);
     case B_Maximum: return (a != a || a > b) ? a : (b != b ? b : (a == b ? a : b));
     case B_Minimum: return (a != a || a < b) ? a : (b != b ? b : (a == b ? a : b));
@@ -273,6 +274,7 @@ template <class C> __device__ __forceinline__ C binary_int(int op, C a, C b) {
     case B_Div: return b == 0 ? C(0) : C(a / b);
     case B_FloorDiv: return int_floor_div(a, b);
     case B_Remainder: return int_mod(a, b);
+    case B_Fmod: return b == 0 || b == C(-1) ? C(0) : C(a % b);
     case B_Pow: return int_pow(a, b);
     case B_Maximum: return a > b ? a : b;
     case B_Minimum: return a < b ? a : b;

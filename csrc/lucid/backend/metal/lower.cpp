@@ -228,6 +228,7 @@ V lower_binary(PlanBuilder& g, BinaryOp op, V a, V b, DType dt) {
       case BinaryOp::Div: return g.div(a, b);
       case BinaryOp::FloorDiv: return float_floor_div(g, a, b);
       case BinaryOp::Remainder: return float_py_mod(g, a, b);
+      case BinaryOp::Fmod: return g.binary(MpsOp::Mod, a, b);  // MPSGraph's modulo truncates, as C's fmod
       case BinaryOp::Pow: return float_pow(g, a, b);
       case BinaryOp::Maximum: return g.binary(MpsOp::MaxNaN, a, b);
       case BinaryOp::Minimum: return g.binary(MpsOp::MinNaN, a, b);
@@ -253,6 +254,10 @@ V lower_binary(PlanBuilder& g, BinaryOp op, V a, V b, DType dt) {
       }
       case BinaryOp::FloorDiv: return g.select(is_zero, zero, floor_q);
       case BinaryOp::Remainder: return g.select(is_zero, zero, rem);
+      case BinaryOp::Fmod: {  // the floor remainder moved to the dividend's sign
+        V moved = g.land(g.ne(rem, zero), g.lxor(g.lt(a, zero), g.lt(safe_b, zero)));
+        return g.select(is_zero, zero, g.select(moved, g.sub(rem, safe_b), rem));
+      }
       case BinaryOp::Pow: return int_pow(g, a, b, dt);
       case BinaryOp::Maximum: return g.binary(MpsOp::Max, a, b);
       case BinaryOp::Minimum: return g.binary(MpsOp::Min, a, b);
