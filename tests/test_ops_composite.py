@@ -310,3 +310,43 @@ def test_extreme_arguments_match_torch(name, dtype):
         w = np.where(np.isnan(w) & ~np.isnan(exact), exact, w)
     tol = 1e-2 if dtype in ("float16", "bfloat16") else 2e-6 if dtype == "float32" else 1e-14
     np.testing.assert_allclose(g, w, rtol=tol, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_logcumsumexp_over_any_spread(dtype):
+    """One shift for the whole dim underflowed every term far below the
+    dim's maximum (-inf for values 3e4 apart); the scan is exact for any."""
+    rng = np.random.default_rng(0)
+    for arr in [(rng.standard_normal((4, 50)) * 3e4), rng.standard_normal((3, 7)),
+                np.array([[-np.inf, -np.inf, 0, 1, -np.inf, 1e30, np.nan, 2]]), (rng.standard_normal((2, 300)) * 50)]:
+        for dim in (0, -1):
+            want = torch.logcumsumexp(torch.tensor(arr.astype(np.float32)).to(getattr(torch, dtype)), dim)
+            got = lucid.logcumsumexp(lucid.tensor(arr.astype(np.float32)).to(getattr(lucid, dtype)), dim)
+            tol = 1e-2 if dtype in ("float16", "bfloat16") else 1e-6
+            np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=tol, atol=0, equal_nan=True)
+    x = rng.standard_normal((3, 6)).astype(np.float32)
+    check(lambda m, x: m.logcumsumexp(x, 1), x)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_rms_norm_of_16_bit_inputs_is_computed_in_float32(dtype):
+    # PyTorch's opmath: float32 arithmetic and float32's eps by default, one rounding
+    a = (np.random.default_rng(0).standard_normal((4, 8)) * 0.01).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal(8).astype(np.float32)
+    for weight in (None, "float32", dtype):
+        for eps in (None, 1e-2):
+            def fn(m):
+                wt = None if weight is None else m.tensor(w).to(getattr(m, weight))
+                return m.nn.functional.rms_norm(m.tensor(a).to(getattr(m, dtype)), [8], wt, eps=eps)
+            want, got = fn(torch), fn(lucid)
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+            np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-2, atol=1e-3)
+
+
+def test_renorm():
+    a = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    for p, dim, maxnorm in [(2, 0, 1.0), (1, 1, 2.0), (3, -1, 0.5), (2, 2, 100.0)]:
+        check(lambda m, x: m.renorm(x, p, dim, maxnorm), a)
+    x = lucid.tensor(a)
+    x.renorm_(2, 0, 1.0)
+    np.testing.assert_allclose(x.numpy(), torch.tensor(a).renorm(2, 0, 1.0).numpy(), rtol=1e-6)

@@ -33,7 +33,7 @@ __all__ = [
     # comparisons
     "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal",
     # reductions
-    "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian",
+    "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "renorm",
     "quantile", "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode",
     # shapes
     "tile", "hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
@@ -360,12 +360,51 @@ def isreal(input):  # noqa: A002
 
 
 # ----------------------------------------------------------------- reductions
+def _logaddexp_finite_grad(a, b):
+    """logaddexp(a, b), -inf where both are -inf with a zero gradient there
+    (not logaddexp's NaN: a scan passes every -inf prefix through it)."""
+    both = _C.logical_and(_C.eq(a, float("-inf")), _C.eq(b, float("-inf")))
+    out = logaddexp(_C.where(both, 0.0, a), _C.where(both, 0.0, b))
+    return _C.where(both, float("-inf"), out)
+
+
 def logcumsumexp(input, dim):  # noqa: A002
-    """log(cumsum(exp(x))) along `dim`, shifted by the dim's maximum for range."""
-    d = dim % input.ndim
-    m = _C.amax(input, [d], True)
-    m = _C.where(_C.isfinite(m), m, 0.0).detach()
-    return _C.add(_C.log(F.cumsum(_C.exp(_C.sub(input, m)), d)), m)
+    """log(cumsum(exp(x))) along `dim` as a scan of logaddexp (log2(n)
+    steps, each adding the partial results k places back): exact for any
+    spread of values, where one shift for the whole dim underflows every
+    term far below its maximum (-inf for x = [0, 3e4])."""
+    x = _floating(input)
+    if x.ndim == 0:
+        return _C.clone(x)
+    d = dim % x.ndim
+    n = x.shape[d]
+
+    def scan(y):
+        k = 1
+        while k < n:
+            added = _logaddexp_finite_grad(_C.narrow(y, d, k, n - k), _C.narrow(y, d, 0, n - k))
+            y = _C.cat([_C.narrow(y, d, 0, k), added], d)
+            k *= 2
+        return y
+    return _computed_in_float32(scan, x)
+
+
+def renorm(input, p, dim, maxnorm):  # noqa: A002
+    """Each slice along `dim` whose p-norm exceeds maxnorm scaled to norm
+    maxnorm (PyTorch's factor: maxnorm / (norm + 1e-7))."""
+    x = _t(input)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"renorm: expected a floating point tensor, got {x.dtype}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if x.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.ndim} dimensions")
+    d = dim % x.ndim
+    norms = F.norm(x, float(p), [i for i in range(x.ndim) if i != d], True)
+    factor = _C.where(_C.gt(norms, maxnorm), _C.div(maxnorm, _C.add(norms, 1e-7)), 1.0)
+    return _C.mul(x, _C.cast(factor, x.dtype))
 
 
 def count_nonzero(input, dim=None):  # noqa: A002

@@ -117,7 +117,7 @@ def _attach():
                "clamp_max", "nan_to_num", "sinc", "deg2rad", "rad2deg", "float_power", "positive", "signbit",
                "copysign", "divide", "greater", "greater_equal", "less", "less_equal", "not_equal", "erfc",
                "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal", "argsort", "msort", "cumprod",
-               "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "quantile",
+               "logcumsumexp", "renorm", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "quantile",
                "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode", "tile", "rot90", "fliplr", "flipud",
                "diff", "tensor_split", "moveaxis", "swapdims", "ravel", "addmm", "addmv", "addbmm",
                "baddbmm", "mv", "inner", "kron", "cross", "diag", "diag_embed", "trace",
@@ -132,7 +132,7 @@ def _attach():
                  "heaviside", "clamp_min", "clamp_max", "nan_to_num", "sinc", "deg2rad", "rad2deg", "copysign",
                  "divide", "index_fill", "index_copy", "masked_scatter", "erfc", "cumprod", "float_power",
                  "arctan2", "baddbmm", "addmm", "addmv", "addbmm", "greater", "greater_equal", "less", "less_equal",
-                 "not_equal"]:
+                 "not_equal", "renorm"]:
         _inplace(name + "_", getattr(C, name, None) or getattr(F, name))  # cumprod: the scan primitive
     for name in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
                  "exp2", "log2", "log10", "atan2", "true_divide", "subtract", "multiply", "negative", "sgn"]:

@@ -618,12 +618,18 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     _check_tensor(input, "input", "rms_norm")
     ns = _normalized_shape(normalized_shape)
     _check_normalized(input, ns, "rms_norm")
+    # 16-bit inputs are computed in float32 with float32's eps by default
+    # (PyTorch's opmath) and the result rounded to the input's dtype once
+    sixteen = input.dtype in (_C.dtype.float16, _C.dtype.bfloat16)
+    x = _C.cast(input, _C.dtype.float32) if sixteen else input
     if eps is None:
-        eps = _FINFO_EPS.get(str(input.dtype).split(".")[-1], _FINFO_EPS["float32"])
+        eps = _FINFO_EPS.get(str(x.dtype).split(".")[-1], _FINFO_EPS["float32"])
     dims = list(range(-len(ns), 0))
-    out = _C.mul(input, _C.rsqrt(_C.add(_C.mean(_C.mul(input, input), dims, True), eps)))
+    out = _C.mul(x, _C.rsqrt(_C.add(_C.mean(_C.mul(x, x), dims, True), eps)))
     if weight is not None:
         out = _C.mul(out, weight)
+    if sixteen:
+        out = _C.cast(out, input.dtype)
     return suggested_layout(out, input)
 
 
