@@ -439,3 +439,26 @@ def test_exponential_activations_keep_a_finite_gradient_where_expm1_overflows(na
     getattr(torch.nn.functional, name)(t, **kw).sum().backward()
     assert np.isfinite(a.grad.numpy()).all()
     assert_close(a.grad, t.grad)
+
+
+def test_losses_promote_a_bool_target_as_pytorch():
+    x = np.array([0.5, 2.0, -1.0])
+    mask = np.array([True, False, True])
+    for name in ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss"]:
+        outcome = []
+        for m in (torch, lucid):
+            try:
+                r = getattr(m.nn.functional, name)(m.tensor(x), m.tensor(mask))
+                outcome.append((str(r.dtype).split(".")[-1], float(r)))
+            except (RuntimeError, TypeError) as e:
+                outcome.append(type(e).__name__)
+        assert outcome[0] == outcome[1] or (isinstance(outcome[0], str) and isinstance(outcome[1], str)), (name, outcome)
+
+
+def test_hardtanh_and_relu6_keep_an_integer_dtype():
+    x = np.array([-5, 0, 3, 9])
+    for fn in [lambda m, t: m.nn.functional.hardtanh(t), lambda m, t: m.nn.functional.relu6(t),
+               lambda m, t: m.nn.functional.hardtanh(t, -2.5, 2.5)]:
+        want, got = fn(torch, torch.tensor(x)), fn(lucid, lucid.tensor(x))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

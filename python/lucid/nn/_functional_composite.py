@@ -321,6 +321,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     reduction = _loss_reduction(size_average, reduce, reduction)
+    if target.dtype == _C.dtype.bool:  # promoted first, as PyTorch's
+        target = _C.cast(target, _C.result_type(input, target))
     return _reduce(_C.log1p(_C.exp(_C.mul(_C.neg(target), input))), reduction)
 
 

@@ -845,6 +845,10 @@ def _inside(x, lo, hi):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if not input.dtype.is_floating_point and input.dtype != _C.dtype.bool:
+        # an integer input keeps its dtype, the bounds truncated to integers (PyTorch's)
+        min_val, max_val = int(min_val), int(max_val)
+
     def fn(x):
         return _C.where(_inside(x, min_val, max_val), x, _C.clamp(x.detach(), min_val, max_val))
     return _inplace(input, fn, inplace)
@@ -1345,6 +1349,8 @@ def _pointwise_target(input, target, fn):  # noqa: A002
     _check_tensor(input, "input", fn)
     if not isinstance(target, Tensor):
         raise TypeError(f"{fn}(): argument 'target' must be Tensor, not {type(target).__name__}")
+    if target.dtype == _C.dtype.bool and fn != "l1_loss":  # promoted first, as PyTorch's (l1_loss subtracts as is)
+        target = _C.cast(target, _C.result_type(input, target))
     if tuple(target.shape) == tuple(input.shape):
         return input, target
     _warn(f"{fn}(): Using a target size ({list(target.shape)}) that is different to the input size "
