@@ -62,7 +62,7 @@ def main(argv=None):
     print("| kind | ms | share | entries |\n| --- | ---: | ---: | ---: |")
     for k, (s, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         print(f"| {k} | {s * 1e3:.3f} | {s / total:.1%} | {n} |")
-    print(f"\n| top entries | ms | share |\n| --- | ---: | ---: |")
+    print("\n| top entries | ms | share |\n| --- | ---: | ---: |")
     for label, s in sorted(entries, key=lambda e: -e[1])[:args.top]:
         short = label if len(label) <= 140 else label[:137] + "..."
         print(f"| {short} | {s * 1e3:.3f} | {s / total:.1%} |")
