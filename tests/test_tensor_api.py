@@ -281,3 +281,15 @@ def test_surface_exists_with_torch_names(name):
 def test_nn_functional_names(name):
     lf = pytest.importorskip("lucid.nn.functional")
     assert hasattr(lf, name)
+
+
+def test_copy_from_a_number_and_nan_to_num_with_none():
+    for m in (torch, lucid):
+        x = m.zeros(3)
+        x.copy_(2.5)
+        assert x.tolist() == [2.5, 2.5, 2.5]
+        y = m.zeros(2, dtype=m.int64)
+        y.copy_(True)
+        assert y.tolist() == [1, 1]
+        z = m.tensor([float("nan"), 1.0, float("inf")])
+        assert z.nan_to_num(None).tolist()[:2] == [0.0, 1.0]

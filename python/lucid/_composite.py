@@ -263,6 +263,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     if not input.dtype.is_floating_point:
         return _C.clone(input)
     info = finfo(input.dtype)
+    nan = 0.0 if nan is None else nan
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = _C.where(_C.isnan(input), float(nan), input)

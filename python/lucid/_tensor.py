@@ -436,7 +436,10 @@ def _fill_(self, value):
 
 @_method("copy_")
 def _copy_(self, src, non_blocking=False):
-    _C.copy_(self, _other(src))
+    src = _other(src)
+    if not isinstance(src, Tensor):  # a Python number: every element (PyTorch's copy_ takes one)
+        src = _C.full([], src, self.dtype, self.device)
+    _C.copy_(self, src)
     return self
 
 
