@@ -1,6 +1,8 @@
 """Indexing against PyTorch: __getitem__ (ints, slices, None, ..., bool
 masks, integer tensors) and __setitem__, index_select, gather, scatter,
 scatter_add, masked_fill, one_hot; forward, gradients and errors."""
+import random
+
 import numpy as np
 import pytest
 import torch
@@ -353,3 +355,67 @@ def test_multithreaded_sizes():
     check(lambda m, a: a[_idx(m, idx)] * 2, x)
     check(lambda m, a: a.index_select(1, _idx(m, idx % 300)), x)
     check(lambda m, a: a.gather(1, _idx(m, np.tile(idx % 300, (500, 1)))), x)
+
+
+def _random_key(r, shape):
+    """A random index: slices (any bounds and steps), ints, None, one
+    Ellipsis, long index lists (1-D or 2-D, in range) and bool masks (right
+    or wrong length) over a tensor of `shape`."""
+    items, dim, used_ellipsis = [], 0, False
+    while dim < len(shape) and len(items) <= len(shape):
+        k, size = r.random(), shape[dim]
+        if k < 0.25:
+            items.append(slice(r.choice([None, r.randint(-size - 1, size + 1)]),
+                               r.choice([None, r.randint(-size - 1, size + 1)]), r.choice([None, 1, 2, 3])))
+            dim += 1
+        elif k < 0.4 and size > 0:
+            items.append(r.randint(-size, size - 1))
+            dim += 1
+        elif k < 0.5:
+            items.append(None)
+        elif k < 0.6 and not used_ellipsis:
+            items.append(Ellipsis)
+            used_ellipsis, dim = True, len(shape) - r.randint(0, len(shape) - dim)
+        elif k < 0.75 and size > 0:
+            idx = [r.randint(-size, size - 1) for _ in range(r.randint(0, 4))]
+            items.append(("long", idx if r.random() < 0.8 else [idx[:1] * 2, idx[:1] * 2] if idx else [[0, 0]] * 2))
+            dim += 1
+        elif k < 0.85:
+            items.append(("bool", [r.random() < 0.5 for _ in range(size + (r.random() < 0.1))]))
+            dim += 1
+        else:
+            break
+    return items
+
+
+def _key(lib, items):
+    return tuple(lib.tensor(v, dtype=lib.long if kind == "long" else lib.bool) if isinstance(it, tuple) else it
+                 for it in items for kind, v in [it if isinstance(it, tuple) else (None, None)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_indexing_matches_torch(seed):
+    """getitem and setitem with random mixes of basic and advanced indices
+    (empty shapes included): the same result or the same error kind."""
+    r = random.Random(seed)
+    for i in range(600):
+        shape = tuple(r.choice([0, 1, 2, 3, 4]) for _ in range(r.randint(0, 4)))
+        a = np.random.default_rng(i).standard_normal(shape).astype(np.float32)
+        items = _random_key(r, shape)
+        setting = r.random() < 0.4
+        outcome = []
+        for lib in (torch, lucid):
+            x = lib.tensor(a)
+            try:
+                if setting:
+                    x[_key(lib, items)] = 7.5
+                    outcome.append(x.numpy().copy())
+                else:
+                    outcome.append(x[_key(lib, items)].numpy().copy())
+            except IndexError as e:
+                outcome.append(IndexError)
+        want, got = outcome
+        if want is IndexError or got is IndexError:
+            assert want is got, (shape, items, setting)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} {items} {'set' if setting else 'get'}")

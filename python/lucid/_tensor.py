@@ -504,7 +504,7 @@ def _parse_key(self, key):
                 if t.ndim == 0:
                     items.append(None if t.item() else ("empty",))
                 else:
-                    items.extend(F.nonzero(t, as_tuple=True))
+                    items.append(_Mask(t))
             elif t.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             elif t.ndim == 0 and not isinstance(k, (list, range, np.ndarray)):
@@ -514,7 +514,8 @@ def _parse_key(self, key):
         else:
             raise TypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are "
                              f"valid indices (got {type(k).__name__})")
-    consumed = builtins.sum(1 for k in items if not (k is None or k is Ellipsis or isinstance(k, tuple)))
+    consumed = builtins.sum(k.mask.ndim if isinstance(k, _Mask) else 1 for k in items
+                            if not (k is None or k is Ellipsis or isinstance(k, tuple)))
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if consumed > self.ndim:
@@ -524,7 +525,29 @@ def _parse_key(self, key):
         items = items[:at] + [slice(None)] * (self.ndim - consumed) + items[at + 1:]
     else:
         items = items + [slice(None)] * (self.ndim - consumed)
-    return items
+    # a mask over dims d..d+m-1 must have their sizes; it selects its nonzero positions
+    out, d = [], 0
+    for k in items:
+        if isinstance(k, _Mask):
+            m = k.mask
+            for j in range(m.ndim):
+                if m.shape[j] != self.shape[d + j]:
+                    raise IndexError(f"The shape of the mask {list(m.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(self.shape)} at index {d + j}")
+            out.extend(F.nonzero(m, as_tuple=True))
+            d += m.ndim
+        else:
+            out.append(k)
+            d += 0 if (k is None or isinstance(k, tuple)) else 1
+    return out
+
+
+class _Mask:
+    """A bool index tensor of _parse_key before it is checked against the dims it covers."""
+    __slots__ = ("mask",)
+
+    def __init__(self, mask):
+        self.mask = mask
 
 
 def _basic(self, items):

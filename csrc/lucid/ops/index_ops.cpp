@@ -175,16 +175,38 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
 static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) {
   LUCID_CHECK_T(IndexError, int64_t(indices.size()) <= x.ndim(), "too many indices for tensor of dimension ",
                 x.ndim(), " (got ", indices.size(), ")");
+  // The index tensors broadcast together (PyTorch's IndexError and message where they do not).
+  Shape common;
+  for (const Tensor& idx : indices) {
+    bool fits = true;
+    const Shape& s = idx.shape();
+    for (size_t i = 0; i < std::min(s.size(), common.size()); ++i) {
+      const int64_t a = common[common.size() - 1 - i], b = s[s.size() - 1 - i];
+      fits &= a == b || a == 1 || b == 1;
+    }
+    if (!fits) {
+      std::string shapes;
+      for (const Tensor& t : indices) shapes += (shapes.empty() ? "" : ", ") + shape_str(t.shape());
+      fail<IndexError>("shape mismatch: indexing tensors could not be broadcast together with shapes ", shapes);
+    }
+    common = broadcast_shapes(common, s);
+  }
+  // An empty result reads no element, and PyTorch checks no bound then.
+  bool selects_nothing = numel(common) == 0;
+  for (size_t d = indices.size(); d < x.shape().size(); ++d) selects_nothing |= x.shape()[d] == 0;
   Tensor lin;
   for (size_t k = 0; k < indices.size(); ++k) {
     Tensor idx = cast(indices[k], DType::Int64);
     const int64_t size = x.shape()[k];
+    LUCID_CHECK_T(IndexError, size > 0 || numel(common) == 0, "index is out of bounds for dimension with size 0");
     if (!idx.is_symbolic()) {
-      const Tensor host = host_values(idx);
-      const int64_t* p = host.data<int64_t>();
-      for (int64_t i = 0; i < idx.numel(); ++i)
-        LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
-                      k, " with size ", size);
+      if (!selects_nothing) {
+        const Tensor host = host_values(idx);
+        const int64_t* p = host.data<int64_t>();
+        for (int64_t i = 0; i < idx.numel(); ++i)
+          LUCID_CHECK_T(IndexError, p[i] >= -size && p[i] < size, "index ", p[i], " is out of bounds for dimension ",
+                        k, " with size ", size);
+      }
       // x_cuda[cpu_index] is allowed, as in PyTorch: the index moves to x's device.
       if (idx.device() != x.device()) idx = to_device(idx, x.device());
     }
@@ -195,15 +217,26 @@ static Tensor linear_index(const Tensor& x, const std::vector<Tensor>& indices) 
   return lin;
 }
 
+// x.flatten(0, k-1): the leading dims' product spelled out (-1 cannot be
+// inferred when a trailing dim is 0).
+static Shape flattened_lead(const Tensor& x, size_t k) {
+  Shape flat{1};
+  for (size_t d = 0; d < k; ++d) flat[0] *= x.shape()[d];
+  flat.insert(flat.end(), x.shape().begin() + int64_t(k), x.shape().end());
+  return flat;
+}
+
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   const size_t k = indices.size();
   Tensor lin = linear_index(x, indices);
   Shape rest(x.shape().begin() + k, x.shape().end());
-  Shape flat{-1};
-  flat.insert(flat.end(), rest.begin(), rest.end());
-  Tensor picked = index_select(reshape(x, flat), 0, reshape(lin, {-1}));
   Shape out = lin.shape();
   out.insert(out.end(), rest.begin(), rest.end());
+  const Tensor flat = reshape(x, flattened_lead(x, k));
+  // An empty result reads nothing (its indices go unchecked, as in PyTorch); an
+  // empty slice of x keeps it in the graph (a zero gradient, not none).
+  if (numel(out) == 0) return reshape(narrow(flat, 0, 0, 0), out);
+  Tensor picked = index_select(flat, 0, reshape(lin, {lin.numel()}));
   return reshape(picked, out);
 }
 
@@ -211,13 +244,12 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   const size_t k = indices.size();
   Tensor lin = linear_index(x, indices);
   Shape rest(x.shape().begin() + k, x.shape().end());
-  Shape flat{-1};
-  flat.insert(flat.end(), rest.begin(), rest.end());
-  Tensor xf = reshape(x, flat);
+  Tensor xf = reshape(x, flattened_lead(x, k));
   Shape vshape = lin.shape();
   vshape.insert(vshape.end(), rest.begin(), rest.end());
   Tensor v = cast(broadcast_to(values, vshape), x.dtype());
-  Tensor lin1 = reshape(lin, {-1});
+  if (numel(vshape) == 0) return clone(x);  // writes nothing (its indices go unchecked, as in PyTorch)
+  Tensor lin1 = reshape(lin, {lin.numel()});
   Shape vflat{lin1.numel()};
   vflat.insert(vflat.end(), rest.begin(), rest.end());
   v = reshape(v, vflat);
