@@ -413,6 +413,8 @@ OPS = [
            lambda: [(Arr(xs, "float32"), k) for xs in [(1, 2, 4, 4), (2, 4, 4), (1, 1, 1, 1)] for k in (2, 5, 0, (1, 2))]),
     unary("median", lambda m, x: m.median(x)),
     with_dim("median_dim", lambda m, x, d: m.median(x, d).values, shapes=[(0,), (3,), (0, 3), (3, 0)]),
+    with_dim("mode_dim", lambda m, x, d: m.mode(x, d), dtypes=["int64", "float32", "bfloat16"],
+             shapes=[(), (0,), (3,), (0, 3), (3, 0), (2, 3)]),
     custom("kthvalue", lambda m, x, k, d: m.kthvalue(x, k, d).values,
            lambda: [(x, k, d) for x in tensors(["int64", "float32"], [(3,), (0,), (0, 3), (3, 0)]) for k in (1, 3)
                     for d in (0, -1)]),

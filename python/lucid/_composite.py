@@ -585,8 +585,13 @@ def cummin(input, dim):  # noqa: A002
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """The most frequent value along `dim` (the smallest among ties) and an
     index of it. Counted on the host: eager only, no gradient."""
-    arr = input.detach().cpu().numpy()
-    d = dim % input.ndim
+    d = F._wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return _ValuesIndices(_C.clone(input.detach()), _C.full([], 0, _C.dtype.int64, input.device))
+    if input.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    host = input.detach()
+    arr = (_C.cast(host, _C.dtype.float32) if host.dtype == _C.dtype.bfloat16 else host).cpu().numpy()  # NumPy has no bf16
     moved = np.moveaxis(arr, d, -1)
     flat = moved.reshape(-1, moved.shape[-1])
     vals, idxs = [], []
