@@ -428,6 +428,16 @@ OPS = [
                     for out in ([], [[0, 2]], [[2, 0]], [[0]], [[5]])]
            + [(Arr((2, 3), "float32"), [Ellipsis, 1], Arr((3,), "float32", salt=1), [1]),
               (Arr((2, 3), "float32"), [0, 60], Arr((3,), "float32", salt=1), [60])]),
+    with_dim("tensor_split", lambda m, x, d: m.tensor_split(x, 2, d), dtypes=["float32"]),
+    custom("unflatten", lambda m, x, d, sizes: x.unflatten(d, sizes),
+           lambda: [(x, d, sz) for x in tensors(["float32"], [(0, 4), (4, 0), (2, 6), (2, 0)]) for d in (0, 1, -1, 2)
+                    for sz in [(-1, 2), (2, -1), (-1, 0), (4, -1), (2, 2), (-1, -1), ()]]),
+    custom("as_strided_empty", lambda m, x, size, stride, off: x.as_strided(size, stride, off).shape,
+           lambda: [(Arr((2, 3), "float32"), sz, st, off) for sz in [(3, 0), (0, 1), (0, 3)] for st in [(2, 2), (0, 0)]
+                    for off in (0, 5)]),
+    custom("unfold", lambda m, x, d, size, step: x.unfold(d, size, step),
+           lambda: [(x, d, size, step) for x in tensors(["float32"], [(), (0,), (3,), (2, 3)]) for d in (0, -1, 1)
+                    for size in (0, 1, 2) for step in (1, 2, 0)]),
     custom("tensor_type_empty", lambda m, name: m.__dict__[name](), lambda: [(n,) for n in (
         "FloatTensor", "LongTensor", "BoolTensor", "DoubleTensor")]),
     custom("F.pad", lambda m, x, p, mode: m.nn.functional.pad(x, p, mode=mode),

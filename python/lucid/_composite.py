@@ -725,7 +725,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
 
 
 def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
-    d = dim % input.ndim
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = F._wrap_dim(dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, numbers.Integral):
         k = int(indices_or_sections)

@@ -1,5 +1,6 @@
 """Tensor methods and operators (PyTorch's names), attached to _C.Tensor."""
 import builtins
+import math
 import numbers
 
 import numpy as np
@@ -314,7 +315,21 @@ def _repeat(self, *sizes):
 @_method("unflatten")
 def _unflatten(self, dim, sizes):
     d = F._wrap_dim(dim, self.ndim)
-    return _C.view(self, list(self.shape[:d]) + list(sizes) + list(self.shape[d + 1:]))
+    sizes, n = [builtins.int(s) for s in sizes], self.shape[d]
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in sizes:  # inferred from this dim alone (the others may be 0)
+        known = math.prod(s for s in sizes if s != -1)
+        if known == 0 or n % known:
+            raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} ({n}) "
+                               f"in the input tensor")
+        sizes[sizes.index(-1)] = n // known
+    if math.prod(sizes) != n:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} ({n}) in "
+                           f"the input tensor")
+    return _C.view(self, list(self.shape[:d]) + sizes + list(self.shape[d + 1:]))
 
 
 _method("select", lambda self, dim, index: _C.select(self, dim, index))

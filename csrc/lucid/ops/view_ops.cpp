@@ -156,7 +156,7 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
   LUCID_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   LUCID_CHECK(size <= n, "maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);
   LUCID_CHECK(step > 0, "step is ", step, " but must be > 0");
-  if (x.ndim() == 0) return reshape(x, {size});
+  if (x.ndim() == 0) return size == 0 ? narrow(reshape(x, {1}), 0, 0, 0) : reshape(x, {1});  // [] or [x]
   Shape shape = x.shape();
   shape[d] = (n - size) / step + 1;
   shape.push_back(size);
@@ -193,6 +193,8 @@ Tensor as_strided(const Tensor& x, const Shape& size, const Shape& stride, std::
   // Addressed through a contiguous tensor over the same memory that holds
   // every element the layout reaches: x itself, or the tensor x views.
   Layout want{size, stride, off};
+  if (numel(size) == 0)  // reaches no element: any strides and offset do (PyTorch's)
+    return call<AsStrided>({narrow(reshape(contiguous(x), {x.numel()}), 0, 0, 0)}, Layout{size, stride, 0});
   const auto [lo, hi] = extent(want);
   for (const Tensor& t : {x, x.is_view() ? Tensor(x.impl()->view_base) : Tensor()}) {
     if (!t.defined() || !t.is_contiguous()) continue;
