@@ -26,7 +26,8 @@ void accumulate(std::vector<Tensor>& slot_list, uint32_t slot, const Tensor& g) 
 }  // namespace
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
-                                 bool retain_graph, const std::vector<Tensor>& inputs, bool allow_unused) {
+                                 bool retain_graph, const std::vector<Tensor>& inputs, bool allow_unused,
+                                 bool create_graph) {
   LUCID_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " tensors and ", grad_roots.size(),
               " gradients");
   std::vector<Edge> root_edges;
@@ -85,7 +86,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (deps[e.node.get()] == 0 && seen.insert(e.node.get()).second) ready.push(e.node.get());
   }
 
-  NoGradGuard no_grad;  // no create_graph: the backward pass records no history
+  GradModeGuard recording(create_graph);  // without create_graph the backward pass records no history
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();

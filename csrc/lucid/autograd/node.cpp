@@ -13,14 +13,15 @@ static std::atomic<uint64_t> g_sequence_nr{0};
 
 Node::Node() : sequence_nr(g_sequence_nr.fetch_add(1)) {}
 
-SavedTensor::SavedTensor(const Tensor& t, bool keep_data) : meta_(t.meta()), keep_data_(keep_data) {
+SavedTensor::SavedTensor(const Tensor& t, bool keep_data, bool is_output) : meta_(t.meta()), keep_data_(keep_data) {
   if (keep_data) {
     data_ = t.detach();
     version_ = t.version();
+    if (!is_output && t.requires_grad()) original_ = t;
   }
 }
 
-Tensor SavedTensor::unpack(const std::string& node_name) const {
+Tensor SavedTensor::unpack(const std::string& node_name, bool with_history) const {
   if (!keep_data_) {
     // Only the meta is needed (a shape for sum_to, a dtype for a cast).
     auto impl = std::make_shared<TensorImpl>();
@@ -34,7 +35,7 @@ Tensor SavedTensor::unpack(const std::string& node_name) const {
     fail<Error>("one of the variables needed for gradient computation has been modified by an inplace operation: ",
                 "the input of ", node_name, " (", meta_str(meta_), ") is at version ", data_.version(),
                 "; expected version ", version_, " instead");
-  return data_;
+  return with_history && original_.defined() ? original_ : data_;
 }
 
 PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& inputs,
@@ -42,7 +43,7 @@ PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& input
     : prim_(std::move(prim)) {
   for (size_t i = 0; i < inputs.size(); ++i) inputs_.emplace_back(inputs[i], prim_->saves_input(int(i)));
   for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs_.emplace_back(outputs[i], prim_->saves_output(int(i)));
+    outputs_.emplace_back(outputs[i], prim_->saves_output(int(i)), /*is_output=*/true);
     output_metas_.push_back(outputs[i].meta());
   }
 }
@@ -56,9 +57,22 @@ void PrimitiveNode::release_saved() {
 
 std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
   const std::string nm = name();
+  // A backward that records history (create_graph) differentiates through the
+  // saved tensors too: inputs with their own history, outputs as outputs of
+  // this node.
+  const bool recording = GradMode::is_enabled();
   std::vector<Tensor> ins, outs;
-  for (const auto& s : inputs_) ins.push_back(s.unpack(nm));
-  for (const auto& s : outputs_) outs.push_back(s.unpack(nm));
+  for (const auto& s : inputs_) ins.push_back(s.unpack(nm, recording));
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    Tensor o = outputs_[i].unpack(nm);
+    if (recording && o.defined() && o.impl()->storage && is_floating(o.dtype())) {
+      o = o.detach();
+      o.impl()->requires_grad = true;
+      o.impl()->grad_fn = shared_from_this();
+      o.impl()->output_nr = uint32_t(i);
+    }
+    outs.push_back(o);
+  }
   // Outputs that got no gradient contribute zeros; non-floating outputs
   // (MaxPool2d's indices) never carry one and stay undefined.
   for (size_t i = 0; i < grad_outputs.size(); ++i)
@@ -98,6 +112,8 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
                         (!g.is_symbolic() && g.storage().use_count() > 1);
     if (shared || !g.is_contiguous()) g = contiguous_copy(g);
     leaf.set_grad(g);
+  } else if (GradMode::is_enabled()) {
+    leaf.set_grad(add(old, g));  // create_graph: a new .grad with history, as PyTorch's
   } else {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.
     assign_data(old, add(old, g));

@@ -22,16 +22,22 @@ struct Edge {
 
 // A tensor kept for the backward pass, with the storage version it had, so a
 // later in-place write to it is detected instead of giving a wrong gradient.
+// An input is also kept with its history, for a backward that records its own
+// (create_graph); an output is not (its history is the node keeping it).
 class SavedTensor {
  public:
   SavedTensor() = default;
-  SavedTensor(const Tensor& t, bool keep_data);
-  Tensor unpack(const std::string& node_name) const;
-  void release() { data_ = Tensor(); }
+  SavedTensor(const Tensor& t, bool keep_data, bool is_output = false);
+  // with_history: the input itself (its grad_fn) rather than a detached handle.
+  Tensor unpack(const std::string& node_name, bool with_history = false) const;
+  void release() {
+    data_ = Tensor();
+    original_ = Tensor();
+  }
   const TensorMeta& meta() const { return meta_; }
 
  private:
-  Tensor data_;
+  Tensor data_, original_;
   TensorMeta meta_;
   uint64_t version_ = 0;
   bool keep_data_ = false;
@@ -101,8 +107,10 @@ void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
 // Runs the tape backward from `roots` with the given gradients.
 // With `inputs` empty, gradients are accumulated into leaves' .grad;
 // otherwise the gradients of `inputs` are returned and no .grad changes.
+// create_graph: the backward pass records history itself, so its gradients
+// can be differentiated again (higher-order gradients).
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
                                  bool retain_graph, const std::vector<Tensor>& inputs = {},
-                                 bool allow_unused = false);
+                                 bool allow_unused = false, bool create_graph = false);
 
 }  // namespace lucid::autograd

@@ -15,9 +15,24 @@ std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const std::vector<T
 
 std::string SoftmaxBackward::name() const { return log ? "log_softmax_backward" : "softmax_backward"; }
 std::vector<TensorMeta> SoftmaxBackward::infer(const std::vector<TensorMeta>& in) const { return {in[1]}; }
-std::vector<Tensor> SoftmaxBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
-                                         const std::vector<Tensor>&, const std::vector<int>&) const {
-  fail<NotImplementedError>(name(), ": gradients of the backward pass (higher-order gradients) are not supported");
+// The backward's own gradients (higher-order gradients), written with ops so
+// they differentiate again: for softmax gx = y (g - sum(g y)), for
+// log_softmax gx = g - exp(y) sum(g), y the forward's output, c the cotangent.
+std::vector<Tensor> SoftmaxBackward::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                         const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &g = in[0], &y = in[1], &c = cot[0];
+  const std::vector<int64_t> dims{int64_t(axis)};
+  std::vector<Tensor> grads;
+  for (int i : argnums) {
+    if (!log) {
+      const Tensor cy = sum(mul(c, y), dims, true);
+      grads.push_back(i == 0 ? mul(y, sub(c, cy)) : sub(mul(c, sub(g, sum(mul(g, y), dims, true))), mul(cy, g)));
+    } else {
+      const Tensor p = exp(y);
+      grads.push_back(i == 0 ? sub(c, sum(mul(c, p), dims, true)) : neg(mul(mul(c, p), sum(g, dims, true))));
+    }
+  }
+  return grads;
 }
 
 static Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {

@@ -371,7 +371,7 @@ struct SoftmaxBackward final : Primitive {
   SoftmaxBackward(int axis, bool log) : Primitive(OpKind::SoftmaxBackward), axis(axis), log(log) {}
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
-  uint8_t saved() const override { return 0; }
+  uint8_t saved() const override { return kSaveInputs; }
 };
 
 // ------------------------------------------------------- sorting and scans

@@ -14,21 +14,22 @@ def _as_list(x):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    """create_graph: the backward pass records history, so the gradients it
+    leaves can be differentiated again; retain_graph defaults to it."""
     roots = _as_list(tensors)
     grads = _as_list(grad_tensors) or [None] * len(roots)
-    _C.backward(roots, grads, bool(retain_graph))
+    retain = create_graph if retain_graph is None else retain_graph
+    _C.backward(roots, grads, bool(retain), bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
-    """Gradients of `outputs` w.r.t. `inputs`, without touching any .grad."""
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    """Gradients of `outputs` w.r.t. `inputs`, without touching any .grad
+    (create_graph: differentiable themselves, as backward's)."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outs)
-    return tuple(_C.grad(outs, ins, grads, bool(retain_graph), allow_unused))
+    retain = create_graph if retain_graph is None else retain_graph
+    return tuple(_C.grad(outs, ins, grads, bool(retain), allow_unused, bool(create_graph)))
 
 
 class _GradModeContext:
