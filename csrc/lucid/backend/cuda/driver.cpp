@@ -197,6 +197,7 @@ const CublasApi& cublas() {
       bind(lib, c.cublasCreate, "cublasCreate_v2", missing);
       bind(lib, c.cublasSetStream, "cublasSetStream_v2", missing);
       bind(lib, c.cublasSetWorkspace, "cublasSetWorkspace_v2", missing);
+      bind(lib, c.cublasSetMathMode, "cublasSetMathMode", missing);
       bind(lib, c.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx", missing);
       if (!missing.empty()) g_cublas_state.error = "cuBLAS lacks:" + missing;
     }

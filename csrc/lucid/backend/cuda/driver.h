@@ -115,10 +115,13 @@ constexpr int CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14;
 // cublasComputeType_t
 constexpr int CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77, CUBLAS_COMPUTE_64F = 70;
 constexpr int CUBLAS_GEMM_DEFAULT = -1;
+// cublasMath_t: split-k partial sums stay in the compute type, not the 16-bit output type
+constexpr int CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16;
 struct CublasApi {
   cublasStatus_t (*cublasCreate)(cublasHandle_t*);
   cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream);
   cublasStatus_t (*cublasSetWorkspace)(cublasHandle_t, void*, size_t);
+  cublasStatus_t (*cublasSetMathMode)(cublasHandle_t, int);
   cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, int, int, int, int, int, const void*, const void*, int,
                                                int, long long, const void*, int, int, long long, const void*, void*,
                                                int, int, long long, int, int, int);

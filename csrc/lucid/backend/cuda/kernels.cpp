@@ -150,7 +150,7 @@ void copy_bytes(void* dst, const void* src, const TensorMeta& m) {
 // ------------------------------------------------------------ elementwise
 bool float_only(UnaryOp op) {
   return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Sign && op != UnaryOp::Square &&
-         op != UnaryOp::Relu && op < UnaryOp::LogicalNot;
+         op != UnaryOp::Relu && !unary_returns_bool(op);
 }
 
 struct UnaryArgs {

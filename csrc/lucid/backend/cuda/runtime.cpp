@@ -262,6 +262,9 @@ cublasHandle_t Runtime::blas() {
     const CublasApi& c = cublas();
     check_cublas(c.cublasCreate(&blas_), "cublasCreate");
     check_cublas(c.cublasSetStream(blas_, stream_), "cublasSetStream");
+    // 16-bit products sum in float32 all the way, as on the CPU: a split-k
+    // reduction in the output type loses cancelling partial sums.
+    check_cublas(c.cublasSetMathMode(blas_, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), "cublasSetMathMode");
     // A workspace of our own, so cuBLAS allocates nothing while a step is
     // captured into a graph.
     const size_t bytes = size_t(32) << 20;

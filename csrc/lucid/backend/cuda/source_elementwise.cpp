@@ -10,7 +10,7 @@ __device__ __forceinline__ void unary_impl(const UnaryArgs& a) {
   typedef typename Compute<T>::type C;
   const T* x = (const T*)a.x;
   for (i64 i = global_index(); i < a.n; i += global_stride()) {
-    if (a.op >= U_LogicalNot) ((bool*)a.out)[i] = unary_predicate<C>(a.op, C(ld(x, i)));
+    if (unary_is_predicate(a.op)) ((bool*)a.out)[i] = unary_predicate<C>(a.op, C(ld(x, i)));
     else st((T*)a.out, i, unary_apply<C>(a.op, C(ld(x, i))));
   }
 }
@@ -31,7 +31,7 @@ __device__ __forceinline__ void binary_impl(const BinaryArgs& a) {
     if (a.mode == 1) off[1] = 0;
     else if (a.mode == 2) offsets_of<2>(a.ix, a.s, i, off);
     const C x = C(ld(pa, off[0])), y = C(ld(pb, off[1]));
-    if (a.op >= B_Eq) ((bool*)a.out)[i] = binary_predicate<C>(a.op, x, y);
+    if (binary_is_predicate(a.op)) ((bool*)a.out)[i] = binary_predicate<C>(a.op, x, y);
     else st((T*)a.out, i, binary_apply(a.op, x, y));
   }
 }

@@ -152,6 +152,10 @@ enum UOp { U_Neg, U_Abs, U_Sign, U_Exp, U_Log, U_Log1p, U_Expm1, U_Sqrt, U_Rsqrt
            U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf };
 enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum, B_Minimum, B_Atan2, B_Eq, B_Ne,
            B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod };
+// The ops whose result is bool (ops/primitives.h's unary_returns_bool and
+// binary_returns_bool): codes appended later may follow them.
+__device__ __forceinline__ bool unary_is_predicate(int op) { return op >= U_LogicalNot && op <= U_IsInf; }
+__device__ __forceinline__ bool binary_is_predicate(int op) { return op >= B_Eq && op <= B_LogicalXor; }
 
 template <class C> __device__ __forceinline__ C unary_apply(int op, C x);
 template <class C> __device__ __forceinline__ C unary_float(int op, C x) {
