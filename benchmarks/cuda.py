@@ -174,6 +174,9 @@ def jax_variant(w, data, steps):
 
     if jax.default_backend() != "gpu":
         raise RuntimeError(f"JAX has no GPU backend here ({jax.default_backend()})")
+    # strict float32 as the other variants: JAX's default float32 dot on a GPU
+    # with tensor cores rounds its operands to TF32
+    jax.config.update("jax_default_matmul_precision", "highest")
     from benchmarks.peers import jax_peer
 
     jax_peer.jax, jax_peer.jnp, jax_peer.optax = jax, jnp, optax
