@@ -113,9 +113,20 @@ std::vector<TensorMeta> MaxPool2dBackward::infer(const std::vector<TensorMeta>& 
                 dtype_name(in[1].dtype));
   return {{{s[0], s[1], height, width}, in[0].dtype, in[0].device}};
 }
-std::vector<Tensor> MaxPool2dBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
-                                           const std::vector<Tensor>&, const std::vector<int>&) const {
-  fail<NotImplementedError>("max_pool2d_backward: higher-order gradients of max_pool2d are not supported");
+// Linear in the gradient: its own gradient reads the cotangent back at each
+// window's winner (a window over padding alone has none and gets 0).
+std::vector<Tensor> MaxPool2dBackward::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                           const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  return detail::grads_for(argnums, [&](int i) -> Tensor {
+    if (i != 0) return Tensor();  // the indices
+    const Shape& gs = in[0].shape();
+    const int64_t plane = height * width;
+    if (in[0].numel() == 0 || plane == 0) return zeros(gs, in[0].dtype(), in[0].device());
+    const Tensor idx = reshape(in[1], {gs[0], gs[1], gs[2] * gs[3]});
+    const Tensor inside = clamp(idx, Scalar(int64_t(0)), Scalar(plane - 1));
+    const Tensor picked = gather(reshape(cot[0], {gs[0], gs[1], plane}), 2, inside);
+    return reshape(where(eq(inside, idx), picked, zeros_like(picked)), gs);
+  });
 }
 
 // ------------------------------------------------------------ convolution

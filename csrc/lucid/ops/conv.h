@@ -88,7 +88,7 @@ struct MaxPool2dBackward final : Primitive {
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   bool differentiable_input(int i) const override { return i == 0; }
-  uint8_t saved() const override { return 0; }
+  uint8_t saved() const override { return kSaveInputs; }  // the indices, for its own gradient
 };
 
 Tensor im2col(const Tensor& x, const Window2d& win, double pad_value = 0);

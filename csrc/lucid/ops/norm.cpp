@@ -1,5 +1,6 @@
 #include "lucid/ops/norm.h"
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -19,14 +20,27 @@ std::vector<TensorMeta> LayerNorm::infer(const std::vector<TensorMeta>& in) cons
 }
 std::vector<Tensor> LayerNorm::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                    const std::vector<Tensor>& cot, const std::vector<int>&) const {
-  return {call<LayerNormBackward>({cot[0], in[0], out[1], out[2]}, ndims)};
+  if (!autograd::GradMode::is_enabled()) return {call<LayerNormBackward>({cot[0], in[0], out[1], out[2]}, ndims)};
+  // A backward that records history (create_graph): the same formula in ops,
+  // the statistics recomputed from x so their own dependence on x is
+  // differentiated too (16-bit inputs in float32, as the kernel computes).
+  const DType dt = in[0].dtype(), wide = is_half(dt) ? DType::Float32 : dt;
+  const Tensor x = cast(in[0], wide), g = cast(cot[0], wide);
+  std::vector<int64_t> dims;
+  for (int64_t d = int64_t(x.ndim()) - ndims; d < int64_t(x.ndim()); ++d) dims.push_back(d);
+  const Tensor xc = sub(x, mean(x, dims, true));
+  const Tensor rstd = rsqrt(add(mean(mul(xc, xc), dims, true), Scalar(eps)));
+  const Tensor xhat = mul(xc, rstd);
+  const Tensor gx = mul(rstd, sub(sub(g, mean(g, dims, true)), mul(xhat, mean(mul(g, xhat), dims, true))));
+  return {cast(gx, dt)};
 }
 
 std::string LayerNormBackward::name() const { return "layer_norm_backward"; }
 std::vector<TensorMeta> LayerNormBackward::infer(const std::vector<TensorMeta>& in) const { return {in[1]}; }
 std::vector<Tensor> LayerNormBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                            const std::vector<Tensor>&, const std::vector<int>&) const {
-  fail<NotImplementedError>("layer_norm: gradients of the backward pass (higher-order gradients) are not supported");
+  // LayerNorm's vjp records ops instead of this kernel when a backward records history.
+  fail<NotImplementedError>("layer_norm_backward: gradients of the backward kernel are not supported");
 }
 
 Tensor layer_norm(const Tensor& x, int ndims, double eps) {
