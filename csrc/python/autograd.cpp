@@ -1,9 +1,117 @@
-// Autograd entry points: backward, grad, grad mode.
+// Autograd entry points: backward, grad, grad mode, tensor hooks and the
+// nodes of Python-defined functions (lucid.autograd.Function).
 #include "bindings.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 
 namespace lucid::python {
+
+namespace {
+
+// A Python object held by autograd nodes, which may be freed on any thread
+// without the GIL (or after the interpreter has gone: then it is leaked).
+std::shared_ptr<py::object> keep_python(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+#if PY_VERSION_HEX >= 0x030D0000
+    const bool finalizing = Py_IsFinalizing();
+#else
+    const bool finalizing = _Py_IsFinalizing();
+#endif
+    if (!Py_IsInitialized() || finalizing) {
+      p->release();
+      delete p;
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+Tensor tensor_or_none(const py::object& r, const char* what) {
+  if (r.is_none()) return Tensor();
+  if (!py::isinstance<Tensor>(r))
+    throw py::type_error(std::string(what) + " must return None or a Tensor, got " +
+                         std::string(py::str(py::type::of(r).attr("__name__"))));
+  return r.cast<Tensor>();
+}
+
+// The node of one lucid.autograd.Function call: its backward is the
+// Function's, called with the gradients of the outputs; it returns one
+// gradient per forward argument.
+class PythonFunctionNode : public autograd::Node {
+ public:
+  PythonFunctionNode(std::string name, py::object backward, py::object release, std::vector<TensorMeta> outputs,
+                     std::vector<std::optional<TensorMeta>> inputs, bool materialize)
+      : name_(std::move(name)), backward_(keep_python(std::move(backward))),
+        release_(keep_python(std::move(release))), outputs_(std::move(outputs)), inputs_(std::move(inputs)),
+        materialize_(materialize) {}
+  std::string name() const override { return name_; }
+  size_t num_outputs() const override { return outputs_.size(); }
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    py::gil_scoped_acquire gil;
+    py::tuple args(grads.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      Tensor g = grads[i];
+      if (!g.defined() && materialize_) g = zeros(outputs_[i].shape, outputs_[i].dtype, outputs_[i].device);
+      args[i] = g.defined() ? py::cast(g) : py::none();
+    }
+    py::object r = (*backward_)(*args);
+    std::vector<py::object> items;
+    if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
+      for (py::handle h : r) items.push_back(py::reinterpret_borrow<py::object>(h));
+    } else {
+      items.push_back(r);
+    }
+    const size_t n = inputs_.size();
+    bool extra = items.size() < n;
+    for (size_t i = n; i < items.size(); ++i) extra |= !items[i].is_none();
+    if (extra)
+      fail<Error>("function ", name_, " returned an incorrect number of gradients (expected ", n, ", got ",
+                  items.size(), ")");
+    std::vector<Tensor> out(n);
+    for (size_t i = 0; i < n; ++i) {
+      Tensor g = tensor_or_none(items[i], ("function " + name_ + " backward").c_str());
+      if (!g.defined()) continue;
+      if (!inputs_[i])
+        fail<Error>("function ", name_, " returned a gradient different than None at position ", i + 1,
+                    ", but the corresponding forward input was not a Tensor");
+      if (!next_edges[i].node) continue;  // an input that needs no gradient
+      const TensorMeta& m = *inputs_[i];
+      if (g.shape() != m.shape) {
+        LUCID_CHECK(is_expandable_to(m.shape, g.shape()), "Function ", name_,
+                    " returned an invalid gradient at index ", i, " - got ", shape_str(g.shape()),
+                    " but expected shape compatible with ", shape_str(m.shape));
+        g = sum_to(g, m.shape);
+      }
+      if (g.dtype() != m.dtype) g = cast(g, m.dtype);
+      out[i] = g;
+    }
+    return out;
+  }
+
+  void release_saved() override {
+    py::gil_scoped_acquire gil;
+    (*release_)();
+  }
+
+ private:
+  static bool is_expandable_to(const Shape& from, const Shape& to) {
+    if (from.size() > to.size()) return false;
+    const size_t lead = to.size() - from.size();
+    for (size_t d = 0; d < from.size(); ++d)
+      if (from[d] != to[lead + d] && from[d] != 1) return false;
+    return true;
+  }
+
+  std::string name_;
+  std::shared_ptr<py::object> backward_, release_;
+  std::vector<TensorMeta> outputs_;
+  std::vector<std::optional<TensorMeta>> inputs_;  // per forward argument; none for a non-tensor
+  bool materialize_;
+};
+
+}  // namespace
 
 void init_autograd(py::module_& m) {
   m.def("backward", [](const std::vector<Tensor>& roots, const std::vector<std::optional<Tensor>>& grads,
@@ -42,6 +150,54 @@ void init_autograd(py::module_& m) {
     return out;
   }, py::arg("outputs"), py::arg("inputs"), py::arg("grads"), py::arg("retain_graph") = false,
      py::arg("allow_unused") = false, py::arg("create_graph") = false, py::call_guard<py::gil_scoped_release>());
+
+  m.def("_register_hook", [](const Tensor& t, py::function fn) {
+    auto f = keep_python(std::move(fn));
+    return autograd::add_grad_hook(t, [f](const Tensor& g) {
+      py::gil_scoped_acquire gil;
+      return tensor_or_none((*f)(g), "hook");
+    });
+  });
+  m.def("_remove_hook", &autograd::remove_grad_hook);
+
+  // Wires the outputs of a Function's forward to a node calling `backward`:
+  // returns the outputs, an output that is one of the inputs (returned
+  // unchanged, not marked dirty) as a new tensor sharing its memory.
+  m.def("_function_node", [](const std::string& name, py::object backward, py::object release,
+                             const std::vector<std::optional<Tensor>>& inputs, std::vector<Tensor> outputs,
+                             const std::vector<bool>& differentiable, const std::vector<bool>& dirty,
+                             bool materialize) {
+    std::vector<TensorMeta> out_metas;
+    for (const Tensor& o : outputs) out_metas.push_back(o.meta());
+    std::vector<std::optional<TensorMeta>> in_metas;
+    std::vector<autograd::Edge> edges;
+    for (const auto& t : inputs) {
+      in_metas.push_back(t ? std::optional<TensorMeta>(t->meta()) : std::nullopt);
+      edges.push_back(t ? autograd::gradient_edge(*t) : autograd::Edge{});
+    }
+    auto node = std::make_shared<PythonFunctionNode>(name, std::move(backward), std::move(release), out_metas,
+                                                     in_metas, materialize);
+    node->next_edges = std::move(edges);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      Tensor& o = outputs[k];
+      if (!differentiable[k] || !is_floating(o.dtype())) continue;
+      if (dirty[k]) {
+        LUCID_CHECK_T(Error, !(o.is_leaf() && o.requires_grad()),
+                      "a leaf Variable that requires grad is being used in an in-place operation.");
+      } else {
+        for (const auto& t : inputs)
+          if (t && t->impl() == o.impl()) {
+            o = o.detach();
+            break;
+          }
+      }
+      TensorImpl* impl = o.impl();
+      impl->requires_grad = true;
+      impl->grad_fn = node;
+      impl->output_nr = uint32_t(k);
+    }
+    return outputs;
+  });
 
   m.def("is_grad_enabled", &autograd::GradMode::is_enabled);
   m.def("set_grad_enabled", &autograd::GradMode::set_enabled);

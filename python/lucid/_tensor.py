@@ -823,3 +823,14 @@ def _format(self, spec):
     if self.ndim == 0 and not self.is_symbolic:
         return format(self.item(), spec)
     return format(_repr(self), spec)
+
+
+@_method("register_hook")
+def _register_hook(self, hook):
+    """hook(grad) -> None or a new gradient, called each time a gradient for
+    this tensor is computed (before it reaches .grad or the ops before it)."""
+    from .autograd.function import RemovableHandle
+
+    if not callable(hook):
+        raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+    return RemovableHandle(self, _C._register_hook(self, hook))

@@ -93,6 +93,12 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     std::vector<Tensor> grads = std::move(buffer_for(n));
     buffers.erase(n);
 
+    // Tensor hooks first: retain_grad, grad() and the node see their results.
+    const auto* acc = dynamic_cast<AccumulateGrad*>(n);
+    if (!n->hooks.entries.empty())
+      for (uint32_t nr = 0; nr < grads.size(); ++nr) n->hooks.run(nr, grads[nr]);
+    if (acc && acc->leaf()->grad_hooks) acc->leaf()->grad_hooks->run(0, grads[0]);
+
     for (auto& [nr, weak] : n->retained)
       if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? contiguous_copy(grads[nr]).impl_ptr() : nullptr;
 
@@ -101,8 +107,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       for (auto [nr, idx] : cap->second) captured[idx] = grads[nr];
     }
     std::vector<Tensor> out;
-    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
-    if (!is_leaf_acc || accumulate_leaves) {
+    if (!acc || accumulate_leaves) {
       bool any = false;
       for (const auto& g : grads) any |= g.defined();
       if (any) out = n->apply(std::move(grads));

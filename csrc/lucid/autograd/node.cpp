@@ -154,6 +154,49 @@ Edge gradient_edge(const Tensor& t) {
   return {acc, 0};
 }
 
+uint64_t GradHooks::add(uint32_t output_nr, GradHook fn) {
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  entries.push_back({id, output_nr, std::move(fn)});
+  return id;
+}
+
+void GradHooks::remove(uint64_t id) {
+  for (auto it = entries.begin(); it != entries.end(); ++it)
+    if (it->id == id) {
+      entries.erase(it);
+      return;
+    }
+}
+
+void GradHooks::run(uint32_t output_nr, Tensor& g) const {
+  if (!g.defined()) return;
+  // A copy: a hook may register or remove hooks.
+  const std::vector<Entry> now = entries;
+  for (const Entry& e : now) {
+    if (e.output_nr != output_nr) continue;
+    Tensor r = e.fn(g);
+    if (!r.defined()) continue;
+    LUCID_CHECK_T(Error, r.shape() == g.shape(), "hook has changed the size of the gradient: expected ", shape_str(g.shape()),
+                ", got ", shape_str(r.shape()));
+    g = r.dtype() == g.dtype() ? r : cast(r, g.dtype());
+  }
+}
+
+uint64_t add_grad_hook(const Tensor& t, GradHook fn) {
+  LUCID_CHECK_T(Error, t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+  refresh_view_history(t);
+  if (t.grad_fn()) return t.grad_fn()->hooks.add(t.impl()->output_nr, std::move(fn));
+  TensorImpl* impl = t.impl();
+  if (!impl->grad_hooks) impl->grad_hooks = std::make_shared<GradHooks>();
+  return impl->grad_hooks->add(0, std::move(fn));
+}
+
+void remove_grad_hook(const Tensor& t, uint64_t id) {
+  if (t.grad_fn()) t.grad_fn()->hooks.remove(id);
+  if (t.impl()->grad_hooks) t.impl()->grad_hooks->remove(id);
+}
+
 void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   if (!GradMode::is_enabled()) return;
   bool any = false;

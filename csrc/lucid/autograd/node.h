@@ -4,6 +4,7 @@
 // nodes and calls each primitive's vjp() - the same rule under tracing, where
 // it records the backward graph instead of computing it.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,23 @@ class SavedTensor {
   bool released_ = false;
 };
 
+// Functions of a gradient registered on a tensor (register_hook), run in
+// registration order before the gradient goes on: each returns the gradient
+// to use instead, or an undefined tensor to keep it.
+using GradHook = std::function<Tensor(const Tensor&)>;
+struct GradHooks {
+  struct Entry {
+    uint64_t id;
+    uint32_t output_nr;  // which output of the node (0 for a leaf)
+    GradHook fn;
+  };
+  std::vector<Entry> entries;
+  uint64_t add(uint32_t output_nr, GradHook fn);
+  void remove(uint64_t id);
+  // Runs the hooks of `output_nr` on g (a hook may not change its shape).
+  void run(uint32_t output_nr, Tensor& g) const;
+};
+
 class Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
@@ -59,6 +77,8 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr;
   // Non-leaf tensors that asked for .grad (retain_grad), by output index.
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+  // Hooks of non-leaf tensors this node made (register_hook), by output index.
+  GradHooks hooks;
 };
 
 // The node left by a primitive: saves what the primitive's vjp reads.
@@ -92,6 +112,12 @@ class AccumulateGrad : public Node {
 // The edge through which a gradient reaches `t` (its grad_fn, or its leaf
 // accumulator); a null edge when `t` needs no gradient.
 Edge gradient_edge(const Tensor& t);
+
+// register_hook: `fn` sees (and may replace) each gradient computed for `t`,
+// before it is accumulated into .grad or passed on. Returns an id for
+// remove_grad_hook.
+uint64_t add_grad_hook(const Tensor& t, GradHook fn);
+void remove_grad_hook(const Tensor& t, uint64_t id);
 
 // A view's history after its base's changed (a write through the view or
 // an alias): the view becomes a view of the base's current history

@@ -15,6 +15,7 @@ namespace lucid {
 
 namespace autograd {
 class Node;
+struct GradHooks;
 }
 
 // What an op needs to know about a tensor to derive its output: no data.
@@ -64,6 +65,7 @@ struct TensorImpl {
   std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: reused AccumulateGrad
+  std::shared_ptr<autograd::GradHooks> grad_hooks;  // leaves: register_hook's functions (non-leaves: on grad_fn)
 };
 
 // A handle to a TensorImpl (shared, like torch.Tensor): copying a Tensor

@@ -1,4 +1,4 @@
-"""Autograd: backward, grad, and the grad-mode switches."""
+"""Autograd: backward, grad, the grad-mode switches and custom Functions."""
 import functools
 import threading
 
@@ -137,3 +137,5 @@ class inference_mode(_GradModeContext):
 
 
 is_grad_enabled = _C.is_grad_enabled
+
+from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401

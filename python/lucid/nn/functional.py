@@ -1440,14 +1440,20 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     log_1mx = _C.clamp(_C.log1p(_C.neg(x)), -100.0, None)
     loss = _C.neg(_C.add(_C.mul(target, log_x), _C.mul(_C.sub(1.0, target), log_1mx)))
     if input.requires_grad:
-        # PyTorch's own derivative, (x - t) / max((1 - x) x, 1e-12 as a
-        # float), instead of the chain rule through the clamped logs, which
-        # gives 0 * inf = NaN where the input saturates at 0 or 1. (The
-        # target's derivative stays that of the clamped logs: finite where
-        # PyTorch's -logit(x) is infinite.)
+        # Where x (1 - x) >= 1e-12 (as a float) no clamp is active: the plain
+        # formula, differentiable to any order. Elsewhere PyTorch's derivative,
+        # (x - t) / max((1 - x) x, 1e-12), instead of the chain rule through the
+        # clamped logs, which gives 0 * inf = NaN where the input saturates.
+        # (The target's derivative there stays that of the clamped logs: finite
+        # where PyTorch's -logit(x) is infinite.)
         t = target.detach()
-        dx = _C.div(_C.sub(x, t), _C.clamp(_C.mul(_C.sub(1.0, x), x), _BCE_EPS, None))
-        loss = _C.add(loss, _C.mul(_C.sub(input, x), dx))
+        spread = _C.mul(_C.sub(1.0, x), x)
+        dx = _C.div(_C.sub(x, t), _C.clamp(spread, _BCE_EPS, None))
+        saturated = _C.add(loss, _C.mul(_C.sub(input, x), dx))
+        inside = _C.ge(spread, _BCE_EPS)
+        xs = _C.where(inside, input, 0.5)
+        plain = _C.neg(_C.add(_C.mul(target, _C.log(xs)), _C.mul(_C.sub(1.0, target), _C.log1p(_C.neg(xs)))))
+        loss = _C.where(inside, plain, saturated)
     if weight is not None:
         loss = _C.mul(loss, weight)
     return _reduce(loss, reduction)
