@@ -443,6 +443,7 @@ _SECOND_ORDER = {
                                                                                        y.reshape(2, 3, 2)),
     "cross_entropy": lambda m, x, y: m.nn.functional.cross_entropy(x, y.softmax(1)),
     "mse_loss": lambda m, x, y: m.nn.functional.mse_loss(x, y),
+    "binary_cross_entropy": lambda m, x, y: m.nn.functional.binary_cross_entropy(m.sigmoid(x), y / 2),
     "attention": lambda m, x, y: m.nn.functional.scaled_dot_product_attention(
         x.reshape(1, 3, 4), y.reshape(1, 3, 4), x.reshape(1, 3, 4)),
 }
