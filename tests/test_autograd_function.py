@@ -1,5 +1,7 @@
 """lucid.autograd.Function (custom forward/backward in Python) and
 Tensor.register_hook, against PyTorch, eagerly and inside a fused step."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -356,3 +358,34 @@ def test_functions_and_hooks_in_a_fused_step_match_eager():
     assert eager_losses == fused_losses
     for a, b in zip(eager, fused):
         np.testing.assert_array_equal(a, b)
+
+
+def _module_backward_hooks(m):
+    rng = np.random.default_rng(0)
+    net = m.nn.Sequential(m.nn.Linear(4, 5), m.nn.Tanh(), m.nn.Linear(5, 2)).double()
+    with m.no_grad():
+        for p in net.parameters():
+            p.copy_(m.tensor(rng.standard_normal(tuple(p.shape))))
+    seen = []
+    net[0].register_full_backward_hook(
+        lambda mod, gi, go: seen.append([None if g is None else g.numpy().copy() for g in gi + go]))
+    net[2].register_full_backward_hook(lambda mod, gi, go: (gi[0] * 2,))
+    net[2].register_full_backward_pre_hook(lambda mod, go: (go[0] + 1,))
+    x = m.tensor(rng.standard_normal((3, 4))).requires_grad_()
+    net(x).pow(2).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch warns that the hook fires with grad_input None
+        net(m.tensor(rng.standard_normal((3, 4)))).sum().backward()  # the input needs no gradient
+    return seen, [x.grad.numpy()] + [p.grad.numpy() for p in net.parameters()]
+
+
+def test_module_backward_hooks_match_torch():
+    (want_seen, want), (got_seen, got) = _module_backward_hooks(torch), _module_backward_hooks(lucid)
+    assert len(got_seen) == len(want_seen) == 2
+    for w_call, g_call in zip(want_seen, got_seen):
+        for w, g in zip(w_call, g_call):
+            assert (w is None) == (g is None)
+            if w is not None:
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)

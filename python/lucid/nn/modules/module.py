@@ -130,7 +130,8 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         pre, post = self.__dict__.get("_forward_pre_hooks"), self.__dict__.get("_forward_hooks")
-        if not pre and not post:
+        backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
+        if not pre and not post and not backward_hooks:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()) if pre else ():
             if with_kwargs:
@@ -141,7 +142,12 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        state = _BackwardHookState(self) if backward_hooks and _C.is_grad_enabled() else None
+        if state is not None:
+            args = state.wrap_inputs(args)
         out = self.forward(*args, **kwargs)
+        if state is not None:
+            out = state.wrap_outputs(out)
         for hook, with_kwargs in list(post.values()) if post else ():
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
@@ -171,8 +177,15 @@ class Module:
         return self._add_hook("_forward_hooks", (hook, with_kwargs), prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
-        raise NotImplementedError("backward hooks on modules are not supported by lucid (autograd has no hooks on "
-                                  "gradients yet); read parameter gradients after backward() instead")
+        """hook(module, grad_input, grad_output) -> None or a new grad_input,
+        called once the gradients w.r.t. the module's tensor inputs are
+        computed (grad_input of inputs that need none are None)."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, called when
+        the gradients w.r.t. the module's outputs are computed."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
 
     register_backward_hook = register_full_backward_hook
 
@@ -626,6 +639,87 @@ def _clone_tensor(t, memo):
         out.requires_grad_(True)
     memo[id(t)] = out
     return out
+
+
+class _BackwardHookState:
+    """One call of a module with backward hooks: identity Functions around
+    its tensor inputs and outputs see the gradients flowing through them
+    (the outputs' first, then the inputs')."""
+
+    def __init__(self, module):
+        self.module, self.grad_outputs, self.n_inputs = module, None, 0
+
+    def wrap_inputs(self, args):
+        where = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
+        self.n_inputs = len(where)
+        if not any(args[i].requires_grad for i in where):
+            return args
+        wrapped = _hook_identity(self._on_grad_inputs, [args[i] for i in where])
+        args = list(args)
+        for i, t in zip(where, wrapped):
+            args[i] = t
+        self.inputs_wrapped = True
+        return tuple(args)
+
+    def wrap_outputs(self, out):
+        single = isinstance(out, _C.Tensor)
+        outs = (out,) if single else out
+        if not isinstance(outs, tuple):
+            return out
+        where = [i for i, o in enumerate(outs) if isinstance(o, _C.Tensor) and o.requires_grad]
+        if not where:
+            return out
+        wrapped = _hook_identity(self._on_grad_outputs, [outs[i] for i in where])
+        outs = list(outs)
+        for i, t in zip(where, wrapped):
+            outs[i] = t
+        return outs[0] if single else tuple(outs)
+
+    def _hooks(self, table):
+        return list((self.module.__dict__.get(table) or {}).values())
+
+    def _on_grad_outputs(self, grads):
+        for hook in self._hooks("_backward_pre_hooks"):
+            result = hook(self.module, grads)
+            if result is not None:
+                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        self.grad_outputs = grads
+        if not getattr(self, "inputs_wrapped", False):  # no input needs a gradient: the hooks run now
+            self._run_hooks((None,) * self.n_inputs)
+        return grads
+
+    def _on_grad_inputs(self, grads):
+        return self._run_hooks(grads)
+
+    def _run_hooks(self, grad_inputs):
+        for hook in self._hooks("_backward_hooks"):
+            result = hook(self.module, grad_inputs, self.grad_outputs)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_inputs):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got "
+                                       f"{len(result)}, but expected {len(grad_inputs)}")
+                grad_inputs = result
+        return grad_inputs
+
+
+def _hook_identity(on_grads, tensors):
+    """tensors passed through a node whose backward hands their gradients
+    to on_grads (which may replace them)."""
+    from ...autograd.function import Function
+
+    class BackwardHookFunction(Function):
+        @staticmethod
+        def forward(ctx, *ts):
+            ctx.needs = [t.requires_grad for t in ts]
+            return tuple(t.view_as(t) for t in ts)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return tuple(on_grads(tuple(grads)))
+
+    out = BackwardHookFunction.apply(*tensors)
+    return out if isinstance(out, tuple) else (out,)
 
 
 class RemovableHandle:
