@@ -111,6 +111,8 @@ def _unary_cases():
         out.append((f"unary_{name}_i32", ops[name], lambda: [ints(4, 5, dtype=lucid.int32)], kinds))
         out.append((f"unary_{name}_i64", ops[name], lambda: [ints(4, 5, seed=2)], kinds))
     out.append(("unary_logical_not_bool", ops["logical_not"], lambda: [arr([True, False, True])], {"Unary"}))
+    for dt in (lucid.int32, lucid.int64):
+        out.append((f"unary_bitwise_not_{dt}", lambda x: ~x, lambda dt=dt: [ints(4, 5, dtype=dt)], {"Unary"}))
     return out
 
 
@@ -122,12 +124,15 @@ def _binary_cases():
         "atan2": lambda a, b: a.atan2(b), "eq": lambda a, b: a.eq(b), "ne": lambda a, b: a.ne(b),
         "lt": lambda a, b: a.lt(b), "le": lambda a, b: a.le(b), "gt": lambda a, b: a.gt(b), "ge": lambda a, b: a.ge(b),
         "logical_and": lambda a, b: a.logical_and(b), "logical_or": lambda a, b: a.logical_or(b),
-        "logical_xor": lambda a, b: a.logical_xor(b),
+        "logical_xor": lambda a, b: a.logical_xor(b), "bitwise_and": lambda a, b: a & b,
+        "bitwise_or": lambda a, b: a | b, "bitwise_xor": lambda a, b: a ^ b,
     }
     grid_a = np.repeat(SPECIAL, SPECIAL.size).reshape(SPECIAL.size, SPECIAL.size)
     grid_b = grid_a.T.copy()
     out = []
     for name, fn in ops.items():
+        if name.startswith("bitwise"):
+            continue  # bool operands only (below): integer bit operations have no Metal lowering
         out.append((f"binary_{name}_f32", fn, lambda: [arr(grid_a), arr(grid_b)], {"Binary"}))
         out.append((f"binary_{name}_bcast_f16", fn,
                     lambda: [rand(3, 1, 4, seed=3, dtype=lucid.float16), rand(5, 1, seed=4, dtype=lucid.float16)],
@@ -143,7 +148,8 @@ def _binary_cases():
             out.append((f"binary_{name}_i32", fn,
                         lambda ia=ia, ib=ib: [arr(ia, lucid.int32), arr(ib, lucid.int32)], {"Binary"}))
     bools = lambda: [arr([True, True, False, False]), arr([True, False, True, False])]  # noqa: E731
-    for name in ("add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or", "logical_xor", "lt", "ge"):
+    for name in ("add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or", "logical_xor", "lt", "ge",
+                 "bitwise_and", "bitwise_or", "bitwise_xor"):
         out.append((f"binary_{name}_bool", ops[name], bools, {"Binary"}))
     return out
 

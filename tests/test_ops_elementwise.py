@@ -539,3 +539,47 @@ def test_float32_transcendental_special_values(name):
     # a NaN's sign bit carries no meaning (PyTorch's own CPU and CUDA kernels differ in it)
     number = ~np.isnan(ref)
     np.testing.assert_array_equal(np.signbit(got)[number], np.signbit(ref)[number])
+
+
+_BITWISE = {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b,
+            ">>": lambda a, b: a >> b, "bitwise_and": lambda a, b: a.bitwise_and(b),
+            "bitwise_right_shift": lambda a, b: a.bitwise_right_shift(b), "& 6": lambda a, b: a & 6,
+            "5 ^": lambda a, b: 5 ^ b, "<< 3": lambda a, b: a << 3, "1 <<": lambda a, b: 1 << b,
+            ">> 70": lambda a, b: a >> 70, "~": lambda a, b: ~a}
+
+
+@pytest.mark.parametrize("name", sorted(_BITWISE))
+@pytest.mark.parametrize("da,db", [("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("bool", "bool"),
+                                   ("bool", "int32"), ("int64", "bool"), ("float32", "int64"), ("int32", "float32")])
+def test_bitwise_ops_match_torch(name, da, db):
+    """Bit operations on integers and bools with PyTorch's promotion, its
+    shifts by negative and too-large counts, and its errors for floats."""
+    rng = np.random.default_rng(0)
+    values = {"bool": rng.random((3, 5)) > 0.5, "float32": rng.standard_normal((3, 5)),
+              "int64": rng.integers(-2 ** 40, 2 ** 40, (3, 5)), "int32": rng.integers(-300, 300, (3, 5))}
+    counts = np.array([-1, 0, 1, 31, 63])  # a shift count per column, past each width and below 0
+    outcome = []
+    for m in (torch, lucid):
+        a = m.tensor(values[da]).to(getattr(m, da))
+        b = m.tensor(counts if db.startswith("int") else values[db][0]).to(getattr(m, db))
+        try:
+            r = _BITWISE[name](a, b)
+            outcome.append((str(r.dtype).split(".")[-1], r.numpy().tolist()))
+        except (RuntimeError, TypeError, NotImplementedError) as e:
+            outcome.append(type(e).__name__)
+    assert outcome[1] == outcome[0]
+
+
+def test_bitwise_in_place_operators():
+    results = []
+    for m in (torch, lucid):
+        a = m.tensor([5, 3, -8])
+        alias = a
+        a &= 6
+        a |= 1
+        a ^= 2
+        a <<= 2
+        a >>= 1
+        assert a is alias  # in place, as PyTorch's
+        results.append(a.tolist())
+    assert results[1] == results[0]

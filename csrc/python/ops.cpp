@@ -48,7 +48,7 @@ void init_ops(py::module_& m) {
   LUCID_UNARY(expm1) LUCID_UNARY(sqrt) LUCID_UNARY(rsqrt) LUCID_UNARY(square) LUCID_UNARY(reciprocal)
   LUCID_UNARY(sin) LUCID_UNARY(cos) LUCID_UNARY(tanh) LUCID_UNARY(sigmoid) LUCID_UNARY(relu) LUCID_UNARY(silu)
   LUCID_UNARY(erf) LUCID_UNARY(floor) LUCID_UNARY(ceil) LUCID_UNARY(round) LUCID_UNARY(trunc)
-  LUCID_UNARY(logical_not) LUCID_UNARY(isfinite) LUCID_UNARY(isnan) LUCID_UNARY(isinf) LUCID_UNARY(clone)
+  LUCID_UNARY(logical_not) LUCID_UNARY(bitwise_not) LUCID_UNARY(isfinite) LUCID_UNARY(isnan) LUCID_UNARY(isinf) LUCID_UNARY(clone)
 #undef LUCID_UNARY
   m.def("gelu", [](const Tensor& x, bool tanh_approx) { return gelu(x, tanh_approx); }, py::arg("x"),
         py::arg("tanh_approximation") = false, release);
@@ -78,6 +78,9 @@ void init_ops(py::module_& m) {
   LUCID_BINARY(le, false, false) LUCID_BINARY(gt, false, false) LUCID_BINARY(ge, false, false)
   LUCID_BINARY(logical_and, false, false) LUCID_BINARY(logical_or, false, false)
   LUCID_BINARY(logical_xor, false, false) LUCID_BINARY(div, true, true) LUCID_BINARY(atan2, true, true)
+  LUCID_BINARY(bitwise_and, false, false) LUCID_BINARY(bitwise_or, false, false)
+  LUCID_BINARY(bitwise_xor, false, false) LUCID_BINARY(bitwise_left_shift, false, false)
+  LUCID_BINARY(bitwise_right_shift, false, false)
 #undef LUCID_BINARY
   // A Python number exponent keeps its kind (ops::pow rejects integers to a
   // negative integer power, as PyTorch does).

@@ -20,6 +20,7 @@ __all__ = [
     "dot", "outer", "square", "sort", "argsort", "msort", "topk", "cumsum", "cumprod", "unbind", "movedim", "swapaxes", "t", "dist",
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
     "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_", "as_strided", "diagonal", "select", "swapdims",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
 ]
 
 
@@ -139,6 +140,12 @@ ge = _binary(_C.ge)
 logical_and = _binary(_C.logical_and)
 logical_or = _binary(_C.logical_or)
 logical_xor = _binary(_C.logical_xor)
+bitwise_and = _binary(_C.bitwise_and)
+bitwise_or = _binary(_C.bitwise_or)
+bitwise_xor = _binary(_C.bitwise_xor)
+bitwise_left_shift = _binary(_C.bitwise_left_shift)
+bitwise_right_shift = _binary(_C.bitwise_right_shift)
+bitwise_not = _C.bitwise_not
 
 neg = negative = _C.neg
 abs = _C.abs  # noqa: A001

@@ -57,10 +57,11 @@ _method("__rmatmul__", lambda self, other: _C.matmul(_other(other), self))
 _method("__neg__", lambda self: _C.neg(self))
 _method("__pos__", lambda self: self)
 _method("__abs__", lambda self: _C.abs(self))
-_method("__invert__", lambda self: _C.logical_not(self) if self.dtype == _C.dtype.bool else _bitwise_error())
-_method("__and__", _binop(_C.logical_and))
-_method("__or__", _binop(_C.logical_or))
-_method("__xor__", _binop(_C.logical_xor))
+_method("__invert__", lambda self: _C.bitwise_not(self))
+for _name, _fn in [("and", _C.bitwise_and), ("or", _C.bitwise_or), ("xor", _C.bitwise_xor),
+                   ("lshift", _C.bitwise_left_shift), ("rshift", _C.bitwise_right_shift)]:
+    _method(f"__{_name}__", _binop(_fn))
+    _method(f"__r{_name}__", _binop(_fn, reflected=True))
 _method("__eq__", _binop(_C.eq))
 _method("__ne__", _binop(_C.ne))
 _method("__lt__", _binop(_C.lt))
@@ -71,10 +72,6 @@ Tensor.__hash__ = object.__hash__
 _C.dtype.__repr__ = _C.dtype.__str__ = lambda self: "lucid." + self.name
 # NumPy defers to the Tensor's reflected operators (np.float32(2) * t is a Tensor).
 Tensor.__array_priority__ = 1000
-
-
-def _bitwise_error():
-    raise TypeError("bitwise operations are only supported on bool tensors")
 
 
 # ------------------------------------------------------------- conversions
@@ -251,7 +248,8 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide",
               "maximum", "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
               "logical_xor", "neg", "negative", "abs", "sign", "sgn", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
               "square", "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "trunc",
-              "round", "logical_not", "isfinite", "isnan", "isinf", "clamp", "clip", "sum", "mean", "prod", "var",
+              "round", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+              "bitwise_left_shift", "bitwise_right_shift", "isfinite", "isnan", "isinf", "clamp", "clip", "sum", "mean", "prod", "var",
               "std", "amax", "amin", "max", "min", "all", "any", "argmax", "argmin", "logsumexp", "norm", "matmul",
               "mm", "bmm", "dot", "outer", "flatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "t",
               "movedim", "narrow", "tril", "triu", "flip", "roll", "index_select", "index_add", "gather",
@@ -476,6 +474,11 @@ _method("__iadd__", lambda self, o: Tensor.add_(self, _other(o)))
 _method("__isub__", lambda self, o: Tensor.sub_(self, _other(o)))
 _method("__imul__", lambda self, o: Tensor.mul_(self, _other(o)))
 _method("__itruediv__", lambda self, o: Tensor.div_(self, _other(o)))
+_method("__iand__", lambda self, o: Tensor.bitwise_and_(self, _other(o)))
+_method("__ior__", lambda self, o: Tensor.bitwise_or_(self, _other(o)))
+_method("__ixor__", lambda self, o: Tensor.bitwise_xor_(self, _other(o)))
+_method("__ilshift__", lambda self, o: Tensor.bitwise_left_shift_(self, _other(o)))
+_method("__irshift__", lambda self, o: Tensor.bitwise_right_shift_(self, _other(o)))
 
 
 # ------------------------------------------------------------------ indexing

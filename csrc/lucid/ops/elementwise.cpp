@@ -147,13 +147,15 @@ const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {"neg",     "abs",      "sign",      "exp",  "log",   "log1p",       "expm1",
                                 "sqrt",    "rsqrt",    "square",    "reciprocal", "sin", "cos",    "tanh",
                                 "sigmoid", "relu",     "gelu",      "gelu_tanh", "silu", "erf",    "floor",
-                                "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf"};
+                                "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf",
+                                "bitwise_not"};
   return names[int(op)];
 }
 const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
                                 "minimum", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                                "logical_or", "logical_xor", "fmod"};
+                                "logical_or", "logical_xor", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
+                                "bitwise_left_shift", "bitwise_right_shift"};
   return names[int(op)];
 }
 void integer_division_by_zero(BinaryOp op) {
@@ -258,6 +260,11 @@ static Tensor unary(UnaryOp op, const Tensor& x) {
     case UnaryOp::LogicalNot:
       in = cast(x, DType::Bool);
       break;
+    case UnaryOp::BitNot:
+      LUCID_CHECK_T(TypeError, !is_floating(x.dtype()),
+                    "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+      if (x.dtype() == DType::Bool) return unary(UnaryOp::LogicalNot, x);
+      break;
     case UnaryOp::IsFinite: case UnaryOp::IsNan: case UnaryOp::IsInf:
       if (!is_floating(x.dtype())) {
         // Integers are always finite, never nan or inf.
@@ -298,6 +305,7 @@ Tensor ceil(const Tensor& x) { return unary(UnaryOp::Ceil, x); }
 Tensor round(const Tensor& x) { return unary(UnaryOp::Round, x); }
 Tensor trunc(const Tensor& x) { return unary(UnaryOp::Trunc, x); }
 Tensor logical_not(const Tensor& x) { return unary(UnaryOp::LogicalNot, x); }
+Tensor bitwise_not(const Tensor& x) { return unary(UnaryOp::BitNot, x); }
 Tensor isfinite(const Tensor& x) { return unary(UnaryOp::IsFinite, x); }
 Tensor isnan(const Tensor& x) { return unary(UnaryOp::IsNan, x); }
 Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
@@ -418,6 +426,11 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
                     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert "
                     "a mask, use the `~` or `logical_not()` operator instead.");
       break;
+    case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
+    case BinaryOp::LeftShift: case BinaryOp::RightShift:
+      if (is_floating(dt) || (dt == DType::Bool && (op == BinaryOp::LeftShift || op == BinaryOp::RightShift)))
+        fail<NotImplementedError>("\"", binary_op_name(op), "\" not implemented for '", dtype_name(dt), "'");
+      break;
     case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Maximum: case BinaryOp::Minimum:
     case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
       break;
@@ -435,6 +448,11 @@ Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(BinaryOp::FloorDiv, a, b); }
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Remainder, a, b); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Fmod, a, b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::BitAnd, a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::BitOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::BitXor, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LeftShift, a, b); }
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return binary(BinaryOp::RightShift, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }

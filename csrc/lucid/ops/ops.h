@@ -100,6 +100,7 @@ Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);
 Tensor trunc(const Tensor& x);
 Tensor logical_not(const Tensor& x);
+Tensor bitwise_not(const Tensor& x);  // integers; bool: logical_not
 Tensor isfinite(const Tensor& x);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
@@ -125,6 +126,12 @@ Tensor div(const Tensor& a, const Tensor& b);  // true division
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor remainder(const Tensor& a, const Tensor& b);  // Python's %: sign of the divisor
 Tensor fmod(const Tensor& a, const Tensor& b);       // C's fmod: sign of the dividend
+// Integer and bool bit operations (shifts as PyTorch's: see backend/cpu/math.h)
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);

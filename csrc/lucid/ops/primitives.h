@@ -32,6 +32,7 @@ namespace lucid {
 enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Square, Reciprocal, Sin, Cos, Tanh, Sigmoid,
   Relu, GeluErf, GeluTanh, Silu, Erf, Floor, Ceil, Round, Trunc, LogicalNot, IsFinite, IsNan, IsInf,
+  BitNot,  // integers only (appended: earlier codes keep their values)
   Count
 };
 const char* unary_op_name(UnaryOp op);
@@ -39,6 +40,12 @@ const char* unary_op_name(UnaryOp op);
 // (not inferred from the enum's order); usable in `if constexpr`.
 constexpr bool unary_returns_bool(UnaryOp op) {
   return op == UnaryOp::LogicalNot || op == UnaryOp::IsFinite || op == UnaryOp::IsNan || op == UnaryOp::IsInf;
+}
+// The ops whose kernels take floating-point inputs only (the op layer casts
+// integers to a float type first).
+constexpr bool unary_is_float_only(UnaryOp op) {
+  return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Sign && op != UnaryOp::Square &&
+         op != UnaryOp::Relu && op != UnaryOp::BitNot && !unary_returns_bool(op);
 }
 
 struct Unary final : Primitive {
@@ -54,6 +61,7 @@ enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, FloorDiv, Remainder, Pow, Maximum, Minimum, Atan2,
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor,
   Fmod,  // C's fmod: the remainder takes the dividend's sign (appended: earlier codes keep their values)
+  BitAnd, BitOr, BitXor, LeftShift, RightShift,  // integers and bool (shifts: integers)
   Count
 };
 const char* binary_op_name(BinaryOp op);

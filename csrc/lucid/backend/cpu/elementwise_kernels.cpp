@@ -92,9 +92,7 @@ void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std
   LUCID_DISPATCH_ALL(in[0].meta->dtype, "unary", [&] {
     with_op<UnaryOp, int(UnaryOp::Count)>(op, [&](auto op_c) {
       constexpr UnaryOp OP = decltype(op_c)::value;
-      constexpr bool float_only = OP != UnaryOp::Neg && OP != UnaryOp::Abs && OP != UnaryOp::Sign &&
-                                  OP != UnaryOp::Square && OP != UnaryOp::Relu && !unary_returns_bool(OP);
-      if constexpr (float_only && !is_float_v<T>) {
+      if constexpr (unary_is_float_only(OP) && !is_float_v<T>) {
         fail<TypeError>(unary_op_name(OP), ": not implemented for ", dtype_name(in[0].meta->dtype));
       } else {
         if (in[0].strides)

@@ -209,6 +209,7 @@ inline C unary_apply(C x) {
       case UnaryOp::Sign: return C((x > 0) - (x < 0));
       case UnaryOp::Square: return wrap_mul(x, x);
       case UnaryOp::Relu: return x > 0 ? x : C(0);
+      case UnaryOp::BitNot: return C(~x);
       default: return x;
     }
   }
@@ -285,6 +286,28 @@ inline C int_pow(C base, C exp) {
   return r;
 }
 
+// Integer bit operations; shifts as PyTorch's: a left shift by a negative
+// count or by the width or more gives 0, a right shift fills with the sign.
+template <BinaryOp op, class C>
+inline C bitwise(C a, C b) {
+  if constexpr (std::is_same_v<C, bool>) {
+    return op == BinaryOp::BitAnd ? (a && b) : op == BinaryOp::BitOr ? (a || b) : op == BinaryOp::BitXor ? a != b : a;
+  } else {
+    constexpr int64_t width = int64_t(sizeof(C) * 8);
+    switch (op) {
+      case BinaryOp::BitAnd: return C(a & b);
+      case BinaryOp::BitOr: return C(a | b);
+      case BinaryOp::BitXor: return C(a ^ b);
+      case BinaryOp::LeftShift:
+        if (int64_t(b) < 0 || int64_t(b) >= width) return C(0);
+        return C(std::make_unsigned_t<C>(a) << b);
+      default:
+        if (int64_t(b) < 0 || int64_t(b) >= width) return C(a >> (width - 1));
+        return C(a >> b);
+    }
+  }
+}
+
 template <BinaryOp op, class C>
 inline C binary_apply(C a, C b) {
   switch (op) {
@@ -323,6 +346,10 @@ inline C binary_apply(C a, C b) {
     case BinaryOp::Atan2:
       if constexpr (std::is_floating_point_v<C>) return std::atan2(a, b);
       else return C(0);
+    case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
+    case BinaryOp::LeftShift: case BinaryOp::RightShift:
+      if constexpr (std::is_floating_point_v<C>) return C(0);  // refused before any kernel
+      else return bitwise<op>(a, b);
     default: return C(0);
   }
 }

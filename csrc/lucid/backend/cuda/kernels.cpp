@@ -148,11 +148,6 @@ void copy_bytes(void* dst, const void* src, const TensorMeta& m) {
 }
 
 // ------------------------------------------------------------ elementwise
-bool float_only(UnaryOp op) {
-  return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Sign && op != UnaryOp::Square &&
-         op != UnaryOp::Relu && !unary_returns_bool(op);
-}
-
 struct UnaryArgs {
   const void* x;
   void* out;
@@ -162,7 +157,7 @@ struct UnaryArgs {
 void unary_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const UnaryOp op = static_cast<const Unary&>(p).op;
   const DType dt = in[0].meta->dtype;
-  if (float_only(op) && !is_floating(dt))
+  if (unary_is_float_only(op) && !is_floating(dt))
     fail<TypeError>(unary_op_name(op), ": not implemented for ", dtype_name(dt));
   const int64_t n = out[0].meta->numel();
   if (!n) return;

@@ -149,9 +149,10 @@ __device__ __forceinline__ double erf_(double x) { return erf(x); }
 // UnaryOp and BinaryOp numbering (ops/primitives.h).
 enum UOp { U_Neg, U_Abs, U_Sign, U_Exp, U_Log, U_Log1p, U_Expm1, U_Sqrt, U_Rsqrt, U_Square, U_Reciprocal, U_Sin,
            U_Cos, U_Tanh, U_Sigmoid, U_Relu, U_GeluErf, U_GeluTanh, U_Silu, U_Erf, U_Floor, U_Ceil, U_Round,
-           U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf };
+           U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf, U_BitNot };
 enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum, B_Minimum, B_Atan2, B_Eq, B_Ne,
-           B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod };
+           B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod, B_BitAnd, B_BitOr, B_BitXor,
+           B_LeftShift, B_RightShift };
 // The ops whose result is bool (ops/primitives.h's unary_returns_bool and
 // binary_returns_bool): codes appended later may follow them.
 __device__ __forceinline__ bool unary_is_predicate(int op) { return op >= U_LogicalNot && op <= U_IsInf; }
@@ -199,6 +200,7 @@ template <class C> __device__ __forceinline__ C unary_apply(int op, C x) {
     case U_Sign: return C((x > 0) - (x < 0));
     case U_Square: return C(x * x);
     case U_Relu: return x > 0 ? x : C(0);
+    case U_BitNot: return C(~x);
     default: return x;
   }
 }
@@ -279,6 +281,13 @@ template <class C> __device__ __forceinline__ C binary_int(int op, C a, C b) {
     case B_FloorDiv: return int_floor_div(a, b);
     case B_Remainder: return int_mod(a, b);
     case B_Fmod: return b == 0 || b == C(-1) ? C(0) : C(a % b);
+    case B_BitAnd: return C(a & b);
+    case B_BitOr: return C(a | b);
+    case B_BitXor: return C(a ^ b);
+    case B_LeftShift:  // PyTorch's: 0 past the width or for a negative count
+      return (long long)b < 0 || (long long)b >= (long long)(sizeof(C) * 8) ? C(0) : C((unsigned long long)a << b);
+    case B_RightShift:  // the sign fills past the width or for a negative count
+      return (long long)b < 0 || (long long)b >= (long long)(sizeof(C) * 8) ? C(a >> (sizeof(C) * 8 - 1)) : C(a >> b);
     case B_Pow: return int_pow(a, b);
     case B_Maximum: return a > b ? a : b;
     case B_Minimum: return a < b ? a : b;
@@ -293,6 +302,9 @@ __device__ __forceinline__ bool binary_bool(int op, bool a, bool b) {
     case B_Div: return b == 0 ? false : bool(int(a) / int(b));
     case B_FloorDiv: return a && b;
     case B_Remainder: return false;
+    case B_BitAnd: return a && b;
+    case B_BitOr: return a || b;
+    case B_BitXor: return a != b;
     case B_Pow: return a || !b;
     case B_Maximum: return a > b ? a : b;
     case B_Minimum: return a < b ? a : b;

@@ -73,6 +73,7 @@ V lower_unary(PlanBuilder& g, UnaryOp op, V x, DType dt) {
                         g.select(g.lt(x, g.like(0, x)), g.like(-1, x), g.like(0, x)));
       case UnaryOp::Square: return g.mul(x, x);
       case UnaryOp::Relu: return g.select(g.gt(x, g.like(0, x)), x, g.like(0, x));
+      case UnaryOp::BitNot: return g.sub(g.unary(MpsOp::Neg, x), g.like(1, x));  // ~x = -x - 1 (two's complement)
       default: fail<TypeError>(unary_op_name(op), ": not implemented for ", dtype_name(dt));
     }
   }
@@ -212,8 +213,9 @@ V lower_binary(PlanBuilder& g, BinaryOp op, V a, V b, DType dt) {
   }
   if (dt == DType::Bool) {  // the op layer sends only these for bool
     switch (op) {
-      case BinaryOp::Add: case BinaryOp::Maximum: return g.lor(a, b);
-      case BinaryOp::Mul: case BinaryOp::Minimum: return g.land(a, b);
+      case BinaryOp::Add: case BinaryOp::Maximum: case BinaryOp::BitOr: return g.lor(a, b);
+      case BinaryOp::Mul: case BinaryOp::Minimum: case BinaryOp::BitAnd: return g.land(a, b);
+      case BinaryOp::BitXor: return g.lxor(a, b);
       default: fail<TypeError>(binary_op_name(op), ": not implemented for bool");
     }
   }
