@@ -583,3 +583,51 @@ def test_bitwise_in_place_operators():
         assert a is alias  # in place, as PyTorch's
         results.append(a.tolist())
     assert results[1] == results[0]
+
+
+_SPECIAL_ARGS = np.array([-5.0, -4.5, -2.0, -1.5, -0.5, -1e-8, 0.0, -0.0, 1e-300, 1e-8, 0.1, 0.5, 1.0, 1.5, 2.0, 2.5,
+                          3.0, 7.3, 9.999, 10.0, 10.5, 30.0, 171.5, 1e5, 1e17, 1e300, np.inf, -np.inf, np.nan])
+_ERFINV_ARGS = np.array([-1.0, -0.999999, -0.9, -0.5, -1e-10, 0.0, 1e-10, 0.3, 0.7, 0.99, 0.9999999, 1.0, 1.1, -1.1,
+                         np.nan])
+_SPECIAL = {"lgamma": (lambda m, t: m.lgamma(t), _SPECIAL_ARGS, 1e-13),
+            "digamma": (lambda m, t: m.digamma(t), _SPECIAL_ARGS, 1e-12),
+            "polygamma1": (lambda m, t: m.polygamma(1, t), _SPECIAL_ARGS, 1e-12),
+            "erfinv": (lambda m, t: m.erfinv(t), _ERFINV_ARGS, 1e-13),
+            "special.gammaln": (lambda m, t: m.special.gammaln(t), _SPECIAL_ARGS, 1e-13),
+            "special.psi": (lambda m, t: m.special.psi(t), _SPECIAL_ARGS, 1e-12),
+            "method": (lambda m, t: t.lgamma() + t.abs().add(1).digamma(), _SPECIAL_ARGS[4:], 1e-12)}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(_SPECIAL))
+def test_special_functions_match_torch(name, dtype):
+    """Poles, negative arguments (reflection), tiny and huge arguments,
+    infinities and NaN; float64 to ~1e-13, float32 to 1e-5."""
+    fn, x, rtol = _SPECIAL[name]
+    if name == "polygamma1" and dtype == "float32":
+        x = x[(x != np.trunc(x)) | (x > 0)]  # at its poles PyTorch's float32 trigamma is a finite rounding artefact
+    want = fn(torch, torch.tensor(x).to(getattr(torch, dtype))).double().numpy()
+    got = fn(lucid, lucid.tensor(x).to(getattr(lucid, dtype))).double().numpy()
+    np.testing.assert_allclose(got, want, rtol=rtol if dtype == "float64" else 1e-5, atol=0, equal_nan=True)
+
+
+def test_special_function_gradients_and_forms_match_torch():
+    for fn, x in [(lambda m, t: m.lgamma(t), [0.3, 2.5, -1.5]), (lambda m, t: m.digamma(t), [0.3, 2.5, -1.5]),
+                  (lambda m, t: m.erfinv(t), [-0.9, 0.2, 0.7]), (lambda m, t: m.mvlgamma(t, 3), [1.2, 4.0])]:
+        grads = []
+        for m in (torch, lucid):
+            t = m.tensor(x, dtype=m.float64).requires_grad_()
+            fn(m, t).sum().backward()
+            grads.append(t.grad.numpy())
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+    for m in (torch, lucid):  # integers compute in the default float type
+        assert str(m.tensor([1, 2, 3]).lgamma().dtype).endswith("float32")
+    np.testing.assert_allclose(lucid.mvlgamma(lucid.tensor([2.5, 3.0]), 3).numpy(),
+                               torch.mvlgamma(torch.tensor([2.5, 3.0]), 3).numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="greater than"):
+        lucid.mvlgamma(lucid.tensor([0.5]), 3)
+    with pytest.raises(NotImplementedError, match="order 2"):
+        lucid.polygamma(2, lucid.tensor([1.0]))
+    x = lucid.tensor([1.5])
+    x.polygamma_(1)
+    np.testing.assert_allclose(x.numpy(), torch.tensor([1.5]).polygamma_(1).numpy(), rtol=1e-6)

@@ -21,6 +21,7 @@ __all__ = [
     "var_mean", "std_mean", "sgn", "exp2", "log2", "log10", "flip", "roll", "repeat_interleave", "result_type",
     "can_cast", "clamp_", "zero_", "fill_", "detach", "detach_", "as_strided", "diagonal", "select", "swapdims",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
+    "lgamma", "digamma", "polygamma", "erfinv", "mvlgamma",
 ]
 
 
@@ -146,6 +147,36 @@ bitwise_xor = _binary(_C.bitwise_xor)
 bitwise_left_shift = _binary(_C.bitwise_left_shift)
 bitwise_right_shift = _binary(_C.bitwise_right_shift)
 bitwise_not = _C.bitwise_not
+lgamma = _C.lgamma
+digamma = _C.digamma
+erfinv = _C.erfinv
+
+
+def polygamma(n, input):  # noqa: A002
+    """The n-th derivative of digamma (n = 0: digamma itself; Lucid has
+    n <= 1)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got {n}")
+    if n > 1:
+        raise NotImplementedError(f"polygamma of order {n} is not supported by lucid (orders 0 and 1 are)")
+    return _C.digamma(input) if n == 0 else _C.trigamma(input)
+
+
+def mvlgamma(input, p):  # noqa: A002
+    """The multivariate log-gamma of dimension p: sum_j lgamma(x - j/2) +
+    p (p-1)/4 log(pi); every element must exceed (p - 1)/2."""
+    if not isinstance(input, _C.Tensor) or not input.dtype.is_floating_point:
+        raise RuntimeError("mvlgamma is not implemented for integer tensors")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if input.numel() and not bool(_C.all(_C.gt(input, (p - 1) / 2), None, False).item()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2")
+    import math
+
+    total = _C.lgamma(input)
+    for j in range(1, p):
+        total = _C.add(total, _C.lgamma(_C.sub(input, j / 2)))
+    return _C.add(total, p * (p - 1) / 4 * math.log(math.pi))
 
 neg = negative = _C.neg
 abs = _C.abs  # noqa: A001

@@ -249,7 +249,7 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide",
               "logical_xor", "neg", "negative", "abs", "sign", "sgn", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
               "square", "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "trunc",
               "round", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-              "bitwise_left_shift", "bitwise_right_shift", "isfinite", "isnan", "isinf", "clamp", "clip", "sum", "mean", "prod", "var",
+              "bitwise_left_shift", "bitwise_right_shift", "lgamma", "digamma", "erfinv", "mvlgamma", "isfinite", "isnan", "isinf", "clamp", "clip", "sum", "mean", "prod", "var",
               "std", "amax", "amin", "max", "min", "all", "any", "argmax", "argmin", "logsumexp", "norm", "matmul",
               "mm", "bmm", "dot", "outer", "flatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "t",
               "movedim", "narrow", "tril", "triu", "flip", "roll", "index_select", "index_add", "gather",
@@ -261,6 +261,7 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "true_divide",
 
 
 _method("where", lambda self, condition, other: F.where(condition, self, other))
+_method("polygamma", lambda self, n: F.polygamma(n, self))
 
 
 @_method("reshape")

@@ -136,10 +136,11 @@ def _attach():
         _inplace(name + "_", getattr(C, name, None) or getattr(F, name))  # cumprod: the scan primitive
     for name in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
                  "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-                 "bitwise_right_shift",
+                 "bitwise_right_shift", "lgamma", "digamma", "erfinv", "mvlgamma",
                  "exp2", "log2", "log10", "atan2", "true_divide", "subtract", "multiply", "negative", "sgn"]:
         if not hasattr(Tensor, name + "_"):
             _inplace(name + "_", getattr(F, name))
+    _inplace("polygamma_", lambda self, n: F.polygamma(n, self))
 
     # Shape changes in place: the tensor takes the new shape (its data is the
     # same). Only without autograd history, which such a change would cut.

@@ -148,7 +148,7 @@ const char* unary_op_name(UnaryOp op) {
                                 "sqrt",    "rsqrt",    "square",    "reciprocal", "sin", "cos",    "tanh",
                                 "sigmoid", "relu",     "gelu",      "gelu_tanh", "silu", "erf",    "floor",
                                 "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf",
-                                "bitwise_not"};
+                                "bitwise_not", "lgamma", "digamma", "trigamma", "erfinv"};
   return names[int(op)];
 }
 const char* binary_op_name(BinaryOp op) {
@@ -178,6 +178,7 @@ uint8_t Unary::saved() const {
       return 0;
     case UnaryOp::Exp: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
     case UnaryOp::Reciprocal: case UnaryOp::Tanh: case UnaryOp::Sigmoid: case UnaryOp::Relu:
+    case UnaryOp::Erfinv:
       return kSaveOutputs;
     default:
       return kSaveInputs;
@@ -232,6 +233,11 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const std::vector<
       break;
     }
     case UnaryOp::Erf: r = mul(g, mul(exp(neg(mul(x, x))), M_2_SQRTPI)); break;
+    case UnaryOp::Lgamma: r = mul(g, digamma(x)); break;
+    case UnaryOp::Digamma: r = mul(g, trigamma(x)); break;
+    case UnaryOp::Erfinv: r = mul(g, mul(exp(mul(y, y)), 1.0 / M_2_SQRTPI)); break;  // sqrt(pi)/2 e^(y^2)
+    case UnaryOp::Trigamma:
+      fail<NotImplementedError>("the derivative of polygamma(1, x) (polygamma(2, x)) is not implemented");
     case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc:
       r = zeros_like(g);
       break;
@@ -306,6 +312,10 @@ Tensor round(const Tensor& x) { return unary(UnaryOp::Round, x); }
 Tensor trunc(const Tensor& x) { return unary(UnaryOp::Trunc, x); }
 Tensor logical_not(const Tensor& x) { return unary(UnaryOp::LogicalNot, x); }
 Tensor bitwise_not(const Tensor& x) { return unary(UnaryOp::BitNot, x); }
+Tensor lgamma(const Tensor& x) { return unary(UnaryOp::Lgamma, x); }
+Tensor digamma(const Tensor& x) { return unary(UnaryOp::Digamma, x); }
+Tensor trigamma(const Tensor& x) { return unary(UnaryOp::Trigamma, x); }
+Tensor erfinv(const Tensor& x) { return unary(UnaryOp::Erfinv, x); }
 Tensor isfinite(const Tensor& x) { return unary(UnaryOp::IsFinite, x); }
 Tensor isnan(const Tensor& x) { return unary(UnaryOp::IsNan, x); }
 Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }

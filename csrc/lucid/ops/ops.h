@@ -101,6 +101,11 @@ Tensor round(const Tensor& x);
 Tensor trunc(const Tensor& x);
 Tensor logical_not(const Tensor& x);
 Tensor bitwise_not(const Tensor& x);  // integers; bool: logical_not
+// Special functions (integers compute in the default float type).
+Tensor lgamma(const Tensor& x);    // log |Gamma(x)|
+Tensor digamma(const Tensor& x);   // d/dx lgamma(x)
+Tensor trigamma(const Tensor& x);  // polygamma(1, x)
+Tensor erfinv(const Tensor& x);
 Tensor isfinite(const Tensor& x);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);

@@ -33,6 +33,7 @@ enum class UnaryOp : uint8_t {
   Neg, Abs, Sign, Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Square, Reciprocal, Sin, Cos, Tanh, Sigmoid,
   Relu, GeluErf, GeluTanh, Silu, Erf, Floor, Ceil, Round, Trunc, LogicalNot, IsFinite, IsNan, IsInf,
   BitNot,  // integers only (appended: earlier codes keep their values)
+  Lgamma, Digamma, Trigamma, Erfinv,  // special functions (trigamma: polygamma(1, x))
   Count
 };
 const char* unary_op_name(UnaryOp op);

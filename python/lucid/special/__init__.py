@@ -1,11 +1,11 @@
 """lucid.special: torch.special's functions that Lucid has (the others,
-such as gammaln, digamma, i0, are not supported yet)."""
+such as i0 and the Bessel functions, are not supported yet)."""
 from .. import _C
 from .. import _composite
 from .. import _functions as F
 
 __all__ = ["expit", "logit", "xlogy", "erf", "erfc", "expm1", "exp2", "log1p", "log_softmax", "softmax",
-           "logsumexp", "sinc", "round", "entr"]
+           "logsumexp", "sinc", "round", "entr", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "erfinv"]
 
 expit = _C.sigmoid
 logit = _composite.logit
@@ -20,6 +20,11 @@ softmax = F.softmax
 logsumexp = F.logsumexp
 sinc = _composite.sinc
 round = F.round  # noqa: A001
+gammaln = _C.lgamma
+digamma = psi = _C.digamma
+polygamma = F.polygamma
+multigammaln = F.mvlgamma
+erfinv = _C.erfinv
 
 
 def entr(input):  # noqa: A002

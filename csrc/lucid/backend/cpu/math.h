@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -167,6 +168,90 @@ LUCID_MATH_INLINE C wrap_neg(C x) {
   else return C(-x);
 }
 
+// Special functions, as PyTorch's CPU kernels define them at the poles:
+// digamma(0) = -inf (with 0's sign flipped), NaN at negative integers;
+// trigamma by the reflection formula below 1/2; erfinv(+-1) = +-inf.
+template <class C>
+inline C digamma_(C x) {
+  constexpr double pi = 3.14159265358979323846;
+  if (x == 0) return std::copysign(std::numeric_limits<C>::infinity(), -x);
+  double v = double(x), result = 0;
+  if (v < 0) {
+    if (v == std::trunc(v)) return std::numeric_limits<C>::quiet_NaN();
+    // digamma(1 - v) - digamma(v) = pi / tan(pi v), with v's (signed)
+    // fractional part: tan is exact for it where pi v would round
+    double whole;
+    result = -pi / std::tan(pi * std::modf(v, &whole));
+    v = 1 - v;
+  }
+  while (v < 10) {
+    result -= 1 / v;
+    v += 1;
+  }
+  if (v == 10) return C(result + 2.25175258906672110764);  // digamma(10)
+  const double z = 1 / (v * v);
+  const double series = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 -
+                        z * (691.0 / 32760 - z / 12))))));
+  return C(result + std::log(v) - 0.5 / v - series);
+}
+
+template <class C>
+inline C trigamma_(C x) {
+  constexpr double pi = 3.14159265358979323846;
+  double v = double(x), sign = 1, result = 0;
+  if (v < 0.5) {
+    sign = -1;
+    const double s = std::sin(pi * v);
+    result -= pi * pi / (s * s);
+    v = 1 - v;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (v * v);
+    v += 1;
+  }
+  const double ixx = 1 / (v * v);
+  result += (1 + 1 / (2 * v) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / v;
+  return C(sign * result);
+}
+
+template <class C>
+inline C lgamma_(C x) {
+  int sign;  // the reentrant form: lgamma writes the global signgam
+  if constexpr (std::is_same_v<C, float>) return ::lgammaf_r(x, &sign);
+  else return ::lgamma_r(x, &sign);
+}
+
+template <class C>
+inline C erfinv_(C y) {
+  if (!(std::abs(y) <= 1)) return std::numeric_limits<C>::quiet_NaN();
+  if (std::abs(y) == 1) return std::copysign(std::numeric_limits<C>::infinity(), y);
+  // Giles' single-precision approximation, then Newton steps on erf in double.
+  const double w = -std::log((1.0 - double(y)) * (1.0 + double(y)));
+  double p;
+  if (w < 5) {
+    const double t = w - 2.5;
+    p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
+      p = c + p * t;
+  } else {
+    const double t = std::sqrt(w) - 3;
+    p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
+      p = c + p * t;
+  }
+  // On |y|: near 1 the residual is taken on erfc (1 - |y| is exact there),
+  // where erf(r) - |y| would cancel.
+  const double a = std::abs(double(y));
+  double r = p * a;
+  for (int i = 0; i < 2; ++i) {
+    const double residual = a > 0.5 ? (1 - a) - std::erfc(r) : std::erf(r) - a;
+    r -= residual / (1.1283791670955126 * std::exp(-r * r));
+  }
+  return C(std::copysign(r, double(y)));
+}
+
 template <UnaryOp op, class C>
 inline C unary_apply(C x) {
   if constexpr (std::is_floating_point_v<C>) {
@@ -198,6 +283,10 @@ inline C unary_apply(C x) {
       case UnaryOp::Ceil: return std::ceil(x);
       case UnaryOp::Round: return std::nearbyint(x);
       case UnaryOp::Trunc: return std::trunc(x);
+      case UnaryOp::Lgamma: return lgamma_(x);
+      case UnaryOp::Digamma: return digamma_(x);
+      case UnaryOp::Trigamma: return trigamma_(x);
+      case UnaryOp::Erfinv: return erfinv_(x);
       default: return x;
     }
   } else if constexpr (std::is_same_v<C, bool>) {

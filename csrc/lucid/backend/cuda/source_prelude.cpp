@@ -149,7 +149,8 @@ __device__ __forceinline__ double erf_(double x) { return erf(x); }
 // UnaryOp and BinaryOp numbering (ops/primitives.h).
 enum UOp { U_Neg, U_Abs, U_Sign, U_Exp, U_Log, U_Log1p, U_Expm1, U_Sqrt, U_Rsqrt, U_Square, U_Reciprocal, U_Sin,
            U_Cos, U_Tanh, U_Sigmoid, U_Relu, U_GeluErf, U_GeluTanh, U_Silu, U_Erf, U_Floor, U_Ceil, U_Round,
-           U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf, U_BitNot };
+           U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf, U_BitNot, U_Lgamma, U_Digamma,
+           U_Trigamma, U_Erfinv };
 enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum, B_Minimum, B_Atan2, B_Eq, B_Ne,
            B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod, B_BitAnd, B_BitOr, B_BitXor,
            B_LeftShift, B_RightShift };
@@ -157,6 +158,45 @@ enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum
 // binary_returns_bool): codes appended later may follow them.
 __device__ __forceinline__ bool unary_is_predicate(int op) { return op >= U_LogicalNot && op <= U_IsInf; }
 __device__ __forceinline__ bool binary_is_predicate(int op) { return op >= B_Eq && op <= B_LogicalXor; }
+
+// Special functions, with the CPU's definitions at the poles (backend/cpu/math.h).
+__device__ __noinline__ double digamma_(double v) {
+  const double pi = 3.14159265358979323846;
+  if (v == 0) return copysign(__longlong_as_double(0x7ff0000000000000LL), -v);
+  double result = 0;
+  if (v < 0) {
+    if (v == trunc(v)) return __longlong_as_double(0x7ff8000000000000LL);
+    double whole;
+    result = -pi / tan(pi * modf(v, &whole));
+    v = 1 - v;
+  }
+  while (v < 10) {
+    result -= 1 / v;
+    v += 1;
+  }
+  if (v == 10) return result + 2.25175258906672110764;
+  const double z = 1 / (v * v);
+  const double series = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 -
+                        z * (691.0 / 32760 - z / 12))))));
+  return result + log(v) - 0.5 / v - series;
+}
+__device__ __noinline__ double trigamma_(double v) {
+  const double pi = 3.14159265358979323846;
+  double sign = 1, result = 0;
+  if (v < 0.5) {
+    sign = -1;
+    const double s = sin(pi * v);
+    result -= pi * pi / (s * s);
+    v = 1 - v;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (v * v);
+    v += 1;
+  }
+  const double ixx = 1 / (v * v);
+  result += (1 + 1 / (2 * v) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / v;
+  return sign * result;
+}
 
 template <class C> __device__ __forceinline__ C unary_apply(int op, C x);
 template <class C> __device__ __forceinline__ C unary_float(int op, C x) {
@@ -188,6 +228,10 @@ template <class C> __device__ __forceinline__ C unary_float(int op, C x) {
     case U_Ceil: return ceil(x);
     case U_Round: return rint(x);
     case U_Trunc: return trunc(x);
+    case U_Lgamma: return lgamma(x);
+    case U_Digamma: return C(digamma_(double(x)));
+    case U_Trigamma: return C(trigamma_(double(x)));
+    case U_Erfinv: return erfinv(x);
     default: return x;
   }
 }
