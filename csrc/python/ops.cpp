@@ -49,7 +49,8 @@ void init_ops(py::module_& m) {
   LUCID_UNARY(sin) LUCID_UNARY(cos) LUCID_UNARY(tanh) LUCID_UNARY(sigmoid) LUCID_UNARY(relu) LUCID_UNARY(silu)
   LUCID_UNARY(erf) LUCID_UNARY(floor) LUCID_UNARY(ceil) LUCID_UNARY(round) LUCID_UNARY(trunc)
   LUCID_UNARY(lgamma) LUCID_UNARY(digamma) LUCID_UNARY(trigamma) LUCID_UNARY(erfinv)
-  LUCID_UNARY(logical_not) LUCID_UNARY(bitwise_not) LUCID_UNARY(isfinite) LUCID_UNARY(isnan) LUCID_UNARY(isinf) LUCID_UNARY(clone)
+  LUCID_UNARY(logical_not) LUCID_UNARY(bitwise_not) LUCID_UNARY(isfinite) LUCID_UNARY(isnan) LUCID_UNARY(isinf)
+  LUCID_UNARY(clone)
 #undef LUCID_UNARY
   m.def("gelu", [](const Tensor& x, bool tanh_approx) { return gelu(x, tanh_approx); }, py::arg("x"),
         py::arg("tanh_approximation") = false, release);

@@ -177,8 +177,8 @@ void GradHooks::run(uint32_t output_nr, Tensor& g) const {
     if (e.output_nr != output_nr) continue;
     Tensor r = e.fn(g);
     if (!r.defined()) continue;
-    LUCID_CHECK_T(Error, r.shape() == g.shape(), "hook has changed the size of the gradient: expected ", shape_str(g.shape()),
-                ", got ", shape_str(r.shape()));
+    LUCID_CHECK_T(Error, r.shape() == g.shape(), "hook has changed the size of the gradient: expected ",
+                  shape_str(g.shape()), ", got ", shape_str(r.shape()));
     g = r.dtype() == g.dtype() ? r : cast(r, g.dtype());
   }
 }
