@@ -419,3 +419,29 @@ def test_random_indexing_matches_torch(seed):
             assert want is got, (shape, items, setting)
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{shape} {items} {'set' if setting else 'get'}")
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_matches_torch(accumulate):
+    """Integer index tensors (repeated, negative, broadcast), a bool mask over
+    several dims, a scalar value; values and gradients. (A bool mask was taken
+    for 0/1 integer indices before.)"""
+    cases = [lambda m, y: ((m.tensor([0, 2, 0, -1]), m.tensor([1, 3, 1, 0])), m.tensor([1., 2., 3., 4.])),
+             lambda m, y: ((m.tensor([1, 1]),), m.ones(2, 4)),
+             lambda m, y: ((y > 5,), m.tensor(1.5)),
+             lambda m, y: ((m.tensor([[0], [2]]), m.tensor([1, 2])), m.tensor([[1.], [2.]]))]
+    for case in cases:
+        got = []
+        for m in (torch, lucid):
+            x = m.arange(12.0).reshape(3, 4).requires_grad_()
+            y = x * 1
+            indices, values = case(m, y)
+            out = y.index_put(indices, values, accumulate=accumulate)
+            (out * out).sum().backward()
+            z = m.zeros(3, 4)
+            z.index_put_(indices, values, accumulate=accumulate)
+            got.append((out.detach().numpy(), x.grad.numpy(), z.numpy()))
+        for w, g in zip(*got):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(IndexError, match="out of bounds for dimension 0"):
+        lucid.zeros(3).index_put((lucid.tensor([5]),), lucid.tensor(1.0), accumulate=accumulate)

@@ -34,7 +34,7 @@ __all__ = [
     "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal",
     # reductions
     "logcumsumexp", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "renorm",
-    "quantile", "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode",
+    "quantile", "nanquantile", "kthvalue", "aminmax", "cummax", "cummin", "mode", "index_put",
     # shapes
     "tile", "hstack", "vstack", "row_stack", "dstack", "column_stack", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_tensors", "broadcast_shapes", "rot90", "fliplr", "flipud", "diff", "tensor_split", "unflatten",
@@ -1122,6 +1122,39 @@ def _dim_mask(input, dim, index):  # noqa: A002
     if input.ndim:
         shape[d] = n
     return _C.reshape(_C.gt(hits, 0.0), shape)
+
+
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """input with input[indices] = values; accumulate adds instead, repeated
+    positions summed (PyTorch's index_put)."""
+    indices = tuple(indices)
+    if not all(isinstance(t, Tensor) for t in indices):
+        raise TypeError("index_put(): indices must be a tuple of Tensors")
+    if not isinstance(values, Tensor):
+        values = _C.full([], values, input.dtype, input.device)
+    values = _C.cast(values, input.dtype)
+    if not accumulate:
+        out = _C.clone(input)
+        out[indices] = values
+        return out
+    idx = []
+    for t in indices:  # a bool mask stands for the positions it selects
+        idx.extend(F.nonzero(t, as_tuple=True) if t.dtype == _C.dtype.bool else (t,))
+    if len(idx) > input.ndim:
+        raise _C.IndexError(f"too many indices for tensor of dimension {input.ndim} (got {len(idx)})")
+    idx = broadcast_tensors(*idx)
+    lead, rest = list(input.shape[:len(idx)]), list(input.shape[len(idx):])
+    flat = None
+    for dim, (size, t) in enumerate(zip(lead, idx)):
+        bad = _C.logical_or(_C.ge(t, size), _C.lt(t, -size))
+        if t.numel() and bool(_C.any(bad, None, False).item()):
+            raise _C.IndexError(f"index {int(t[bad].reshape(-1)[0].item())} is out of bounds for dimension {dim} "
+                                f"with size {size}")
+        t = _C.where(_C.lt(t, 0), _C.add(t, size), t)
+        flat = t if flat is None else _C.add(_C.mul(flat, size), t)
+    src = _C.reshape(_C.broadcast_to(values, list(flat.shape) + rest), [-1] + rest)
+    out = _C.index_add(_C.reshape(input, [-1] + rest), 0, _C.reshape(flat, [-1]), src)
+    return _C.reshape(out, list(input.shape))
 
 
 def index_fill(input, dim, index, value):  # noqa: A002

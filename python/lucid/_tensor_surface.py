@@ -253,8 +253,7 @@ def _attach():
     Tensor.H = property(lambda self: self.T if self.ndim == 2 else _bad_H(self))
     Tensor.mH = property(lambda self: _C.transpose(self, -2, -1))  # real dtypes: the conjugate is the tensor
     Tensor.adjoint = lambda self: _C.transpose(self, -2, -1)
-    Tensor.index_put = lambda self, indices, values, accumulate=False: _C.index_put(
-        self, list(indices), values if isinstance(values, Tensor) else _C.wrap_scalar(values, self), accumulate)
+    Tensor.index_put = lambda self, indices, values, accumulate=False: C.index_put(self, indices, values, accumulate)
     Tensor.index_put_ = lambda self, indices, values, accumulate=False: _write(self, Tensor.index_put(
         self if not self.requires_grad else _C.clone(self), indices, values, accumulate))
     _inplace("absolute_", C.absolute)
