@@ -2,6 +2,7 @@
 // public step ops (see recurrent.h).
 #include "lucid/ops/recurrent.h"
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -68,10 +69,56 @@ std::vector<TensorMeta> RecurrentCell::infer(const std::vector<TensorMeta>& in) 
   return {out};
 }
 
+// The VJP written with ops, the gates recomputed from the inputs: what a
+// backward that records history (create_graph) differentiates again.
+static void cell_vjp_as_ops(CellKind cell, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                            const std::vector<Tensor>& cot, Tensor& d_gi, Tensor& d_gh, Tensor& d_state) {
+  const Tensor &gi = in[0], &gh = in[1], &bias = in[2];
+  const int64_t h = gi.shape()[1] / cell_gates(cell);
+  auto gate = [&](const Tensor& t, int k) { return narrow(t, 1, k * h, h); };
+  auto dsig = [](const Tensor& s) { return mul(s, rsub(s, 1.0)); };  // s (1 - s)
+  auto dtanh = [](const Tensor& t) { return rsub(mul(t, t), 1.0); };  // 1 - t^2
+  switch (cell) {
+    case CellKind::RnnTanh:
+    case CellKind::RnnRelu: {  // from h' (saved, an output of this node): the inputs are not saved
+      const Tensor& y = out[0];
+      d_gi = d_gh = cell == CellKind::RnnTanh ? mul(cot[0], dtanh(y))
+                                              : mul(cot[0], cast(gt(y, wrap_scalar(0.0, y)), y.dtype()));
+      return;
+    }
+    case CellKind::Lstm: {
+      const Tensor pre = add(add(gh, bias), gi), &c = in[3];
+      const Tensor i = sigmoid(gate(pre, 0)), f = sigmoid(gate(pre, 1)), g = tanh(gate(pre, 2)),
+                   o = sigmoid(gate(pre, 3));
+      const Tensor tc = tanh(add(mul(f, c), mul(i, g)));
+      const Tensor dc = add(cot[1], mul(mul(cot[0], o), dtanh(tc)));
+      d_gi = d_gh = cat({mul(mul(dc, g), dsig(i)), mul(mul(dc, c), dsig(f)), mul(mul(dc, i), dtanh(g)),
+                         mul(mul(cot[0], tc), dsig(o))}, 1);
+      d_state = mul(dc, f);
+      return;
+    }
+    case CellKind::Gru: {
+      const Tensor& hs = in[3];
+      const Tensor b2 = reshape(bias, {1, -1});
+      const Tensor r = sigmoid(add(add(gate(gh, 0), gate(b2, 0)), gate(gi, 0)));
+      const Tensor z = sigmoid(add(add(gate(gh, 1), gate(b2, 1)), gate(gi, 1)));
+      const Tensor hn = add(gate(gh, 2), gate(b2, 2));
+      const Tensor n = tanh(add(gate(gi, 2), mul(r, hn)));
+      const Tensor dn = mul(mul(cot[0], rsub(z, 1.0)), dtanh(n));
+      const Tensor dr = mul(mul(dn, hn), dsig(r)), dz = mul(mul(cot[0], sub(hs, n)), dsig(z));
+      d_gi = cat({dr, dz, dn}, 1);
+      d_gh = cat({dr, dz, mul(dn, r)}, 1);
+      d_state = mul(cot[0], z);
+      return;
+    }
+  }
+}
+
 std::vector<Tensor> RecurrentCell::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                        const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
   Tensor d_gi, d_gh, d_state;
-  switch (cell) {
+  if (autograd::GradMode::is_enabled()) cell_vjp_as_ops(cell, in, out, cot, d_gi, d_gh, d_state);
+  else switch (cell) {
     case CellKind::RnnTanh:
     case CellKind::RnnRelu:
       d_gi = d_gh = call<RecurrentCellBackward>({out[0], cot[0]}, cell);
@@ -132,8 +179,8 @@ std::vector<TensorMeta> RecurrentCellBackward::infer(const std::vector<TensorMet
 
 std::vector<Tensor> RecurrentCellBackward::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                                const std::vector<Tensor>&, const std::vector<int>&) const {
-  fail<NotImplementedError>(cell_kind_name(cell),
-                            " cell: gradients of the backward pass (higher-order gradients) are not supported");
+  // RecurrentCell's vjp records ops instead of this kernel when a backward records history.
+  fail<NotImplementedError>(cell_kind_name(cell), "_cell_backward: gradients of the backward kernel are not supported");
 }
 
 // ----------------------------------------------------------------- ops
