@@ -389,3 +389,33 @@ def test_module_backward_hooks_match_torch():
                 np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_post_accumulate_grad_hooks_step_an_optimizer_per_parameter_as_torch():
+    """The optimizer-in-backward pattern: each parameter steps its own
+    optimizer as soon as its gradient is accumulated."""
+    results = []
+    for m in (torch, lucid):
+        rng = np.random.default_rng(5)
+        net = m.nn.Sequential(m.nn.Linear(3, 4), m.nn.Tanh(), m.nn.Linear(4, 1)).double()
+        with m.no_grad():
+            for p in net.parameters():
+                p.copy_(m.tensor(rng.standard_normal(tuple(p.shape))))
+        opts = {p: m.optim.SGD([p], lr=0.1) for p in net.parameters()}
+
+        def step(p, opts=opts):
+            opts[p].step()
+            opts[p].zero_grad()
+
+        handles = [p.register_post_accumulate_grad_hook(step) for p in net.parameters()]
+        x = m.tensor(rng.standard_normal((5, 3)))
+        for _ in range(3):
+            net(x).pow(2).sum().backward()
+        for h in handles:
+            h.remove()
+        results.append([p.detach().numpy().copy() for p in net.parameters()] +
+                       [p.grad is None for p in net.parameters()])
+    for w, g in zip(*results):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (lucid.ones(2).requires_grad_() * 2).register_post_accumulate_grad_hook(lambda p: None)

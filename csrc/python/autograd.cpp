@@ -158,6 +158,14 @@ void init_autograd(py::module_& m) {
       return tensor_or_none((*f)(g), "hook");
     });
   });
+  m.def("_register_post_accumulate_hook", [](const Tensor& t, py::function fn) {
+    auto f = keep_python(std::move(fn));
+    return autograd::add_post_accumulate_grad_hook(t, [f](const Tensor& leaf) {
+      py::gil_scoped_acquire gil;
+      (*f)(leaf);
+      return Tensor();
+    });
+  });
   m.def("_remove_hook", &autograd::remove_grad_hook);
 
   // Wires the outputs of a Function's forward to a node calling `backward`:

@@ -839,3 +839,24 @@ def _register_hook(self, hook):
     if not callable(hook):
         raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
     return RemovableHandle(self, _C._register_hook(self, hook))
+
+
+@_method("register_post_accumulate_grad_hook")
+def _register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) after each accumulation of a gradient into this leaf's
+    .grad (its return value is ignored)."""
+    from .autograd.function import RemovableHandle
+
+    import weakref
+
+    if not callable(hook):
+        raise TypeError(f"register_post_accumulate_grad_hook expects a callable, got {type(hook).__name__}")
+    # The hook sees this very object (a dict keyed by parameters finds it);
+    # a weak reference, as the leaf's own hooks must not keep it alive.
+    this = weakref.ref(self)
+
+    def call(leaf):
+        mine = this()
+        hook(leaf if mine is None else mine)
+
+    return RemovableHandle(self, _C._register_post_accumulate_hook(self, call))

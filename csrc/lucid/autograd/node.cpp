@@ -118,6 +118,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
     // Accumulate in place, like PyTorch, so references to .grad stay valid.
     assign_data(old, add(old, g));
   }
+  if (leaf_->grad_hooks) leaf_->grad_hooks->run_after_accumulate(leaf);
   return {};
 }
 
@@ -181,6 +182,21 @@ void GradHooks::run(uint32_t output_nr, Tensor& g) const {
                   shape_str(g.shape()), ", got ", shape_str(r.shape()));
     g = r.dtype() == g.dtype() ? r : cast(r, g.dtype());
   }
+}
+
+void GradHooks::run_after_accumulate(const Tensor& leaf) const {
+  const std::vector<Entry> now = entries;
+  for (const Entry& e : now)
+    if (e.output_nr == kAfterAccumulate) e.fn(leaf);
+}
+
+uint64_t add_post_accumulate_grad_hook(const Tensor& leaf, GradHook fn) {
+  LUCID_CHECK_T(Error, leaf.requires_grad(),
+                "cannot register a hook on a tensor that doesn't require gradient");
+  LUCID_CHECK_T(Error, leaf.is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  TensorImpl* impl = leaf.impl();
+  if (!impl->grad_hooks) impl->grad_hooks = std::make_shared<GradHooks>();
+  return impl->grad_hooks->add(GradHooks::kAfterAccumulate, std::move(fn));
 }
 
 uint64_t add_grad_hook(const Tensor& t, GradHook fn) {

@@ -52,14 +52,18 @@ using GradHook = std::function<Tensor(const Tensor&)>;
 struct GradHooks {
   struct Entry {
     uint64_t id;
-    uint32_t output_nr;  // which output of the node (0 for a leaf)
+    uint32_t output_nr;  // which output of the node (0 for a leaf; kAfterAccumulate: see below)
     GradHook fn;
   };
+  // A leaf's hooks run after its .grad is accumulated (register_post_accumulate_grad_hook):
+  // called with the leaf itself, their result ignored.
+  static constexpr uint32_t kAfterAccumulate = UINT32_MAX;
   std::vector<Entry> entries;
   uint64_t add(uint32_t output_nr, GradHook fn);
   void remove(uint64_t id);
   // Runs the hooks of `output_nr` on g (a hook may not change its shape).
   void run(uint32_t output_nr, Tensor& g) const;
+  void run_after_accumulate(const Tensor& leaf) const;
 };
 
 class Node : public std::enable_shared_from_this<Node> {
@@ -117,6 +121,8 @@ Edge gradient_edge(const Tensor& t);
 // before it is accumulated into .grad or passed on. Returns an id for
 // remove_grad_hook.
 uint64_t add_grad_hook(const Tensor& t, GradHook fn);
+// register_post_accumulate_grad_hook: `fn(leaf)` after each accumulation into a leaf's .grad.
+uint64_t add_post_accumulate_grad_hook(const Tensor& leaf, GradHook fn);
 void remove_grad_hook(const Tensor& t, uint64_t id);
 
 // A view's history after its base's changed (a write through the view or
