@@ -100,7 +100,7 @@ globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongT
 # The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
-from . import distributions  # noqa: E402,F401
+from . import distributions, func  # noqa: E402,F401
 from .amp import autocast  # noqa: E402  (torch.autocast)
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).
 cmake_prefix_path = __import__("os").path.join(__import__("os").path.dirname(__file__), "share", "cmake")
