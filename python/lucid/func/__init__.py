@@ -5,6 +5,7 @@ dim by calling it once per slice and stacking the results (the semantics of
 torch.func.vmap for functions without side effects, not its speed);
 `functional_call` runs a module with other parameters and buffers."""
 import contextlib
+import threading
 
 from .. import _C
 from ..autograd import enable_grad
@@ -102,7 +103,11 @@ def _tree_unflatten(leaves, spec):
     return build(spec)
 
 
-_depth = [0]  # differentiation transforms now running (grad inside grad, ...)
+_state = threading.local()  # .depth: differentiation transforms running in this thread (grad inside grad, ...)
+
+
+def _depth():
+    return getattr(_state, "depth", 0)
 
 
 @contextlib.contextmanager
@@ -112,11 +117,11 @@ def _level(args, nums):
     results then carry no history, as torch.func's)."""
     outer_history = any(isinstance(t, _C.Tensor) and t.requires_grad
                         for n in nums for t in _tree_flatten(args[n])[0])
-    _depth[0] += 1
+    _state.depth = _depth() + 1
     try:
-        yield lambda tree: tree if _depth[0] > 1 or outer_history else _detached(tree)
+        yield lambda tree: tree if _depth() > 1 or outer_history else _detached(tree)
     finally:
-        _depth[0] -= 1
+        _state.depth -= 1
 
 
 def _detached(tree):
@@ -131,7 +136,7 @@ def _nums(argnums):
 def _prepare(args, argnums):
     """The differentiated arguments as fresh leaves that require grad (their
     history kept through an identity, so transforms nest)."""
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = _nums(argnums)
     for n in nums:
         if not -len(args) <= n < len(args):
             raise RuntimeError(f"Got argnums={argnums}, but only {len(args)} positional inputs")
@@ -147,6 +152,16 @@ def _prepare(args, argnums):
         flat[n] = (fresh, spec)
         args[n] = _tree_unflatten(fresh, spec)
     return args, nums, flat, isinstance(argnums, int)
+
+
+def _regroup(gs, nums, flat):
+    """Flat per-leaf results back into one nest per differentiated argument."""
+    out, k = [], 0
+    for n in nums:
+        count = len(flat[n][0])
+        out.append(_tree_unflatten(gs[k:k + count], flat[n][1]))
+        k += count
+    return out
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -168,12 +183,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             inputs = [t for n in nums for t in flat[n][0]]
             gs = _lucid().autograd.grad(out, inputs, create_graph=True, allow_unused=True) if out.requires_grad \
                 else [None] * len(inputs)
-            gs = [_lucid().zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
-            grads, k = [], 0
-            for n in nums:
-                count = len(flat[n][0])
-                grads.append(_tree_unflatten(gs[k:k + count], flat[n][1]))
-                k += count
+            grads = _regroup([_lucid().zeros_like(t) if g is None else g for g, t in zip(gs, inputs)], nums, flat)
             result = grads[0] if single else tuple(grads)
             return finish((result, (out, aux)) if has_aux else (result, out))
 
@@ -202,7 +212,7 @@ def vjp(func, *primals, has_aux=False):
         if has_aux:
             out, aux = out
     outs, _ = _tree_flatten(out)
-    detach = _depth[0] == 0 and not any(isinstance(t, _C.Tensor) and t.requires_grad for t in primals)
+    detach = _depth() == 0 and not any(isinstance(t, _C.Tensor) and t.requires_grad for t in primals)
     inputs = [t for n in nums for t in flat[n][0]]
 
     def vjp_fn(cotangents):
@@ -212,13 +222,8 @@ def vjp(func, *primals, has_aux=False):
                                f"outputs to the function: {len(cots)} vs {len(outs)} tensors")
         with enable_grad():
             gs = _lucid().autograd.grad(outs, inputs, cots, retain_graph=True, create_graph=True, allow_unused=True)
-        gs = [_lucid().zeros_like(t) if g is None else g for g, t in zip(gs, inputs)]
-        res, k = [], 0
-        for n in nums:
-            count = len(flat[n][0])
-            res.append(_tree_unflatten(gs[k:k + count], flat[n][1]))
-            k += count
-        return _detached(tuple(res)) if detach else tuple(res)
+        res = tuple(_regroup([_lucid().zeros_like(t) if g is None else g for g, t in zip(gs, inputs)], nums, flat))
+        return _detached(res) if detach else res
 
     shown = _detached(out) if detach else out
     return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
@@ -248,11 +253,7 @@ def jacrev(func, argnums=0, has_aux=False):
             for j, t in enumerate(inputs):
                 col = lucid.stack([r[j] for r in rows]) if rows else lucid.zeros(0, *t.shape, dtype=t.dtype)
                 jac.append(col.reshape(tuple(out.shape) + tuple(t.shape)))
-            res, k = [], 0
-            for n in nums:
-                count = len(flat[n][0])
-                res.append(_tree_unflatten(jac[k:k + count], flat[n][1]))
-                k += count
+            res = _regroup(jac, nums, flat)
             result = res[0] if single else tuple(res)
             return finish((result, aux) if has_aux else result)
 
