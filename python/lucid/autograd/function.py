@@ -62,6 +62,12 @@ def _contains(tensors, t):
     return any(x is t for x in tensors)
 
 
+@functools.lru_cache(maxsize=None)
+def _context_class(cls):
+    """The ctx type of a Function, `<Name>Backward` (made once per Function)."""
+    return type(cls.__name__ + "Backward", (FunctionCtx,), {})
+
+
 class Function:
     """Subclass with static `forward(ctx, *args)` (or `forward(*args)` plus
     `setup_context(ctx, inputs, output)`) and `backward(ctx, *grads)`; call
@@ -87,7 +93,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = type(cls.__name__ + "Backward", (FunctionCtx,), {})()
+        ctx = _context_class(cls)()
         ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
         separate = cls.setup_context is not Function.setup_context
         with no_grad():

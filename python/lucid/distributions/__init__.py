@@ -161,7 +161,9 @@ class Distribution:
         return f"{type(self).__name__}({args})"
 
 
-class Normal(Distribution):
+class _LocationScale(Distribution):
+    """A real distribution given by loc and a positive scale, centred on loc."""
+
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -178,6 +180,8 @@ class Normal(Distribution):
     def mode(self):
         return self.loc
 
+
+class Normal(_LocationScale):
     @property
     def stddev(self):
         return self.scale
@@ -206,23 +210,7 @@ class Normal(Distribution):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
 
-class Laplace(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
-
+class Laplace(_LocationScale):
     @property
     def variance(self):
         return 2 * self.scale.pow(2)

@@ -8,6 +8,7 @@ import numpy as np
 from ... import _C
 from ..._utils import to_dtype
 from ...autograd import no_grad
+from ...autograd.function import Function
 from ..parameter import Parameter
 
 Tensor = _C.Tensor
@@ -703,22 +704,22 @@ class _BackwardHookState:
         return grad_inputs
 
 
+class BackwardHookFunction(Function):
+    """Identity on its tensors; its backward hands their gradients to
+    on_grads (which may replace them)."""
+
+    @staticmethod
+    def forward(ctx, on_grads, *tensors):
+        ctx.on_grads = on_grads
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.on_grads(tuple(grads)))
+
+
 def _hook_identity(on_grads, tensors):
-    """tensors passed through a node whose backward hands their gradients
-    to on_grads (which may replace them)."""
-    from ...autograd.function import Function
-
-    class BackwardHookFunction(Function):
-        @staticmethod
-        def forward(ctx, *ts):
-            ctx.needs = [t.requires_grad for t in ts]
-            return tuple(t.view_as(t) for t in ts)
-
-        @staticmethod
-        def backward(ctx, *grads):
-            return tuple(on_grads(tuple(grads)))
-
-    out = BackwardHookFunction.apply(*tensors)
+    out = BackwardHookFunction.apply(on_grads, *tensors)
     return out if isinstance(out, tuple) else (out,)
 
 

@@ -5,7 +5,7 @@ from ...autograd import no_grad
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
-from .weight_norm import _weight_norm, norm_except_dim
+from .weight_norm import _weight_norm, default_spectral_dim, norm_except_dim, weight_as_matrix
 
 
 class _WeightNorm(Module):
@@ -48,9 +48,7 @@ class _SpectralNorm(Module):
             self._power_method(weight_mat, 15)
 
     def _reshape_weight_to_matrix(self, weight):
-        if self.dim != 0:
-            weight = weight.permute(self.dim, *[d for d in range(weight.ndim) if d != self.dim])
-        return weight.flatten(1)
+        return weight_as_matrix(weight, self.dim)
 
     def _power_method(self, weight_mat, n_power_iterations):
         with no_grad():  # the buffers are updated in place
@@ -79,8 +77,6 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     if weight is None or not isinstance(weight, _C.Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if dim is None:
-        from ..modules.conv import _ConvTransposeNd
-
-        dim = 1 if isinstance(module, _ConvTransposeNd) else 0
+        dim = default_spectral_dim(module)
     parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
     return module

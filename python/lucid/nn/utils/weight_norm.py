@@ -18,6 +18,21 @@ def norm_except_dim(v, pow=2, dim=0):  # noqa: A002
     return v.movedim(dim, 0).reshape(v.shape[dim], -1).norm(pow, dim=1).reshape(keep)
 
 
+def weight_as_matrix(weight, dim):
+    """`dim` moved to the front, the rest flattened: the matrix whose largest
+    singular value spectral normalization divides by."""
+    if dim != 0:
+        weight = weight.permute(dim, *[d for d in range(weight.ndim) if d != dim])
+    return weight.reshape(weight.shape[0], -1)
+
+
+def default_spectral_dim(module):
+    """PyTorch's: the output-channel dim, 1 for transposed convolutions."""
+    from ..modules.conv import _ConvTransposeNd
+
+    return 1 if isinstance(module, _ConvTransposeNd) else 0
+
+
 def _weight_norm(v, g, dim=0):
     return v * (g / norm_except_dim(v, 2, dim))
 
@@ -84,9 +99,7 @@ class SpectralNorm:
         self.name, self.dim, self.n_power_iterations, self.eps = name, dim, n_power_iterations, eps
 
     def reshape_weight_to_matrix(self, weight):
-        if self.dim != 0:
-            weight = weight.permute(self.dim, *[d for d in range(weight.ndim) if d != self.dim])
-        return weight.reshape(weight.shape[0], -1)
+        return weight_as_matrix(weight, self.dim)
 
     def compute_weight(self, module, do_power_iteration):
         from .. import functional as F
@@ -144,9 +157,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     training forward): `name` becomes `name_orig` with buffers `name_u`,
     `name_v`."""
     if dim is None:
-        from ..modules.conv import _ConvTransposeNd
-
-        dim = 1 if isinstance(module, _ConvTransposeNd) else 0
+        dim = default_spectral_dim(module)
     SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
     return module
 
