@@ -445,3 +445,22 @@ def test_index_put_matches_torch(accumulate):
             np.testing.assert_array_equal(g, w)
     with pytest.raises(IndexError, match="out of bounds for dimension 0"):
         lucid.zeros(3).index_put((lucid.tensor([5]),), lucid.tensor(1.0), accumulate=accumulate)
+
+
+def test_duplicate_writes_keep_the_last_as_torch_cpu():
+    """Without accumulation, several positions naming one element leave the
+    last one's value (PyTorch's CPU order; the GPU kernels resolve the
+    collision the same way rather than by a race)."""
+    idx = [[0, 1, 2, 0], [2, 1, 0, 0], [0, 1, 0, 0]]
+    got = []
+    for m in (torch, lucid):
+        x = m.zeros(3, 4)
+        src = m.arange(12.).reshape(3, 4)
+        y = m.zeros(6)
+        y[m.tensor([1, 3, 1, 1])] = m.tensor([1., 2., 3., 4.])
+        big = m.zeros(5)
+        big.index_put_((m.arange(4000) % 5,), m.arange(4000.))
+        got.append([x.scatter(0, m.tensor(idx), src).numpy(), x.scatter(1, m.tensor(idx), src).numpy(), y.numpy(),
+                    big.numpy()])
+    for g, w in zip(*got):
+        np.testing.assert_array_equal(g, w)

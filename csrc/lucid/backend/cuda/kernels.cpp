@@ -636,6 +636,7 @@ struct ScatterArgs {
   const void* index;
   const void* src;
   int* err;
+  unsigned* winner;
   int64_t n;
   int idx64, axis, accumulate;
   int64_t size;
@@ -652,7 +653,7 @@ void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
   const Shape& is = in[1].meta->shape;
   check_rank(is.size(), "scatter");
   Runtime& rt = Runtime::get();
-  ScatterArgs a{out[0].data, d[1], d[2], rt.error_word(), n, in[1].meta->dtype == DType::Int64, sc.axis,
+  ScatterArgs a{out[0].data, d[1], d[2], rt.error_word(), nullptr, n, in[1].meta->dtype == DType::Int64, sc.axis,
                 sc.accumulate ? 1 : 0, out[0].meta->shape[size_t(sc.axis)], {}, {}, {}};
   const Shape os = contiguous_strides(out[0].meta->shape), ss = contiguous_strides(in[2].meta->shape);
   a.ix.nd = int(is.size());
@@ -660,6 +661,16 @@ void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
     a.ix.shape[k] = is[k];
     a.os[k] = os[k];
     a.ss[k] = ss[k];
+  }
+  // Writes that may collide (several positions along the axis): the last wins, as on the CPU.
+  Tensor winner;
+  if (!sc.accumulate && is[size_t(sc.axis)] > 1) {
+    LUCID_CHECK_T(NotImplementedError, n < int64_t(UINT32_MAX),
+                  "scatter on the cuda device: more than 2^32 - 1 index positions are not supported");
+    winner = Tensor::empty({out[0].meta->numel()}, DType::Int32, out[0].meta->device);
+    rt.memset(winner.raw_data(), 0, winner.nbytes());
+    a.winner = static_cast<unsigned*>(winner.raw_data());
+    run("index", untyped("scatter_claim"), rt.elementwise(n), a);
   }
   run("index", name_for("scatter", out[0].meta->dtype), rt.elementwise(n), a);
 }

@@ -44,41 +44,62 @@ LUCID_FOR_WIDTHS(DEF)
 // pos runs over the index's shape, os/ss are out's and src's strides.
 // Accumulation is deterministic and in the CPU's order: of the positions that
 // add into one element (they differ only along the axis), the first adds them
-// all in order and the others do nothing.
-struct ScatterArgs { void* out; const void* index; const void* src; int* err; i64 n; int idx64, axis, accumulate;
-                     i64 size; Indexer ix; i64 os[LUCID_MAXD]; i64 ss[LUCID_MAXD]; };
+// all in order and the others do nothing. Without accumulation the last
+// position naming an element writes it, as on the CPU: scatter_claim first
+// records in winner (one word per element of out) the largest position + 1
+// naming each element; winner is null when no two positions can collide.
+struct ScatterArgs { void* out; const void* index; const void* src; int* err; unsigned* winner; i64 n;
+                     int idx64, axis, accumulate; i64 size; Indexer ix; i64 os[LUCID_MAXD]; i64 ss[LUCID_MAXD]; };
 __device__ __forceinline__ bool index_equals(const void* p, int is64, i64 i, i64 v, i64 size) {
   i64 w = read_index(p, is64, i);
   if (w < 0) w += size;
   return w == v;
 }
+// Where position i (whose wrapped index is v) writes in out and reads in src;
+// at is its coordinate along the axis, step the positions between two along it.
+struct ScatterPlace { i64 off, soff, at, step; };
+__device__ __forceinline__ ScatterPlace scatter_place(const ScatterArgs& a, i64 i, i64 v) {
+  ScatterPlace p{0, 0, 0, 1};
+  i64 rest = i;
+  for (int d = a.ix.nd - 1; d >= 0; --d) {
+    const i64 c = rest % a.ix.shape[d];
+    rest /= a.ix.shape[d];
+    p.off += (d == a.axis ? v : c) * a.os[d];
+    p.soff += c * a.ss[d];
+    if (d == a.axis) p.at = c;
+    if (d > a.axis) p.step *= a.ix.shape[d];
+  }
+  return p;
+}
+#if LUCID_UNTYPED_SHARD
+extern "C" __global__ void scatter_claim(const ScatterArgs a) {
+  for (i64 i = global_index(); i < a.n; i += global_stride()) {
+    i64 v = read_index(a.index, a.idx64, i);
+    if (!wrap_index(v, a.size, a.err)) continue;
+    atomicMax(a.winner + scatter_place(a, i, v).off, unsigned(i + 1));
+  }
+}
+#endif
 template <class T>
 __device__ __forceinline__ void scatter_impl(const ScatterArgs& a) {
   for (i64 i = global_index(); i < a.n; i += global_stride()) {
     i64 v = read_index(a.index, a.idx64, i);
     if (!wrap_index(v, a.size, a.err)) continue;
-    i64 rest = i, off = 0, soff = 0, at = 0, step = 1;
-    for (int d = a.ix.nd - 1; d >= 0; --d) {
-      const i64 c = rest % a.ix.shape[d];
-      rest /= a.ix.shape[d];
-      off += (d == a.axis ? v : c) * a.os[d];
-      soff += c * a.ss[d];
-      if (d == a.axis) at = c;
-      if (d > a.axis) step *= a.ix.shape[d];
-    }
+    const ScatterPlace p = scatter_place(a, i, v);
     if (!a.accumulate) {
-      ((T*)a.out)[off] = ((const T*)a.src)[soff];
+      if (!a.winner || a.winner[p.off] == unsigned(i + 1)) ((T*)a.out)[p.off] = ((const T*)a.src)[p.soff];
       continue;
     }
     bool first = true;  // i is the first position along the axis with index v
-    for (i64 k = 0; k < at && first; ++k) first = !index_equals(a.index, a.idx64, i - (at - k) * step, v, a.size);
+    for (i64 k = 0; k < p.at && first; ++k)
+      first = !index_equals(a.index, a.idx64, i - (p.at - k) * p.step, v, a.size);
     if (!first) continue;
     const i64 len = a.ix.shape[a.axis];
-    T acc = ((const T*)a.out)[off];  // rounded to T after each addition, as the CPU's
-    for (i64 k = at; k < len; ++k)
-      if (index_equals(a.index, a.idx64, i + (k - at) * step, v, a.size))
-        st(&acc, 0, ld(&acc, 0) + ld((const T*)a.src, soff + (k - at) * a.ss[a.axis]));
-    ((T*)a.out)[off] = acc;
+    T acc = ((const T*)a.out)[p.off];  // rounded to T after each addition, as the CPU's
+    for (i64 k = p.at; k < len; ++k)
+      if (index_equals(a.index, a.idx64, i + (k - p.at) * p.step, v, a.size))
+        st(&acc, 0, ld(&acc, 0) + ld((const T*)a.src, p.soff + (k - p.at) * a.ss[a.axis]));
+    ((T*)a.out)[p.off] = acc;
   }
 }
 #define DEF(T, S) extern "C" __global__ void scatter_##S(const ScatterArgs a) { scatter_impl<T>(a); }
