@@ -3,17 +3,67 @@ as plain launches with a sync after each kernel (so the sum is above the
 graph's replay time), the most expensive kernels listed.
 
     python -m benchmarks.cuda_profile [--workload gpt_tiny] [--steps 10] [--top 25]
+    python -m benchmarks.cuda_profile --fixed-cost   # a tiny step's host costs, split
 """
 import argparse
 import collections
+import statistics
 import sys
+import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import workloads  # noqa: E402
-from benchmarks.cuda import _setup  # noqa: E402
+from benchmarks.cuda import TINY, _setup  # noqa: E402
+
+
+def _per_call_us(fn, calls):
+    """Median over 5 rounds of the mean time of `calls` calls of fn, in us."""
+    rounds = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        rounds.append((time.perf_counter() - t0) / calls)
+    return 1e6 * statistics.median(rounds)
+
+
+def fixed_cost(calls=2000):
+    """The tiny step's cost split into what a call submits, the wait, and the
+    loss read-back, beside the driver operations it is made of."""
+    import lucid
+
+    model, loss_fn, opt, x, y = _setup(lucid, TINY, workloads.make_data(TINY))
+    step = lucid.compile.fused_step(model, loss_fn, opt)
+    for _ in range(20):
+        loss = step(x, y).item()
+    (exe,) = step.executables()
+    print(exe.describe())
+    sync = lucid.cuda.synchronize
+    loss = step(x, y)
+    sync()
+    small = lucid.zeros(4, device="cuda")
+    rows = [
+        ("step + loss.item()", lambda: step(x, y).item()),
+        ("step, then synchronize()", lambda: (step(x, y), sync())),
+        ("step submitted (sync every 50 calls)", None),
+        ("synchronize() of an idle stream", sync),
+        ("loss.item() of a ready loss", loss.item),
+        ("a 16-byte device copy (clone) + sync", lambda: (small.clone(), sync())),
+        ("an empty device tensor + sync", lambda: (lucid.empty(4, device="cuda"), sync())),
+    ]
+    counter = [0]
+
+    def submit():
+        step(x, y)
+        counter[0] += 1
+        if counter[0] % 50 == 0:
+            sync()
+
+    for label, fn in rows:
+        print(f"{_per_call_us(fn or submit, calls):8.1f} us  {label}")
 
 
 def main(argv=None):
@@ -21,7 +71,10 @@ def main(argv=None):
     ap.add_argument("--workload", default="gpt_tiny")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--fixed-cost", action="store_true", help="split a tiny step's fixed cost")
     args = ap.parse_args(argv)
+    if args.fixed_cost:
+        return fixed_cost()
     import lucid
 
     w = workloads.WORKLOADS[args.workload]

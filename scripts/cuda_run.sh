@@ -66,5 +66,7 @@ if [[ $stages == *" first "* ]]; then
 fi
 if [[ $stages == *" profile "* ]]; then
   echo "== profile"
-  timeout 90 python -m benchmarks.cuda_profile 2>&1 | tee "$logs/profile.log" | tail -32
+  { timeout 60 python -m benchmarks.cuda_profile --fixed-cost
+    for w in ${PROFILE_WORKLOADS:-gpt_tiny}; do timeout 60 python -m benchmarks.cuda_profile --workload "$w" --top 15; done
+  } 2>&1 | tee "$logs/profile.log" | tail -60
 fi

@@ -104,6 +104,7 @@ static void load_driver() {
   bind(lib, d.cuMemFreeAsync, "cuMemFreeAsync", missing);
   bind(lib, d.cuMemHostAlloc, "cuMemHostAlloc", missing);
   bind(lib, d.cuMemFreeHost, "cuMemFreeHost", missing);
+  bind(lib, d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", missing);
   bind(lib, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
   bind(lib, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
   bind(lib, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", missing);

@@ -44,6 +44,7 @@ constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 constexpr int CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7;
 constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 1;
+constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 2;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
 
 struct DriverApi {
@@ -73,6 +74,7 @@ struct DriverApi {
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
   CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);

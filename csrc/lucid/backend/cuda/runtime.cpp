@@ -64,14 +64,17 @@ Runtime::Runtime() {
   // Keep freed memory in the pool (a caching allocator) until empty_cache().
   uint64_t threshold = ~uint64_t(0);
   check(d.cuMemPoolSetAttribute(pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold), "cuMemPoolSetAttribute");
-  CUdeviceptr err = 0;
-  check(d.cuMemAllocAsync(&err, 256, stream_), "cuMemAllocAsync");
-  error_word_ = reinterpret_cast<int*>(err);
-  check(d.cuMemsetD8Async(err, 0, 256, stream_), "cuMemsetD8Async");
+  // The error word is pinned host memory the kernels write through a device
+  // mapping: a synchronisation reads it without a copy of its own.
   void* host = nullptr;
-  check(d.cuMemHostAlloc(&host, kErrorBytes + kSmallReadBytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-  error_host_ = static_cast<int*>(host);
+  check(d.cuMemHostAlloc(&host, kErrorBytes + kSmallReadBytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+        "cuMemHostAlloc");
+  std::memset(host, 0, kErrorBytes);
+  error_host_ = static_cast<volatile int*>(host);
   small_read_host_ = static_cast<char*>(host) + kErrorBytes;
+  CUdeviceptr err = 0;
+  check(d.cuMemHostGetDevicePointer(&err, host, 0), "cuMemHostGetDevicePointer");
+  error_word_ = reinterpret_cast<int*>(err);
   check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   try {
     precompile_fixed_modules(arch());
@@ -161,14 +164,10 @@ void Runtime::memset(void* dst, int value, size_t n) {
 void Runtime::synchronize() {
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
   const DriverApi& d = driver();
-  check(d.cuMemcpyDtoHAsync(error_host_, reinterpret_cast<CUdeviceptr>(error_word_), sizeof(int), stream_),
-        "cuMemcpyDtoHAsync");
   check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize (a kernel failed)");
-  if (*error_host_ != 0) {
+  if (*error_host_ != 0) {  // nothing runs on the stream: the kernels' writes have landed
     const int code = *error_host_;
     *error_host_ = 0;
-    check(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(error_word_), 0, sizeof(int), stream_), "cuMemsetD8Async");
-    check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     if (code & 1)
       fail<IndexError>("index out of range in an indexing operation on the cuda device (found when the device was "
                        "synchronised; the operation's output is undefined)");

@@ -104,7 +104,7 @@ class Runtime {
   size_t total_mem_ = 0;
   int* error_word_ = nullptr;
   static constexpr size_t kErrorBytes = 256, kSmallReadBytes = 4096;
-  int* error_host_ = nullptr;        // pinned, kErrorBytes
+  volatile int* error_host_ = nullptr;  // pinned and mapped (error_word_ on the device), kErrorBytes
   char* small_read_host_ = nullptr;  // pinned, kSmallReadBytes, after error_host_
   std::atomic<size_t> allocated_{0}, peak_{0};
   std::mutex module_mutex_;
