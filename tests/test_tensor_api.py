@@ -293,3 +293,22 @@ def test_copy_from_a_number_and_nan_to_num_with_none():
         assert y.tolist() == [1, 1]
         z = m.tensor([float("nan"), 1.0, float("inf")])
         assert z.nan_to_num(None).tolist()[:2] == [0.0, 1.0]
+
+
+def test_shape_is_a_size_as_torch():
+    """shape/size() are lucid.Size (torch.Size): a tuple whose slices, sums
+    and products keep the type, with numel(), PyTorch's repr shape and
+    pickling; the constructor takes any iterable of integers."""
+    import pickle
+    for m in (torch, lucid):
+        s = m.randn(2, 3).shape
+        assert isinstance(s, m.Size) and isinstance(s, tuple) and s == (2, 3) and hash(s) == hash((2, 3))
+        assert type(m.randn(2, 3).size()) is m.Size and m.randn(2, 3).size(-1) == 3
+        for derived in (s[1:], s + (4,), (4,) + s, s * 2, 2 * s, pickle.loads(pickle.dumps(s)), m.Size(m.tensor([2, 3]))):
+            assert type(derived) is m.Size, derived
+        assert type(s[0]) is int and s.numel() == 6 and m.Size().numel() == 1
+        assert repr(s).split(".", 1)[1] == "Size([2, 3])"
+        with pytest.raises(TypeError, match="item 0 is 'float'"):
+            m.Size([2.5])
+        with pytest.raises(TypeError):
+            s + [4]

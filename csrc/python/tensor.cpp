@@ -121,7 +121,32 @@ static py::object item(const Tensor& t_in) {
   return py::none();
 }
 
+// lucid.Size (a tuple subclass, set from Python at import) of a shape, made
+// without calling its constructor; a plain tuple until it is set.
+PyTypeObject* g_size_type = nullptr;
+
+py::object shape_object(const Shape& shape) {
+  if (!g_size_type) return py::tuple(py::cast(shape));
+  const auto n = static_cast<Py_ssize_t>(shape.size());
+  PyObject* out = g_size_type->tp_alloc(g_size_type, n);
+  if (!out) throw py::error_already_set();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyLong_FromLongLong(shape[size_t(i)]);
+    if (!item) {
+      Py_DECREF(out);
+      throw py::error_already_set();
+    }
+    PyTuple_SET_ITEM(out, i, item);
+  }
+  return py::reinterpret_steal<py::object>(out);
+}
+
 void init_tensor(py::module_& m) {
+  m.def("_set_size_type", [](const py::type& cls) {
+    LUCID_CHECK(PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()), &PyTuple_Type), "Size must subclass tuple");
+    Py_INCREF(cls.ptr());  // held for the process's life
+    g_size_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  });
   py::enum_<DType> dtype(m, "dtype");
   for (int i = 0; i < kNumDTypes; ++i) dtype.value(dtype_name(DType(i)), DType(i));
   dtype.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
@@ -163,7 +188,7 @@ void init_tensor(py::module_& m) {
 
   py::class_<Tensor>(m, "Tensor", py::dynamic_attr())
       .def(py::init([](const Tensor& other) { return other.detach(); }), py::arg("data"))
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("shape", [](const Tensor& t) { return shape_object(t.shape()); })
       .def_property_readonly("dtype", [dtype_object](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", &Tensor::ndim)

@@ -3,6 +3,7 @@ precision, print options, inter-op threads. Lucid's CPU kernels are
 deterministic and compute float32 matmuls in float32, so the first two are
 recorded and read back; print options change how tensors print."""
 import numbers
+import operator
 
 from . import _C
 
@@ -101,7 +102,21 @@ def set_rng_state(new_state):
 
 
 class Size(tuple):
-    """torch.Size: a tuple of dimension sizes."""
+    """torch.Size: a tuple of dimension sizes (what ``shape`` and ``size()``
+    return); slicing, ``+`` and ``*`` keep the type, as PyTorch's."""
+
+    __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        items = tuple(sizes)
+        for i, s in enumerate(items):
+            try:
+                items_i = operator.index(s)
+            except TypeError:
+                raise TypeError(f"lucid.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')") from None
+            if items_i is not s:
+                items = items[:i] + (items_i,) + items[i + 1:]
+        return super().__new__(cls, items)
 
     def numel(self):
         n = 1
@@ -109,8 +124,33 @@ class Size(tuple):
             n *= int(s)
         return n
 
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return Size, (tuple(self),)
+
     def __repr__(self):
         return f"lucid.Size({list(self)})"
+
+
+_C._set_size_type(Size)
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -112,6 +112,6 @@ def compile(fn, *, cache_size=8):  # noqa: A001 - lucid.compile, as torch.compil
     >>> with lucid.no_grad():
     ...     out = fast(lucid.ones(3, 4))
     >>> out.shape
-    (3, 2)
+    lucid.Size([3, 2])
     """
     return CompiledFunction(fn, cache_size)

@@ -152,7 +152,7 @@ def fused_step(model, loss_fn, optimizer, grad_scaler=None, *, clip_grad_norm=No
     >>> step = fused_step(model, F.mse_loss, opt)
     >>> loss = step(lucid.ones(3, 4), lucid.zeros(3, 2))
     >>> loss.shape
-    ()
+    lucid.Size([])
     """
     cls = FusedStep if clip_grad_norm is None else _FusedStepWithNorm
     return cls(model, loss_fn, optimizer, grad_scaler, cache_size, clip_grad_norm, norm_type, clip_grad_value,
@@ -241,7 +241,7 @@ def train_step(fn, optimizer, grad_scaler=None, *, clip_grad_norm=None, norm_typ
     >>> step = train_step(step_fn, opt, clip_grad_norm=1.0)
     >>> (loss, logits), norm = step(lucid.ones(3, 4), lucid.tensor([0, 1, 1]))
     >>> logits.shape, norm.shape
-    ((3, 2), ())
+    (lucid.Size([3, 2]), lucid.Size([]))
     """
     return TrainStep(fn, optimizer, grad_scaler, cache_size, clip_grad_norm, norm_type, clip_grad_value, accumulate,
                      model)
