@@ -7,7 +7,7 @@ their update rules are written once in C++ (csrc/lucid/optim/rules.h) and
 applied in one fused, multi-threaded pass over each parameter. LBFGS runs
 eagerly with whole-tensor ops.
 """
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam, SparseAdam
 from .adaptive import Adadelta, Adagrad, RMSprop
 from .lbfgs import LBFGS
@@ -30,4 +30,5 @@ __all__ = [
     "SGD",
     "SparseAdam",
     "lr_scheduler",
+    "swa_utils",
 ]
