@@ -458,9 +458,14 @@ def test_duplicate_writes_keep_the_last_as_torch_cpu():
         src = m.arange(12.).reshape(3, 4)
         y = m.zeros(6)
         y[m.tensor([1, 3, 1, 1])] = m.tensor([1., 2., 3., 4.])
-        big = m.zeros(5)
-        big.index_put_((m.arange(4000) % 5,), m.arange(4000.))
-        got.append([x.scatter(0, m.tensor(idx), src).numpy(), x.scatter(1, m.tensor(idx), src).numpy(), y.numpy(),
-                    big.numpy()])
+        got.append([x.scatter(0, m.tensor(idx), src).numpy(), x.scatter(1, m.tensor(idx), src).numpy(), y.numpy()])
     for g, w in zip(*got):
         np.testing.assert_array_equal(g, w)
+    # Many collisions: the last write, as NumPy's assignment (PyTorch's CPU
+    # kernel splits large index_put across threads, and which write survives
+    # varies between its versions).
+    big = lucid.zeros(5)
+    big.index_put_((lucid.arange(4000) % 5,), lucid.arange(4000.))
+    want = np.zeros(5, np.float32)
+    want[np.arange(4000) % 5] = np.arange(4000.)
+    np.testing.assert_array_equal(big.numpy(), want)

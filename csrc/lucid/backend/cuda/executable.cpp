@@ -497,13 +497,16 @@ class CudaExecutable final : public graph::Executable {
   void capture() {
     const DriverApi& d = driver();
     CUstream stream = Runtime::get().stream();
+    Runtime& rt = Runtime::get();
     check(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL_), "cuStreamBeginCapture");
+    rt.set_capturing(true);
     std::string error;
     try {
       enqueue();
     } catch (const std::exception& e) {
       error = e.what();
     }
+    rt.set_capturing(false);
     CUgraph g = nullptr;
     const CUresult end = d.cuStreamEndCapture(stream, &g);
     if (error.empty() && end != CUDA_SUCCESS) error = "cuStreamEndCapture failed with CUDA error " + std::to_string(end);

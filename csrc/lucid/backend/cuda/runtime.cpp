@@ -90,18 +90,42 @@ void Runtime::bind_thread() {
   bound = true;
 }
 
+namespace {
+// The size a block of nbytes is kept under: 512-byte steps below 1 MiB, then
+// eight steps per doubling (at most 12.5% over), so freed blocks serve
+// requests of nearby sizes.
+size_t block_size(size_t nbytes) {
+  if (nbytes < (size_t(1) << 20)) return (nbytes + 511) & ~size_t(511);
+  size_t step = size_t(1) << 17;
+  while (step * 16 <= nbytes) step <<= 1;
+  return (nbytes + step - 1) / step * step;
+}
+}  // namespace
+
+size_t Runtime::block_bytes(size_t nbytes) {
+  const size_t size = block_size(nbytes);
+  return size <= kMaxCachedBlock ? size : nbytes;  // a larger one goes back to the driver when freed
+}
+
 void* Runtime::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  const size_t size = block_bytes(nbytes);
   CUdeviceptr p = 0;
-  const CUresult r = driver().cuMemAllocAsync(&p, nbytes, stream_);
-  if (r != CUDA_SUCCESS) {
-    // Out of memory: return what the pool caches and try once more.
+  auto cached = capturing_ || size > kMaxCachedBlock ? free_blocks_.end() : free_blocks_.find(size);
+  if (cached != free_blocks_.end() && !cached->second.empty()) {
+    p = reinterpret_cast<CUdeviceptr>(cached->second.back());
+    cached->second.pop_back();
+    cached_bytes_ -= size;
+  } else if (driver().cuMemAllocAsync(&p, size, stream_) != CUDA_SUCCESS) {
+    // Out of memory: return what the cache and the pool hold and try once more.
+    release_cached_blocks();
     driver().cuStreamSynchronize(stream_);
     driver().cuMemPoolTrimTo(pool_, 0);
-    check(driver().cuMemAllocAsync(&p, nbytes, stream_), "cuMemAllocAsync (CUDA out of memory?)");
+    check(driver().cuMemAllocAsync(&p, size, stream_), "cuMemAllocAsync (CUDA out of memory?)");
   }
-  const size_t now = allocated_.fetch_add(nbytes) + nbytes;
+  if (capturing_) capture_blocks_.insert(reinterpret_cast<void*>(p));
+  const size_t now = allocated_.fetch_add(size) + size;
   size_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
@@ -111,9 +135,28 @@ void* Runtime::allocate(size_t nbytes) {
 void Runtime::deallocate(void* ptr, size_t nbytes) {
   if (!ptr) return;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
-  // Stream-ordered: the memory is reused only by work queued after this.
-  driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);
-  allocated_.fetch_sub(nbytes);
+  const size_t size = block_bytes(nbytes);
+  allocated_.fetch_sub(size);
+  if (!max_cached_bytes_) max_cached_bytes_ = std::min(total_mem_ / 8, size_t(2) << 30);
+  if (capture_blocks_.erase(ptr) || size > kMaxCachedBlock || cached_bytes_ + size > max_cached_bytes_) {
+    // Stream-ordered: the memory is reused only by work queued after this.
+    driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);
+    return;
+  }
+  free_blocks_[size].push_back(ptr);
+  cached_bytes_ += size;
+}
+
+void Runtime::release_cached_blocks() {
+  for (auto& [size, blocks] : free_blocks_)
+    for (void* b : blocks) driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(b), stream_);
+  free_blocks_.clear();
+  cached_bytes_ = 0;
+}
+
+void Runtime::set_capturing(bool on) {
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  capturing_ = on;
 }
 
 size_t Runtime::reserved() const {
@@ -124,6 +167,7 @@ size_t Runtime::reserved() const {
 
 void Runtime::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  release_cached_blocks();
   check(driver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
   check(driver().cuMemPoolTrimTo(pool_, 0), "cuMemPoolTrimTo");
 }
