@@ -297,6 +297,8 @@ void init_compile(py::module_& m) {
       },
            "The compiled executables in the cache, most recent first.");
 
+  m.def("_is_tracing", [] { return graph::Tracer::current() != nullptr; },
+        "Whether ops are being recorded into a compiled step's graph.");
   py::class_<PyTracer>(m, "GraphTracer")
       .def(py::init<>())
       .def("enter", &PyTracer::enter)

@@ -29,7 +29,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     ins = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outs)
     retain = create_graph if retain_graph is None else retain_graph
-    return tuple(_C.grad(outs, ins, grads, bool(retain), allow_unused, bool(create_graph)))
+    _grad_calls.depth = getattr(_grad_calls, "depth", 0) + 1
+    try:
+        return tuple(_C.grad(outs, ins, grads, bool(retain), allow_unused, bool(create_graph)))
+    finally:
+        _grad_calls.depth -= 1
+
+
+# grad() calls running on this thread: a checkpoint's backward, which
+# accumulates into the .grad of what it recomputes, refuses to run inside one.
+_grad_calls = threading.local()
+
+
+def _in_grad_call():
+    return getattr(_grad_calls, "depth", 0) > 0
 
 
 class _GradModeContext:

@@ -1,2 +1,3 @@
-"""Utilities that sit beside the engine: data loading (`lucid.utils.data`)."""
-from . import data  # noqa: F401
+"""Utilities that sit beside the engine: data loading (`lucid.utils.data`) and activation checkpointing
+(`lucid.utils.checkpoint`)."""
+from . import checkpoint, data  # noqa: F401
