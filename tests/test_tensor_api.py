@@ -312,3 +312,27 @@ def test_shape_is_a_size_as_torch():
             m.Size([2.5])
         with pytest.raises(TypeError):
             s + [4]
+
+
+def test_legacy_tensor_constructor_as_torch():
+    """lucid.Tensor(...) as torch.Tensor(...): sizes (the values are
+    uninitialised in PyTorch, so only shape and dtype are compared), data
+    in the default dtype, a Size, nothing; nn.Parameter(torch.Tensor(o, i))
+    is the custom-layer idiom it serves."""
+    for args in [(2, 3), (0,), (4,)]:
+        t, l = torch.Tensor(*args), lucid.Tensor(*args)
+        assert tuple(l.shape) == tuple(t.shape) and l.dtype == lucid.float32
+    for data in ([1, 2], (2, 3), [[1.5, 2], [3, 4]], np.arange(3)):
+        np.testing.assert_array_equal(lucid.Tensor(data).numpy(), torch.Tensor(data).numpy())
+        assert lucid.Tensor(data).dtype == lucid.float32
+    assert lucid.Tensor(lucid.Size([2, 3])).shape == (2, 3) and lucid.Tensor().shape == (0,)
+    p = lucid.nn.Parameter(lucid.Tensor(3, 4))
+    assert isinstance(p, lucid.nn.Parameter) and p.requires_grad and p.shape == (3, 4)
+    with pytest.raises(TypeError, match="expected sizes"):
+        lucid.Tensor(2, "a")
+    previous = lucid.get_default_dtype()
+    lucid.set_default_dtype(lucid.float64)
+    try:
+        assert lucid.Tensor(2).dtype == lucid.float64 and lucid.FloatTensor(2).dtype == lucid.float32
+    finally:
+        lucid.set_default_dtype(previous)

@@ -188,6 +188,12 @@ void init_tensor(py::module_& m) {
 
   py::class_<Tensor>(m, "Tensor", py::dynamic_attr())
       .def(py::init([](const Tensor& other) { return other.detach(); }), py::arg("data"))
+      // PyTorch's legacy constructor: Tensor(2, 3), Tensor([1, 2]), Tensor(size), Tensor()
+      .def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+        // leaked: a static py::object would be released after the interpreter is gone
+        static py::object* legacy = new py::object(py::module_::import("lucid._tensor_surface").attr("_legacy_tensor"));
+        return (*legacy)(*args, **kwargs).cast<Tensor>();
+      }))
       .def_property_readonly("shape", [](const Tensor& t) { return shape_object(t.shape()); })
       .def_property_readonly("dtype", [dtype_object](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })

@@ -1,6 +1,7 @@
 """More of torch.Tensor's surface, attached to _C.Tensor: the device
 predicates, type() and the legacy tensor types (lucid.FloatTensor...)."""
 from . import _C
+from ._settings import Size
 from ._utils import to_dtype
 
 Tensor = _C.Tensor
@@ -51,19 +52,33 @@ class _TensorTypeMeta(type):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
 
+def _legacy_new(name, dtype, args, device=None):
+    """What PyTorch's legacy constructors (torch.Tensor(2, 3),
+    torch.FloatTensor([1, 2])) make: sizes give a new tensor (uninitialised
+    in PyTorch; zeros here), one sequence gives its data in `dtype`."""
+    from ._creation import tensor, zeros
+
+    if not args:
+        t = zeros(0, dtype=dtype)  # PyTorch's: an empty 1-D tensor
+    elif all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        t = zeros(*args, dtype=dtype)
+    elif len(args) == 1 and isinstance(args[0], Size):  # a Size is sizes; another tuple is data
+        t = zeros(*args[0], dtype=dtype)
+    elif len(args) == 1:
+        t = tensor(args[0], dtype=dtype)
+    else:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data")
+    return t if device is None else t.to(device)
+
+
+def _legacy_tensor(*args, device=None):
+    """lucid.Tensor(...) called as PyTorch's legacy constructor: the default dtype."""
+    return _legacy_new("Tensor", _C.get_default_dtype(), args, device)
+
+
 def _make_tensor_type(name, dtype, device_type, module):
     def __new__(cls, *args, device=None):
-        from ._creation import tensor, zeros
-
-        if not args:
-            t = zeros(0, dtype=dtype)  # PyTorch's: an empty 1-D tensor
-        elif all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            t = zeros(*args, dtype=dtype)  # uninitialised in PyTorch; zeros here
-        elif len(args) == 1:
-            t = tensor(args[0], dtype=dtype)
-        else:
-            raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data")
-        return t if device_type == "cpu" else t.to(device_type)
+        return _legacy_new(name, dtype, args, None if device_type == "cpu" else device_type)
 
     return _TensorTypeMeta(name, (), {"__new__": __new__, "dtype": dtype, "device_type": device_type,
                                       "__module__": module})
