@@ -119,3 +119,31 @@ def test_factories_with_a_generator():
     lucid.manual_seed(0)
     lucid.rand(3, generator=g1)
     assert_close(lucid.rand(3), torch.from_numpy(ref.numpy()))
+
+
+_BAD_DRAWS = {
+    "normal tensor std": lambda m: m.normal(m.zeros(2), m.tensor([1., -1.])),
+    "normal number std": lambda m: m.normal(m.zeros(2), -0.5),
+    "normal sized": lambda m: m.normal(0., -1., (2,)),
+    "normal_": lambda m: m.zeros(3).normal_(0, -1),
+    "normal_ nan": lambda m: m.zeros(3).normal_(0, float("nan")),
+    "log_normal_": lambda m: m.zeros(2).log_normal_(0, 0),
+    "uniform_": lambda m: m.zeros(2).uniform_(2, 1),
+    "exponential_": lambda m: m.zeros(2).exponential_(0),
+    "bernoulli_ number": lambda m: m.zeros(2).bernoulli_(1.5),
+    "bernoulli_ nan": lambda m: m.zeros(2).bernoulli_(float("nan")),
+    "bernoulli_ tensor": lambda m: m.zeros(2).bernoulli_(m.tensor([0.5, 2.0])),
+    "bernoulli": lambda m: m.bernoulli(m.tensor([1.5])),
+}
+
+
+@pytest.mark.parametrize("name", list(_BAD_DRAWS))
+def test_bad_distribution_parameters_raise_as_torch(name):
+    """A negative std, an empty range, a probability outside [0, 1] raise
+    RuntimeError, as PyTorch's (they drew from a flipped or clipped law)."""
+    with pytest.raises(RuntimeError) as want:
+        _BAD_DRAWS[name](torch)
+    with pytest.raises(RuntimeError) as got:
+        _BAD_DRAWS[name](lucid)
+    assert str(got.value).split(" ")[:2] == str(want.value).split(" ")[:2] or "Expected p_in" in str(want.value)
+    assert lucid.zeros(2).uniform_(1, 1).tolist() == [1.0, 1.0] and lucid.zeros(2).normal_(0, 0).tolist() == [0, 0]

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _C
 from . import _functions as F
-from ._utils import as_dims, as_shape, is_number, to_dtype
+from ._utils import as_dims, as_shape, check_probability, check_std, is_number, to_dtype
 
 Tensor = _C.Tensor
 
@@ -1297,6 +1297,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
 # --------------------------------------------------------------------- random
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002
     """1 with probability `input` (or p), else 0, in input's dtype."""
+    check_probability(input if p is None else p, "bernoulli")
     prob = input if p is None else _C.full(list(input.shape), float(p), input.dtype, input.device)
     if generator is not None:
         from ._sampling import generator_draw
@@ -1313,6 +1314,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     (then `size` gives the shape)."""
     from ._creation import randn
 
+    check_std(std)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         shape = list(broadcast_shapes(*(t.shape for t in (mean, std) if isinstance(t, Tensor))))
         like = mean if isinstance(mean, Tensor) else std

@@ -8,7 +8,7 @@ import numpy as np
 from . import _C
 from . import _functions as F
 from ._memory_format import contiguous_format, is_in_format, make_in_format, preserve_format
-from ._utils import as_dims, as_shape, is_number, to_dtype
+from ._utils import as_dims, as_shape, check_std, is_number, to_dtype
 
 Tensor = _C.Tensor
 
@@ -460,6 +460,8 @@ def _copy_(self, src, non_blocking=False):
 
 @_method("uniform_")
 def _uniform_(self, a=0.0, b=1.0):
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     u = _C.rand(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
     _C.assign_(self, _C.add(_C.mul(u, b - a), a))
     return self
@@ -467,6 +469,7 @@ def _uniform_(self, a=0.0, b=1.0):
 
 @_method("normal_")
 def _normal_(self, mean=0.0, std=1.0):
+    check_std(std)
     n = _C.randn(list(self.shape), self.dtype if self.dtype.is_floating_point else _C.dtype.float32, self.device)
     _C.assign_(self, _C.add(_C.mul(n, std), mean))
     return self

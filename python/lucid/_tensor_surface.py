@@ -2,7 +2,7 @@
 predicates, type() and the legacy tensor types (lucid.FloatTensor...)."""
 from . import _C
 from ._settings import Size
-from ._utils import to_dtype
+from ._utils import check_probability, to_dtype
 
 Tensor = _C.Tensor
 
@@ -213,6 +213,7 @@ def _attach():
 
     # in-place random fills (PyTorch's Tensor.bernoulli_, exponential_, random_...)
     def bernoulli_(self, p=0.5, *, generator=None):
+        check_probability(p, "bernoulli_")
         prob = p if isinstance(p, Tensor) else _C.full(list(self.shape), float(p), _C.dtype.float32, self.device)
         return _write(self, C.bernoulli(_C.broadcast_to(_C.cast(prob, _C.dtype.float32), list(self.shape)),
                                         generator=generator))
@@ -220,6 +221,8 @@ def _attach():
     def exponential_(self, lambd=1.0, *, generator=None):
         from ._creation import rand
 
+        if not lambd > 0.0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
         u = rand(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
         return _write(self, _C.div(_C.neg(_C.log1p(_C.neg(u))), float(lambd)))
 
@@ -234,6 +237,8 @@ def _attach():
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         from ._creation import randn
 
+        if not std > 0.0:
+            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
         z = randn(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
         return _write(self, _C.exp(_C.add(_C.mul(z, float(std)), float(mean))))
 

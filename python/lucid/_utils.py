@@ -48,3 +48,28 @@ def to_dtype(d):
         return _C.dtype_from_name(np.dtype(d).name)
     except TypeError:
         raise TypeError(f"cannot interpret {d!r} as a lucid dtype") from None
+
+
+# The parameter checks of the random draws and fills, with PyTorch's messages.
+# A tensor parameter's values are read on the host (as PyTorch does), except
+# while a compiled step is traced, where they are data.
+def _all_host(t, predicate):
+    if _C._is_tracing():
+        return True
+    return bool(np.all(predicate(np.asarray(_C.cast(t.detach(), _C.dtype.float64).cpu().numpy()))))
+
+
+def check_std(std, name="normal"):
+    if isinstance(std, _C.Tensor):
+        if not _all_host(std, lambda v: v >= 0.0):
+            raise RuntimeError(f"{name} expects all elements of std >= 0.0")
+    elif not std >= 0.0:
+        raise RuntimeError(f"{name} expects std >= 0.0, but found std {std:g}")
+
+
+def check_probability(p, name):
+    if isinstance(p, _C.Tensor):
+        if not _all_host(p, lambda v: (v >= 0.0) & (v <= 1.0)):
+            raise RuntimeError(f"{name} expects all elements of p to be in [0, 1]")
+    elif not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"{name} expects p to be in [0, 1], but got p={p:g}")
