@@ -123,9 +123,9 @@ static py::object item(const Tensor& t_in) {
 
 // lucid.Size (a tuple subclass, set from Python at import) of a shape, made
 // without calling its constructor; a plain tuple until it is set.
-PyTypeObject* g_size_type = nullptr;
+static PyTypeObject* g_size_type = nullptr;
 
-py::object shape_object(const Shape& shape) {
+static py::object shape_object(const Shape& shape) {
   if (!g_size_type) return py::tuple(py::cast(shape));
   const auto n = static_cast<Py_ssize_t>(shape.size());
   PyObject* out = g_size_type->tp_alloc(g_size_type, n);
