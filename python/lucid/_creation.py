@@ -7,8 +7,7 @@ from . import _C
 from ._memory_format import make_in_format, preserve_format
 from ._utils import as_shape, to_dtype
 
-_NP_WIDEN = {np.dtype("uint8"): np.int64, np.dtype("int8"): np.int64, np.dtype("int16"): np.int64,
-             np.dtype("uint16"): np.int64, np.dtype("uint32"): np.int64}
+_NP_WIDEN = {np.dtype("uint16"): np.int64, np.dtype("uint32"): np.int64}
 
 
 def _finish(t, dtype, device, requires_grad):

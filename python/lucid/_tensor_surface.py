@@ -39,7 +39,8 @@ Tensor.cuda = _cuda
 # PyTorch's type names: x.type() -> "lucid.FloatTensor" ("lucid.cuda.FloatTensor"
 # on a CUDA device), and lucid.FloatTensor(...) constructs / isinstance-checks.
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
 _DTYPE_OF_TYPE = {v: getattr(_C.dtype, k) for k, v in _TYPE_NAMES.items()}
 
 

@@ -233,6 +233,8 @@ inline void cast_one(const From* s, int64_t j, To* d, int64_t i) {
   auto v = load(s, j);
   if constexpr (std::is_same_v<To, bool>) {
     d[i] = v != decltype(v)(0);
+  } else if constexpr (is_float_v<From> && !is_float_v<To> && sizeof(To) <= 2) {
+    d[i] = element::narrow_float<To>(v);
   } else if constexpr (is_float_v<From> && !is_float_v<To>) {
     store(d, i, v != v ? To(0) : To(v));  // NaN to integer: 0, not UB
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
