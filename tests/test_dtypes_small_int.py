@@ -79,6 +79,20 @@ def test_creation_functions(name):
 
 
 @pytest.mark.parametrize("name", SMALL)
+def test_arange_wraps_and_python_values_are_range_checked(name):
+    same(lucid.arange(250, 260, dtype=L(name)), torch.arange(250, 260, dtype=T(name)))
+    same(lucid.arange(-3, 3, dtype=L(name)), torch.arange(-3, 3, dtype=T(name)))
+    for bad in ([70000], [1.5, -70000.5], [float("nan")]):
+        with pytest.raises(RuntimeError):
+            torch.tensor(bad, dtype=T(name))
+        with pytest.raises(RuntimeError, match="without overflow"):
+            lucid.tensor(bad, dtype=L(name))
+    wide = np.array([300, -1, 70000])  # an array is cast (wrapping), not checked
+    same(lucid.tensor(wide, dtype=L(name)), torch.tensor(wide, dtype=T(name)))
+    same(lucid.tensor([1.7, 2.2], dtype=L(name)), torch.tensor([1.7, 2.2], dtype=T(name)))
+
+
+@pytest.mark.parametrize("name", SMALL)
 def test_numpy_round_trip_shares_memory(name):
     a = rand_values(name, (3, 4))
     t = lucid.from_numpy(a)
@@ -91,6 +105,15 @@ def test_numpy_round_trip_shares_memory(name):
     assert c.tolist() == torch.tensor(a).tolist()
     assert isinstance(c[1, 2].item(), int) and c[1, 2].item() == int(a[1, 2])
     assert repr(c).endswith(f"dtype=lucid.{name})")
+
+
+def test_torch_interop_through_numpy():
+    for name in SMALL:
+        x = lucid.tensor(rand_values(name, (2, 3)))
+        t = torch.as_tensor(np.asarray(x))
+        assert t.dtype == T(name)
+        same(x, t)
+        same(lucid.as_tensor(t.numpy()), t)
 
 
 def test_printing_matches_torch():

@@ -79,8 +79,15 @@ LUCID_FOR_WIDTHS(DEF)
 #undef DEF
 
 struct ArangeArgs { void* out; i64 n; double start, step; };
-#define DEF(T, S) extern "C" __global__ void arange_##S(const ArangeArgs a) { \
-  for (i64 i = global_index(); i < a.n; i += global_stride()) st((T*)a.out, i, a.start + double(i) * a.step); }
+template <class T>
+__device__ __forceinline__ void arange_impl(const ArangeArgs& a) {
+  for (i64 i = global_index(); i < a.n; i += global_stride()) {
+    const double v = a.start + double(i) * a.step;
+    if constexpr (IsFloat<T>::value || Same<T, bool>::value) st((T*)a.out, i, v);
+    else ((T*)a.out)[i] = T(u64(i64(v)));  // integers wrap, as the CPU's
+  }
+}
+#define DEF(T, S) extern "C" __global__ void arange_##S(const ArangeArgs a) { arange_impl<T>(a); }
 LUCID_FOR_ALL_TYPES(DEF)
 #undef DEF
 
