@@ -56,6 +56,8 @@ def test_names_aliases_and_properties():
         assert d.itemsize == T(name).itemsize
         assert not d.is_floating_point
         assert d.is_signed == T(name).is_signed
+        assert lucid.zeros(1, dtype=d).is_signed() == torch.zeros(1, dtype=T(name)).is_signed()
+        assert (lucid.iinfo(d).min, lucid.iinfo(d).max) == (torch.iinfo(T(name)).min, torch.iinfo(T(name)).max)
         assert str(d) == f"lucid.{name}"
     x = lucid.tensor([1.7, -2.2, 300.0])
     assert x.byte().dtype is lucid.uint8 and x.char().dtype is lucid.int8 and x.short().dtype is lucid.int16

@@ -163,7 +163,7 @@ def _attach():
     Tensor.ndimension = lambda self: self.ndim
     Tensor.itemsize = property(lambda self: self.element_size())
     Tensor.nbytes = property(lambda self: self.numel() * self.element_size())
-    Tensor.is_signed = lambda self: self.dtype != _C.dtype.bool
+    Tensor.is_signed = lambda self: self.dtype.is_signed
     Tensor.is_complex = lambda self: False  # Lucid has no complex dtypes
     # Real dtypes only, so conjugation and the lazy conj/neg bits are the identity (PyTorch returns self too).
     for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg"):
