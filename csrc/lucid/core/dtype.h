@@ -19,8 +19,8 @@ inline bool is_floating(DType t) { return t >= DType::Float16; }
 inline bool is_integral(DType t, bool include_bool = false) {
   return (t >= DType::UInt8 && t <= DType::Int64) || (include_bool && t == DType::Bool);
 }
-// The narrow integer types (8 and 16 bits), which have no kernels of their
-// own where PyTorch computes them in a wider type.
+// The 8- and 16-bit integer types (their conversions from floats and wider
+// integers are defined apart: see core/element.h narrow_float).
 inline bool is_small_integral(DType t) { return t >= DType::UInt8 && t <= DType::Int16; }
 // The least and greatest values of an integer dtype (bool: 0 and 1).
 int64_t integral_min(DType t);
