@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"PyTorch {torch.__version__} is older than the oracle: {why}"))
 
 _DTYPES = [
-    ("bool", torch.bool), ("int32", torch.int32), ("int64", torch.int64), ("float16", torch.float16),
+    ("bool", torch.bool), ("uint8", torch.uint8), ("int8", torch.int8), ("int16", torch.int16), ("int32", torch.int32), ("int64", torch.int64), ("float16", torch.float16),
     ("bfloat16", torch.bfloat16), ("float32", torch.float32), ("float64", torch.float64),
 ]
 LUCID_TO_TORCH = {getattr(lucid, n): t for n, t in _DTYPES}
@@ -225,8 +225,9 @@ def rnd(*shape, dtype="float32", low=None, high=None, seed=0):
     rng = np.random.default_rng(seed)
     if dtype == "bool":
         return np.asarray(rng.random(shape) < 0.5)
-    if dtype in ("int32", "int64"):
-        return np.asarray(rng.integers(-5 if low is None else low, 6 if high is None else high, size=shape), dtype)
+    if dtype in ("uint8", "int8", "int16", "int32", "int64"):
+        lo = (0 if dtype == "uint8" else -5) if low is None else low
+        return np.asarray(rng.integers(lo, 6 if high is None else high, size=shape), dtype)
     if low is not None or high is not None:
         x = rng.uniform(0.0 if low is None else low, 1.0 if high is None else high, size=shape)
     else:

@@ -154,20 +154,23 @@ def _binary_cases():
     return out
 
 
-CAST_DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32"]
+CAST_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 
 
 def _cast_cases():
     vals = np.array([-3.7, -1.0, -0.5, 0.0, 0.4, 1.0, 2.5, 3.9, 100.0, -100.0, np.nan, 65504.0], dtype=np.float32)
+    # values that wrap or are out of range: defined for the 8- and 16-bit targets
+    wrapping = np.array([300.7, -200.0, 40000.0, -129.5, 3e9, -np.inf], dtype=np.float32)
     out = []
     for src in CAST_DTYPES:
         for dst in CAST_DTYPES:
             if src == dst:
                 continue
 
-            def make(src=src):
-                if src in ("int32", "int64", "bool"):
-                    return [arr(np.nan_to_num(vals[:-1]).astype(np.int64)).to(getattr(lucid, src))]
+            def make(src=src, vals=np.concatenate([vals, wrapping]) if dst in ("uint8", "int8", "int16") else vals):
+                if src in ("uint8", "int8", "int16", "int32", "int64", "bool"):
+                    finite = vals[np.isfinite(vals) & (np.abs(vals) < 1e9)]
+                    return [arr(finite.astype(np.int64)).to(getattr(lucid, src))]
                 return [arr(vals).to(getattr(lucid, src))]
 
             out.append((f"cast_{src}_{dst}", lambda x, dst=dst: x.to(getattr(lucid, dst)), make, {"Cast"}))

@@ -240,13 +240,13 @@ def test_div_rounding_modes():
 
 
 # --------------------------------------------------------- type promotion
-TENSOR_DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+TENSOR_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
 def _values(dtype, shape, seed):
     if dtype == "bool":
         return rnd(*shape, dtype="bool", seed=seed)
-    if dtype in ("int32", "int64"):
+    if dtype in ("uint8", "int8", "int16", "int32", "int64"):
         return rnd(*shape, dtype=dtype, low=1, high=5, seed=seed)
     return np.abs(rnd(*shape, dtype="float32", seed=seed)) + 0.5
 

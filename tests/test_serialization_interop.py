@@ -206,8 +206,8 @@ def _torch_checkpoint():
         "views": [base[:, 1], base.t(), base[1:3, 2:5], base],  # share one storage
         "dtypes": {str(d): (torch.randn(3) * 50).to(d) for d in
                    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-                    torch.bool]},
-        "numpy_only": {str(d): torch.tensor([1, -2, 3]).to(d) for d in [torch.uint8, torch.int8, torch.int16]},
+                    torch.int16, torch.int8, torch.uint8, torch.bool]},
+        "numpy_only": {str(d): torch.tensor([1, -2, 3]).to(d) for d in [torch.complex64, torch.complex128]},
         "param": torch.nn.Parameter(torch.randn(2, 2)),
         "grad": torch.randn(3, requires_grad=True),
         "scalar": torch.tensor(2.5), "empty": torch.zeros(0, 3), "size": torch.Size([2, 3]),
@@ -226,7 +226,7 @@ def _lucid_to_numpy(t):
 
 def _assert_torch_equal(a, e, where="obj"):
     if isinstance(e, torch.Tensor):
-        if e.dtype in (torch.uint8, torch.int8, torch.int16):
+        if e.dtype in (torch.complex64, torch.complex128):
             assert isinstance(a, np.ndarray) and a.dtype == _torch_to_numpy(e).dtype, where
             np.testing.assert_array_equal(a, _torch_to_numpy(e))
             return
@@ -342,7 +342,10 @@ def test_safetensors_written_by_lucid_load_in_the_package(tmp_path):
     sd = dict(model.state_dict())
     sd["half"] = lucid.randn(3).to(lucid.float16)
     sd["bf16"] = lucid.randn(3).to(lucid.bfloat16)
-    sd["mask"] = np.array([1, 0, 255], np.uint8)
+    sd["mask"] = lucid.tensor([1, 0, 255], dtype=lucid.uint8)
+    sd["small"] = lucid.tensor([-128, 5, 127], dtype=lucid.int8)
+    sd["short"] = lucid.tensor([-32768, 5, 32767], dtype=lucid.int16)
+    sd["u16"] = np.array([1, 0, 65535], np.uint16)
     path = tmp_path / "model.safetensors"
     lucid.save(sd, path)
     loaded = safetensors.torch.load_file(path)

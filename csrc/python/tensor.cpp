@@ -26,6 +26,9 @@ Device to_device(const py::handle& obj) {
 static py::dtype numpy_dtype(DType t) {
   switch (t) {
     case DType::Bool: return py::dtype("bool");
+    case DType::UInt8: return py::dtype("uint8");
+    case DType::Int8: return py::dtype("int8");
+    case DType::Int16: return py::dtype("int16");
     case DType::Int32: return py::dtype("int32");
     case DType::Int64: return py::dtype("int64");
     case DType::Float16: return py::dtype("float16");
@@ -40,13 +43,16 @@ static DType from_numpy_dtype(const py::dtype& d) {
   const char kind = d.kind();
   const auto size = d.itemsize();
   if (kind == 'b') return DType::Bool;
+  if (kind == 'u' && size == 1) return DType::UInt8;
+  if (kind == 'i' && size == 1) return DType::Int8;
+  if (kind == 'i' && size == 2) return DType::Int16;
   if (kind == 'i' && size == 4) return DType::Int32;
   if (kind == 'i' && size == 8) return DType::Int64;
   if (kind == 'f' && size == 2) return DType::Float16;
   if (kind == 'f' && size == 4) return DType::Float32;
   if (kind == 'f' && size == 8) return DType::Float64;
   fail<TypeError>("can't convert np.ndarray of type numpy.", std::string(py::str(d)),
-                  ". The only supported types are: float64, float32, float16, int64, int32, and bool.");
+                  ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.");
 }
 
 py::array to_numpy(const Tensor& t) {
@@ -111,6 +117,9 @@ static py::object item(const Tensor& t_in) {
   const void* p = t.raw_data("item()");
   switch (t.dtype()) {
     case DType::Bool: return py::bool_(*static_cast<const bool*>(p));
+    case DType::UInt8: return py::int_(*static_cast<const uint8_t*>(p));
+    case DType::Int8: return py::int_(*static_cast<const int8_t*>(p));
+    case DType::Int16: return py::int_(*static_cast<const int16_t*>(p));
     case DType::Int32: return py::int_(*static_cast<const int32_t*>(p));
     case DType::Int64: return py::int_(*static_cast<const int64_t*>(p));
     case DType::Float16: return py::float_(half_to_float(static_cast<const Half*>(p)->bits));
@@ -150,7 +159,8 @@ void init_tensor(py::module_& m) {
   py::enum_<DType> dtype(m, "dtype");
   for (int i = 0; i < kNumDTypes; ++i) dtype.value(dtype_name(DType(i)), DType(i));
   dtype.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
-      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); });
+      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
+      .def_property_readonly("is_signed", [](DType t) { return t != DType::Bool && t != DType::UInt8; });
   // Dtypes handed to Python are the enum's own objects, so `t.dtype is
   // lucid.float32` holds as with torch (repr/str are set in _tensor.py: the
   // enum's defaults win over definitions made here).

@@ -28,6 +28,9 @@ from . import _C  # noqa: E402
 from ._C import InvalidArgument, Tensor, device, dtype  # noqa: E402
 
 bool = dtype.bool  # noqa: A001
+uint8 = dtype.uint8
+int8 = dtype.int8
+int16 = dtype.int16
 int32 = dtype.int32
 int64 = dtype.int64
 float16 = dtype.float16
@@ -39,6 +42,9 @@ float = float32  # noqa: A001
 double = float64
 int = int32  # noqa: A001
 long = int64
+byte = uint8
+char = int8
+short = int16
 
 from . import _tensor  # noqa: E402,F401  (adds the Tensor methods)
 from ._memory_format import (  # noqa: E402

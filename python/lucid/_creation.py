@@ -7,8 +7,7 @@ from . import _C
 from ._memory_format import make_in_format, preserve_format
 from ._utils import as_shape, to_dtype
 
-_NP_WIDEN = {np.dtype("uint8"): np.int64, np.dtype("int8"): np.int64, np.dtype("int16"): np.int64,
-             np.dtype("uint16"): np.int64, np.dtype("uint32"): np.int64}
+_NP_WIDEN = {np.dtype("uint16"): np.int64, np.dtype("uint32"): np.int64}
 
 
 def _finish(t, dtype, device, requires_grad):
@@ -72,6 +71,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (scalar, nested lists, NumPy)."""
     dtype = to_dtype(dtype)
     arr = _infer_array(data, dtype)
+    if dtype is not None and not isinstance(data, (np.ndarray, _C.Tensor)):
+        _check_python_values_fit(arr, dtype)
     if arr.dtype in _NP_WIDEN:
         arr = arr.astype(_NP_WIDEN[arr.dtype])
     elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
@@ -81,6 +82,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     else:
         t = _C.from_numpy_copy(np.require(arr, requirements="C"))
     return _finish(t, dtype, device, requires_grad)
+
+
+def _check_python_values_fit(arr, dtype):
+    # PyTorch converts each Python number with a range check (an array or a
+    # tensor is cast instead, wrapping).
+    if dtype.is_floating_point or dtype == _C.dtype.bool or arr.dtype.kind not in "iuf" or arr.size == 0:
+        return
+    info = np.iinfo(dtype.name)
+    if arr.dtype.kind == "f":
+        ok = np.isfinite(arr).all() and arr.min() > info.min - 1 and arr.max() < info.max + 1
+    else:
+        ok = arr.min() >= info.min and arr.max() <= info.max
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
 def from_numpy(arr):

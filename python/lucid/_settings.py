@@ -167,7 +167,7 @@ def as_tensor(data, dtype=None, device=None):
         return out if device is None else out.to(device)
     on_host = (_C.get_default_device() if device is None else _C.device(str(device))).type == "cpu"
     if isinstance(data, np.ndarray) and data.flags.c_contiguous and on_host and \
-            data.dtype.name in ("float32", "float64", "int32", "int64", "bool", "float16"):
+            data.dtype.name in ("float32", "float64", "int32", "int64", "int16", "int8", "uint8", "bool", "float16"):
         t = from_numpy(data)
         return t if dtype is None else t.to(dtype)
     return tensor(data, dtype=dtype, device=device)

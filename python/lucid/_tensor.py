@@ -2,6 +2,7 @@
 import builtins
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -157,7 +158,8 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, me
 
 
 for _name, _dt in [("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
-                   ("long", "int64"), ("int", "int32"), ("bool", "bool")]:
+                   ("long", "int64"), ("int", "int32"), ("short", "int16"), ("char", "int8"), ("byte", "uint8"),
+                   ("bool", "bool")]:
     setattr(Tensor, _name, (lambda d: lambda self, memory_format=preserve_format: _to(
         self, getattr(_C.dtype, d), memory_format=memory_format))(_dt))
 _method("cpu", lambda self: _to(self, device="cpu"))
@@ -523,6 +525,12 @@ def _parse_key(self, key):
             items.append(builtins.int(k))
         elif _is_index_tensor(k):
             t = _to_index_tensor(k)
+            if t.dtype == _C.dtype.uint8:  # PyTorch's deprecated byte mask
+                warnings.warn("indexing with dtype lucid.uint8 is now deprecated, please use a dtype lucid.bool "
+                              "instead.", UserWarning, stacklevel=3)
+                t = _C.ne(t, _C.wrap_scalar(0, t))
+            if t.dtype in (_C.dtype.int8, _C.dtype.int16):
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             if t.dtype == _C.dtype.bool:
                 if t.ndim == 0:
                     items.append(None if t.item() else ("empty",))

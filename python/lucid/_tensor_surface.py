@@ -40,7 +40,8 @@ Tensor.cuda = _cuda
 # PyTorch's type names: x.type() -> "lucid.FloatTensor" ("lucid.cuda.FloatTensor"
 # on a CUDA device), and lucid.FloatTensor(...) constructs / isinstance-checks.
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
 _DTYPE_OF_TYPE = {v: getattr(_C.dtype, k) for k, v in _TYPE_NAMES.items()}
 
 
@@ -177,7 +178,7 @@ def _attach():
     Tensor.ndimension = lambda self: self.ndim
     Tensor.itemsize = property(lambda self: self.element_size())
     Tensor.nbytes = property(lambda self: self.numel() * self.element_size())
-    Tensor.is_signed = lambda self: self.dtype != _C.dtype.bool
+    Tensor.is_signed = lambda self: self.dtype.is_signed
     Tensor.is_complex = lambda self: False  # Lucid has no complex dtypes
     # Real dtypes only, so conjugation and the lazy conj/neg bits are the identity (PyTorch returns self too).
     for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg"):

@@ -21,7 +21,7 @@ to (``weights_only=False``, :func:`add_safe_globals`, :func:`safe_globals`).
 - ``.safetensors`` files (``lucid.save`` writes one when the path ends with
   ``.safetensors``; see :func:`save_safetensors`).
 
-Tensors whose dtype Lucid has no tensor for (uint8, int8, int16, ...) load
+Tensors whose dtype Lucid has no tensor for (uint16, uint32, complex, ...) load
 as NumPy arrays. Files are written atomically (a temporary file in the same
 directory, renamed over the target).
 """
@@ -346,8 +346,8 @@ def safetensors_metadata(f):
 _TORCH_STORAGES = {
     "FloatStorage": ("<f4", "float32"), "DoubleStorage": ("<f8", "float64"), "HalfStorage": ("<f2", "float16"),
     "BFloat16Storage": ("<u2", "bfloat16"), "LongStorage": ("<i8", "int64"), "IntStorage": ("<i4", "int32"),
-    "BoolStorage": ("|b1", "bool"), "ShortStorage": ("<i2", None), "CharStorage": ("|i1", None),
-    "ByteStorage": ("|u1", None), "ComplexFloatStorage": ("<c8", None), "ComplexDoubleStorage": ("<c16", None),
+    "BoolStorage": ("|b1", "bool"), "ShortStorage": ("<i2", "int16"), "CharStorage": ("|i1", "int8"),
+    "ByteStorage": ("|u1", "uint8"), "ComplexFloatStorage": ("<c8", None), "ComplexDoubleStorage": ("<c16", None),
     "UInt16Storage": ("<u2", None), "UInt32Storage": ("<u4", None), "UInt64Storage": ("<u8", None),
     "UntypedStorage": ("|u1", None),
 }

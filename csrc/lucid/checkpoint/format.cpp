@@ -35,8 +35,9 @@ uint64_t get_le(const unsigned char* p, int n) {
 }
 
 const std::vector<DType>& tensor_dtypes() {
-  static const std::vector<DType> t = {DType::Bool,     DType::Int32,   DType::Int64,  DType::Float16,
-                                       DType::BFloat16, DType::Float32, DType::Float64};
+  static const std::vector<DType> t = {DType::Bool,    DType::UInt8,    DType::Int8,    DType::Int16,
+                                       DType::Int32,   DType::Int64,    DType::Float16, DType::BFloat16,
+                                       DType::Float32, DType::Float64};
   return t;
 }
 

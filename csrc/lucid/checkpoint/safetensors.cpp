@@ -23,8 +23,8 @@ struct DtypeName {
 
 const std::vector<DtypeName>& dtype_names() {
   static const std::vector<DtypeName> t = {
-      {"BOOL", DType::Bool, "bool", 1},        {"U8", std::nullopt, "uint8", 1},
-      {"I8", std::nullopt, "int8", 1},         {"I16", std::nullopt, "int16", 2},
+      {"BOOL", DType::Bool, "bool", 1},        {"U8", DType::UInt8, "uint8", 1},
+      {"I8", DType::Int8, "int8", 1},         {"I16", DType::Int16, "int16", 2},
       {"U16", std::nullopt, "uint16", 2},      {"F16", DType::Float16, "float16", 2},
       {"BF16", DType::BFloat16, nullptr, 2},   {"I32", DType::Int32, "int32", 4},
       {"U32", std::nullopt, "uint32", 4},      {"F32", DType::Float32, "float32", 4},

@@ -12,6 +12,9 @@ namespace lucid {
 size_t itemsize(DType t) {
   switch (t) {
     case DType::Bool: return 1;
+    case DType::UInt8: return 1;
+    case DType::Int8: return 1;
+    case DType::Int16: return 2;
     case DType::Int32: return 4;
     case DType::Int64: return 8;
     case DType::Float16: return 2;
@@ -25,6 +28,9 @@ size_t itemsize(DType t) {
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::Bool: return "bool";
+    case DType::UInt8: return "uint8";
+    case DType::Int8: return "int8";
+    case DType::Int16: return "int16";
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";
     case DType::Float16: return "float16";
@@ -42,11 +48,49 @@ DType dtype_from_name(const std::string& name) {
   if (name == "double" || name == "f8") return DType::Float64;
   if (name == "half") return DType::Float16;
   if (name == "int" || name == "long") return name == "int" ? DType::Int32 : DType::Int64;
+  if (name == "byte") return DType::UInt8;
+  if (name == "char") return DType::Int8;
+  if (name == "short") return DType::Int16;
   fail<TypeError>("unknown dtype '", name, "'");
+}
+
+int64_t integral_min(DType t) {
+  switch (t) {
+    case DType::Int8: return INT8_MIN;
+    case DType::Int16: return INT16_MIN;
+    case DType::Int32: return INT32_MIN;
+    case DType::Int64: return INT64_MIN;
+    default: return 0;
+  }
+}
+
+int64_t integral_max(DType t) {
+  switch (t) {
+    case DType::Bool: return 1;
+    case DType::UInt8: return UINT8_MAX;
+    case DType::Int8: return INT8_MAX;
+    case DType::Int16: return INT16_MAX;
+    case DType::Int32: return INT32_MAX;
+    default: return INT64_MAX;
+  }
+}
+
+int64_t wrap_integral(int64_t v, DType t) {
+  const uint64_t u = uint64_t(v);
+  switch (t) {
+    case DType::Bool: return v != 0;
+    case DType::UInt8: return uint8_t(u);
+    case DType::Int8: return int8_t(uint8_t(u));
+    case DType::Int16: return int16_t(uint16_t(u));
+    case DType::Int32: return int32_t(uint32_t(u));
+    default: return v;
+  }
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  // uint8 with int8: the narrowest type holding both ranges.
+  if ((a == DType::UInt8 && b == DType::Int8) || (a == DType::Int8 && b == DType::UInt8)) return DType::Int16;
   // float16 with bfloat16 has no exact common 16-bit type: float32.
   if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;

@@ -9,16 +9,25 @@
 namespace lucid {
 
 // Ordered by promotion category, then width (promote_types relies on it).
-enum class DType : uint8_t { Bool, Int32, Int64, Float16, BFloat16, Float32, Float64 };
-constexpr int kNumDTypes = 7;
+enum class DType : uint8_t { Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+constexpr int kNumDTypes = 10;
 
 size_t itemsize(DType t);
 const char* dtype_name(DType t);  // "float32", ...
 DType dtype_from_name(const std::string& name);
 inline bool is_floating(DType t) { return t >= DType::Float16; }
 inline bool is_integral(DType t, bool include_bool = false) {
-  return (t == DType::Int32 || t == DType::Int64) || (include_bool && t == DType::Bool);
+  return (t >= DType::UInt8 && t <= DType::Int64) || (include_bool && t == DType::Bool);
 }
+// The 8- and 16-bit integer types (their conversions from floats and wider
+// integers are defined apart: see core/element.h narrow_float).
+inline bool is_small_integral(DType t) { return t >= DType::UInt8 && t <= DType::Int16; }
+// The least and greatest values of an integer dtype (bool: 0 and 1).
+int64_t integral_min(DType t);
+int64_t integral_max(DType t);
+// v converted to an integer dtype as C++ converts to its storage type:
+// modulo 2^bits (bool: v != 0).
+int64_t wrap_integral(int64_t v, DType t);
 inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 // PyTorch's promotion lattice for two tensor dtypes.

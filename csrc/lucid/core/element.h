@@ -6,6 +6,7 @@
 // rules) share these, so a value rounds the same way in every such loop.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "lucid/core/dtype.h"
@@ -59,6 +60,20 @@ inline void store<Half, double>(Half* p, int64_t i, double v) {
 template <>
 inline void store<BFloat16, double>(BFloat16* p, int64_t i, double v) {
   p[i].bits = float_to_bf16(float(v));
+}
+
+// A float converted to an 8- or 16-bit integer type as PyTorch's CPU kernels
+// convert it on x86 (C++ leaves out-of-range conversions undefined):
+// truncated toward zero into int64 for uint8 and into int32 for int8 and
+// int16, a value beyond that type (NaN and the infinities too) becoming its
+// minimum, then wrapped to the width. -1.5 -> 255 and 300.7 -> 44 as uint8.
+template <class To, class F>
+inline To narrow_float(F v) {
+  static_assert(std::is_integral_v<To> && sizeof(To) <= 2 && !std::is_same_v<To, bool>);
+  using Via = std::conditional_t<std::is_same_v<To, uint8_t>, int64_t, int32_t>;
+  constexpr F lo = F(std::numeric_limits<Via>::min());  // -2^63 or -2^31: exact in F
+  const Via w = (v >= lo && v < -lo) ? Via(v) : std::numeric_limits<Via>::min();
+  return To(std::make_unsigned_t<Via>(w));
 }
 
 // Floating-point element functions, as the CPU kernels compute them

@@ -42,6 +42,9 @@ static void write_scalar(Tensor& t, double v) {
     case DType::Float64: *static_cast<double*>(p) = v; break;
     case DType::Int64: *static_cast<int64_t*>(p) = int64_t(v); break;
     case DType::Int32: *static_cast<int32_t*>(p) = int32_t(v); break;
+    case DType::Int16: *static_cast<int16_t*>(p) = int16_t(int64_t(v)); break;
+    case DType::Int8: *static_cast<int8_t*>(p) = int8_t(int64_t(v)); break;
+    case DType::UInt8: *static_cast<uint8_t*>(p) = uint8_t(int64_t(v)); break;
     case DType::Bool: *static_cast<bool*>(p) = v != 0; break;
     case DType::Float16: static_cast<Half*>(p)->bits = float_to_half(float(v)); break;
     case DType::BFloat16: static_cast<BFloat16*>(p)->bits = float_to_bf16(float(v)); break;

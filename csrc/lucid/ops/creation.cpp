@@ -26,11 +26,12 @@ void detail::check_scalar_fits(const Scalar& value, DType dt, const char* op) {
     ok = true;
   } else if (!is_floating(dt)) {
     // (a float converts by truncation: the open interval (lo - 1, hi + 1))
+    const double lo = double(integral_min(dt)), hi = double(integral_max(dt));
     if (value.kind == Scalar::Kind::Float)
-      ok = dt == DType::Int32 ? value.f > -2147483649.0 && value.f < 2147483648.0
-                              : value.f >= -9223372036854775808.0 && value.f < 9223372036854775808.0;
+      ok = dt == DType::Int64 ? value.f >= -9223372036854775808.0 && value.f < 9223372036854775808.0
+                              : value.f > lo - 1 && value.f < hi + 1;
     else
-      ok = dt == DType::Int64 || (value.i >= INT32_MIN && value.i <= INT32_MAX);
+      ok = dt == DType::Int64 || (value.i >= integral_min(dt) && value.i <= integral_max(dt));
   } else if (std::isfinite(value.f)) {
     const double max = dt == DType::Float16 ? 65504.0 : (dt == DType::BFloat16 ? 3.3895313892515355e38
                                                           : (dt == DType::Float32 ? 3.4028234663852886e38 : HUGE_VAL));
@@ -52,7 +53,7 @@ static Tensor make_full(const Shape& shape, const Scalar& value, DType dt, Devic
     v = value.kind == Scalar::Kind::Float ? double(value.f != 0) : double(value.i != 0);
   } else if (!is_floating(dt)) {
     iv = value.kind == Scalar::Kind::Float ? int64_t(value.f) : value.i;  // a float value was checked to fit
-    if (dt == DType::Int32) iv = int32_t(uint32_t(uint64_t(iv)));       // wraps, as PyTorch's wrapped numbers do
+    iv = wrap_integral(iv, dt);  // wraps, as PyTorch's wrapped numbers do
     v = double(iv);
   }
   return call<Full>({}, TensorMeta{shape, dt, device}, v, iv);

@@ -31,6 +31,9 @@ constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Hal
 #define LUCID_DISPATCH_ALL(dtype, name, ...)                             \
   switch (dtype) {                                                       \
     LUCID_DISPATCH_CASE(Bool, bool, __VA_ARGS__)                         \
+    LUCID_DISPATCH_CASE(UInt8, uint8_t, __VA_ARGS__)                     \
+    LUCID_DISPATCH_CASE(Int8, int8_t, __VA_ARGS__)                       \
+    LUCID_DISPATCH_CASE(Int16, int16_t, __VA_ARGS__)                     \
     LUCID_DISPATCH_CASE(Int32, int32_t, __VA_ARGS__)                     \
     LUCID_DISPATCH_CASE(Int64, int64_t, __VA_ARGS__)                     \
     LUCID_DISPATCH_CASE(Float16, ::lucid::Half, __VA_ARGS__)             \
@@ -41,6 +44,9 @@ constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Hal
 
 #define LUCID_DISPATCH_NUMERIC(dtype, name, ...)                                                   \
   switch (dtype) {                                                                                 \
+    LUCID_DISPATCH_CASE(UInt8, uint8_t, __VA_ARGS__)                                               \
+    LUCID_DISPATCH_CASE(Int8, int8_t, __VA_ARGS__)                                                 \
+    LUCID_DISPATCH_CASE(Int16, int16_t, __VA_ARGS__)                                               \
     LUCID_DISPATCH_CASE(Int32, int32_t, __VA_ARGS__)                                               \
     LUCID_DISPATCH_CASE(Int64, int64_t, __VA_ARGS__)                                               \
     LUCID_DISPATCH_CASE(Float16, ::lucid::Half, __VA_ARGS__)                                       \

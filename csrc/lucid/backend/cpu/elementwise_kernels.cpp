@@ -233,6 +233,8 @@ inline void cast_one(const From* s, int64_t j, To* d, int64_t i) {
   auto v = load(s, j);
   if constexpr (std::is_same_v<To, bool>) {
     d[i] = v != decltype(v)(0);
+  } else if constexpr (is_float_v<From> && !is_float_v<To> && sizeof(To) <= 2) {
+    d[i] = element::narrow_float<To>(v);
   } else if constexpr (is_float_v<From> && !is_float_v<To>) {
     store(d, i, v != v ? To(0) : To(v));  // NaN to integer: 0, not UB
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
@@ -300,12 +302,18 @@ void full_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::ve
 }
 LUCID_REGISTER_KERNEL(Full, CPU, full_kernel);
 
+template <class T>
+void store_arange_value(T* o, int64_t i, double v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) o[i] = T(uint64_t(int64_t(v)));  // wraps, as PyTorch's
+  else store(o, i, v);
+}
+
 void arange_kernel(const Primitive& p, const std::vector<ConstArg>&, const std::vector<MutArg>& out) {
   const auto& a = static_cast<const Arange&>(p);
   const int64_t n = out[0].meta->numel();
   LUCID_DISPATCH_ALL(out[0].meta->dtype, "arange", [&] {
     T* o = static_cast<T*>(out[0].data);
-    for (int64_t i = 0; i < n; ++i) store(o, i, a.start + double(i) * a.step);
+    for (int64_t i = 0; i < n; ++i) store_arange_value(o, i, a.start + double(i) * a.step);
   });
 }
 LUCID_REGISTER_KERNEL(Arange, CPU, arange_kernel);

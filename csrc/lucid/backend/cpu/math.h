@@ -143,28 +143,34 @@ inline C erf_(C x) {
 }
 
 // Integer arithmetic wraps modulo 2^bits, as PyTorch's does (two's
-// complement): signed overflow is undefined behaviour in C++, so the signed
-// types compute in their unsigned counterparts. bool and floats are unchanged.
+// complement): signed overflow is undefined behaviour in C++, so integers
+// compute in an unsigned type at least as wide as unsigned int (the usual
+// promotions would turn a narrower one into int, where 16-bit products
+// overflow) and narrow back. bool and floats are unchanged.
 template <class C>
 constexpr bool is_signed_int_v = std::is_integral_v<C> && std::is_signed_v<C>;
 template <class C>
+constexpr bool is_wrapping_int_v = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+template <class C>
+using wrap_unsigned_t = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
+template <class C>
 LUCID_MATH_INLINE C wrap_add(C a, C b) {
-  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) + std::make_unsigned_t<C>(b));
+  if constexpr (is_wrapping_int_v<C>) return C(wrap_unsigned_t<C>(a) + wrap_unsigned_t<C>(b));
   else return C(a + b);
 }
 template <class C>
 LUCID_MATH_INLINE C wrap_sub(C a, C b) {
-  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) - std::make_unsigned_t<C>(b));
+  if constexpr (is_wrapping_int_v<C>) return C(wrap_unsigned_t<C>(a) - wrap_unsigned_t<C>(b));
   else return C(a - b);
 }
 template <class C>
 LUCID_MATH_INLINE C wrap_mul(C a, C b) {
-  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(a) * std::make_unsigned_t<C>(b));
+  if constexpr (is_wrapping_int_v<C>) return C(wrap_unsigned_t<C>(a) * wrap_unsigned_t<C>(b));
   else return C(a * b);
 }
 template <class C>
 LUCID_MATH_INLINE C wrap_neg(C x) {
-  if constexpr (is_signed_int_v<C>) return C(std::make_unsigned_t<C>(0) - std::make_unsigned_t<C>(x));
+  if constexpr (is_wrapping_int_v<C>) return C(wrap_unsigned_t<C>(0) - wrap_unsigned_t<C>(x));
   else return C(-x);
 }
 
@@ -294,8 +300,10 @@ inline C unary_apply(C x) {
   } else {
     switch (op) {
       case UnaryOp::Neg: return wrap_neg(x);
-      case UnaryOp::Abs: return x < 0 ? wrap_neg(x) : x;
-      case UnaryOp::Sign: return C((x > 0) - (x < 0));
+      case UnaryOp::Abs:
+        if constexpr (std::is_signed_v<C>) return x < 0 ? wrap_neg(x) : x;
+        else return x;
+      case UnaryOp::Sign: return C((x > 0) - (x < C(0)));
       case UnaryOp::Square: return wrap_mul(x, x);
       case UnaryOp::Relu: return x > 0 ? x : C(0);
       case UnaryOp::BitNot: return C(~x);
@@ -336,10 +344,14 @@ inline C floor_div(C a, C b) {
     return a;
   } else {
     if (b == 0) integer_division_by_zero(BinaryOp::FloorDiv);
-    if (b == -1) return wrap_neg(a);  // INT_MIN / -1 traps in hardware; it wraps to INT_MIN
-    C q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
+    if constexpr (!std::is_signed_v<C>) {
+      return C(a / b);
+    } else {
+      if (b == -1) return wrap_neg(a);  // INT_MIN / -1 traps in hardware; it wraps to INT_MIN
+      C q = C(a / b);
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      return q;
+    }
   }
 }
 template <class C>
@@ -353,10 +365,14 @@ inline C py_mod(C a, C b) {
     return false;
   } else {
     if (b == 0) integer_division_by_zero(BinaryOp::Remainder);
-    if (b == -1) return 0;  // INT_MIN % -1 traps in hardware
-    C r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
+    if constexpr (!std::is_signed_v<C>) {
+      return C(a % b);
+    } else {
+      if (b == -1) return 0;  // INT_MIN % -1 traps in hardware
+      C r = C(a % b);
+      if (r != 0 && ((r < 0) != (b < 0))) r = C(r + b);
+      return r;
+    }
   }
 }
 
@@ -365,7 +381,8 @@ inline C py_mod(C a, C b) {
 // divides by zero there; its scalar path raises, see ops::pow).
 template <class C>
 inline C int_pow(C base, C exp) {
-  if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+  if constexpr (std::is_signed_v<C>)
+    if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
   C r = 1;
   while (exp) {
     if (exp & 1) r = wrap_mul(r, base);
@@ -391,7 +408,7 @@ inline C bitwise(C a, C b) {
         if (int64_t(b) < 0 || int64_t(b) >= width) return C(0);
         return C(std::make_unsigned_t<C>(a) << b);
       default:
-        if (int64_t(b) < 0 || int64_t(b) >= width) return C(a >> (width - 1));
+        if (int64_t(b) < 0 || int64_t(b) >= width) return std::is_signed_v<C> ? C(a >> (width - 1)) : C(0);
         return C(a >> b);
     }
   }
@@ -420,7 +437,9 @@ inline C binary_apply(C a, C b) {
         return false;
       } else {
         if (b == 0) integer_division_by_zero(BinaryOp::Fmod);
-        return b == -1 ? C(0) : C(a % b);  // INT_MIN % -1 traps in hardware; it is 0
+        if constexpr (std::is_signed_v<C>)
+          if (b == -1) return C(0);  // INT_MIN % -1 traps in hardware; it is 0
+        return C(a % b);
       }
     case BinaryOp::Pow:
       if constexpr (std::is_floating_point_v<C>) return std::pow(a, b);

@@ -245,6 +245,9 @@ uint64_t element_bits(double v, DType dt) {
   uint64_t bits = 0;
   switch (dt) {
     case DType::Bool: { const bool b = v != 0; std::memcpy(&bits, &b, 1); break; }
+    case DType::UInt8: { const uint8_t x = uint8_t(int64_t(v)); std::memcpy(&bits, &x, 1); break; }
+    case DType::Int8: { const int8_t x = int8_t(int64_t(v)); std::memcpy(&bits, &x, 1); break; }
+    case DType::Int16: { const int16_t x = int16_t(int64_t(v)); std::memcpy(&bits, &x, 2); break; }
     case DType::Int32: { const int32_t x = int32_t(v); std::memcpy(&bits, &x, 4); break; }
     case DType::Int64: { const int64_t x = int64_t(v); std::memcpy(&bits, &x, 8); break; }
     case DType::Float16: bits = float_to_half(float(v)); break;

@@ -59,13 +59,14 @@ __device__ __forceinline__ void cast_impl(const CastArgs& a) {
   for (i64 i = global_index(); i < a.n; i += global_stride()) {
     const typename Compute<From>::type v = ld((const From*)a.x, i);
     typedef typename Compute<From>::type V;
-    if (Same<To, bool>::value) ((bool*)a.out)[i] = v != V(0);
-    else if (IsFloat<From>::value && !IsFloat<To>::value) st((To*)a.out, i, v != v ? V(0) : v);
+    if constexpr (Same<To, bool>::value) ((bool*)a.out)[i] = v != V(0);
+    else if constexpr (IsFloat<From>::value && !IsFloat<To>::value && sizeof(To) <= 2) ((To*)a.out)[i] = narrow_float<To>(v);
+    else if constexpr (IsFloat<From>::value && !IsFloat<To>::value) st((To*)a.out, i, v != v ? V(0) : v);
     else st((To*)a.out, i, v);
   }
 }
 #define DEF2(F, FS, T, TS) extern "C" __global__ void cast_##FS##_##TS(const CastArgs a) { cast_impl<F, T>(a); }
-#define DEF(F, FS) DEF2(F, FS, bool, b8) DEF2(F, FS, i32, i32) DEF2(F, FS, i64, i64) DEF2(F, FS, f16, f16) \
+#define DEF(F, FS) DEF2(F, FS, bool, b8) DEF2(F, FS, u8, u8) DEF2(F, FS, i8, i8) DEF2(F, FS, i16, i16) DEF2(F, FS, i32, i32) DEF2(F, FS, i64, i64) DEF2(F, FS, f16, f16) \
   DEF2(F, FS, bf16, bf16) DEF2(F, FS, float, f32) DEF2(F, FS, double, f64)
 LUCID_FOR_ALL_TYPES(DEF)
 #undef DEF
@@ -78,8 +79,15 @@ LUCID_FOR_WIDTHS(DEF)
 #undef DEF
 
 struct ArangeArgs { void* out; i64 n; double start, step; };
-#define DEF(T, S) extern "C" __global__ void arange_##S(const ArangeArgs a) { \
-  for (i64 i = global_index(); i < a.n; i += global_stride()) st((T*)a.out, i, a.start + double(i) * a.step); }
+template <class T>
+__device__ __forceinline__ void arange_impl(const ArangeArgs& a) {
+  for (i64 i = global_index(); i < a.n; i += global_stride()) {
+    const double v = a.start + double(i) * a.step;
+    if constexpr (IsFloat<T>::value || Same<T, bool>::value) st((T*)a.out, i, v);
+    else ((T*)a.out)[i] = T(u64(i64(v)));  // integers wrap, as the CPU's
+  }
+}
+#define DEF(T, S) extern "C" __global__ void arange_##S(const ArangeArgs a) { arange_impl<T>(a); }
 LUCID_FOR_ALL_TYPES(DEF)
 #undef DEF
 

@@ -244,11 +244,6 @@ LUCID_FOR_NUMERIC_TYPES(DEF)
 // Max pooling: padding counts as the lowest value, a NaN wins, ties keep the
 // first maximum; the index is flat in the input plane (PyTorch's). A window
 // over padding alone gives the lowest value and its first tap's position.
-template <class C> __device__ __forceinline__ C pool_lowest();
-template <> __device__ __forceinline__ float pool_lowest<float>() { return -__int_as_float(0x7f800000); }
-template <> __device__ __forceinline__ double pool_lowest<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
-template <> __device__ __forceinline__ i32 pool_lowest<i32>() { return -2147483647 - 1; }
-template <> __device__ __forceinline__ i64 pool_lowest<i64>() { return -9223372036854775807ll - 1; }
 struct MaxPoolArgs { const void* x; void* out; i64* idx; i64 planes, h, w, oh, ow; Window win; };
 template <class T>
 __device__ __forceinline__ void max_pool_impl(const MaxPoolArgs& a) {
@@ -260,7 +255,7 @@ __device__ __forceinline__ void max_pool_impl(const MaxPoolArgs& a) {
     const i64 top = r * a.win.sh - a.win.pad_top, left = qc * a.win.sw - a.win.pad_left;
     const i64 h0 = top < 0 ? top + (-top + a.win.dh - 1) / a.win.dh * a.win.dh : top;
     const i64 w0 = left < 0 ? left + (-left + a.win.dw - 1) / a.win.dw * a.win.dw : left;
-    C best = pool_lowest<C>();
+    C best = lowest_value<C>();
     i64 where = h0 * a.w + w0;
     for (i64 i = 0; i < a.win.kh; ++i) {
       const i64 ih = top + i * a.win.dh;

@@ -9,6 +9,7 @@ namespace lucid::cuda {
 const char* prelude_source() {
   return R"CUDA(
 typedef signed char i8;
+typedef short i16;
 typedef int i32;
 typedef unsigned int u32;
 typedef long long i64;
@@ -32,6 +33,9 @@ template <> struct IsFloat<float> { static const bool value = true; };
 template <> struct IsFloat<double> { static const bool value = true; };
 template <> struct IsFloat<f16> { static const bool value = true; };
 template <> struct IsFloat<bf16> { static const bool value = true; };
+template <class T> struct IsSigned { static const bool value = T(-1) < T(0); };
+template <> struct IsSigned<f16> { static const bool value = true; };
+template <> struct IsSigned<bf16> { static const bool value = true; };
 template <class A, class B> struct Same { static const bool value = false; };
 template <class A> struct Same<A, A> { static const bool value = true; };
 
@@ -51,6 +55,37 @@ __device__ __forceinline__ float ld(const bf16* p, i64 i) { return b2f(p[i].bits
 template <class T, class V> __device__ __forceinline__ void st(T* p, i64 i, V v) { p[i] = T(v); }
 template <class V> __device__ __forceinline__ void st(f16* p, i64 i, V v) { p[i].bits = f2h(float(v)); }
 template <class V> __device__ __forceinline__ void st(bf16* p, i64 i, V v) { p[i].bits = f2b(float(v)); }
+
+// A float converted to an 8- or 16-bit integer as the CPU converts it
+// (core/element.h's narrow_float): truncated into int64 for u8 and into
+// int32 for i8 and i16, a value beyond that type (NaN and infinities too)
+// becoming its minimum, then wrapped to the width.
+template <class To, class F> __device__ __forceinline__ To narrow_float(F v) {
+  if (Same<To, u8>::value) {
+    const F lo = F(-9223372036854775807ll - 1);
+    return To(u64(v >= lo && v < -lo ? i64(v) : -9223372036854775807ll - 1));
+  }
+  const F lo = F(-2147483647 - 1);
+  return To(u32(v >= lo && v < -lo ? i32(v) : -2147483647 - 1));
+}
+
+// The least and greatest values of each type (the floats' infinities).
+template <class A> __device__ __forceinline__ A lowest_value();
+template <> __device__ __forceinline__ float lowest_value<float>() { return -__int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double lowest_value<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
+template <> __device__ __forceinline__ u8 lowest_value<u8>() { return 0; }
+template <> __device__ __forceinline__ i8 lowest_value<i8>() { return -128; }
+template <> __device__ __forceinline__ i16 lowest_value<i16>() { return -32768; }
+template <> __device__ __forceinline__ i32 lowest_value<i32>() { return -2147483647 - 1; }
+template <> __device__ __forceinline__ i64 lowest_value<i64>() { return -9223372036854775807ll - 1; }
+template <class A> __device__ __forceinline__ A highest_value();
+template <> __device__ __forceinline__ float highest_value<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double highest_value<double>() { return __longlong_as_double(0x7ff0000000000000ll); }
+template <> __device__ __forceinline__ u8 highest_value<u8>() { return 255; }
+template <> __device__ __forceinline__ i8 highest_value<i8>() { return 127; }
+template <> __device__ __forceinline__ i16 highest_value<i16>() { return 32767; }
+template <> __device__ __forceinline__ i32 highest_value<i32>() { return 2147483647; }
+template <> __device__ __forceinline__ i64 highest_value<i64>() { return 9223372036854775807ll; }
 
 __device__ __forceinline__ i64 global_index() { return i64(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 global_stride() { return i64(gridDim.x) * blockDim.x; }
@@ -324,14 +359,15 @@ template <class C> __device__ __forceinline__ C binary_int(int op, C a, C b) {
     case B_Div: return b == 0 ? C(0) : C(a / b);
     case B_FloorDiv: return int_floor_div(a, b);
     case B_Remainder: return int_mod(a, b);
-    case B_Fmod: return b == 0 || b == C(-1) ? C(0) : C(a % b);
+    case B_Fmod: return b == 0 || (IsSigned<C>::value && b == C(-1)) ? C(0) : C(a % b);
     case B_BitAnd: return C(a & b);
     case B_BitOr: return C(a | b);
     case B_BitXor: return C(a ^ b);
     case B_LeftShift:  // PyTorch's: 0 past the width or for a negative count
       return (long long)b < 0 || (long long)b >= (long long)(sizeof(C) * 8) ? C(0) : C((unsigned long long)a << b);
     case B_RightShift:  // the sign fills past the width or for a negative count
-      return (long long)b < 0 || (long long)b >= (long long)(sizeof(C) * 8) ? C(a >> (sizeof(C) * 8 - 1)) : C(a >> b);
+      return (long long)b < 0 || (long long)b >= (long long)(sizeof(C) * 8) ? (IsSigned<C>::value ? C(a >> (sizeof(C) * 8 - 1)) : C(0))
+                                                                          : C(a >> b);
     case B_Pow: return int_pow(a, b);
     case B_Maximum: return a > b ? a : b;
     case B_Minimum: return a < b ? a : b;
@@ -357,6 +393,9 @@ __device__ __forceinline__ bool binary_bool(int op, bool a, bool b) {
 }
 __device__ __forceinline__ float binary_apply(int op, float a, float b) { return binary_float<float>(op, a, b); }
 __device__ __forceinline__ double binary_apply(int op, double a, double b) { return binary_float<double>(op, a, b); }
+__device__ __forceinline__ u8 binary_apply(int op, u8 a, u8 b) { return binary_int<u8>(op, a, b); }
+__device__ __forceinline__ i8 binary_apply(int op, i8 a, i8 b) { return binary_int<i8>(op, a, b); }
+__device__ __forceinline__ i16 binary_apply(int op, i16 a, i16 b) { return binary_int<i16>(op, a, b); }
 __device__ __forceinline__ i32 binary_apply(int op, i32 a, i32 b) { return binary_int<i32>(op, a, b); }
 __device__ __forceinline__ i64 binary_apply(int op, i64 a, i64 b) { return binary_int<i64>(op, a, b); }
 __device__ __forceinline__ bool binary_apply(int op, bool a, bool b) { return binary_bool(op, a, b); }
@@ -386,6 +425,22 @@ __device__ __forceinline__ void atomic_add(bool* p, bool v) {
   u32* w = (u32*)((size_t)p & ~size_t(3));
   atomicOr(w, 1u << (8 * ((size_t)p & 3)));
 }
+// 8- and 16-bit integers: a compare-and-swap on the word holding them.
+template <class T>
+__device__ __forceinline__ void atomic_add_narrow(T* p, T v) {
+  u32* w = (u32*)((size_t)p & ~size_t(3));
+  const int shift = 8 * int((size_t)p & 3);
+  const u32 mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+  u32 old = *w, assumed;
+  do {
+    assumed = old;
+    const T next = T(T(assumed >> shift) + v);
+    old = atomicCAS(w, assumed, (assumed & ~mask) | ((u32(next) << shift) & mask));
+  } while (old != assumed);
+}
+__device__ __forceinline__ void atomic_add(u8* p, u8 v) { atomic_add_narrow(p, v); }
+__device__ __forceinline__ void atomic_add(i8* p, i8 v) { atomic_add_narrow(p, v); }
+__device__ __forceinline__ void atomic_add(i16* p, i16 v) { atomic_add_narrow(p, v); }
 template <class T>
 __device__ __forceinline__ void atomic_add16(T* p, float v) {
   u32* w = (u32*)((size_t)p & ~size_t(3));

@@ -7,17 +7,6 @@
 namespace lucid::cuda {
 
 extern const char* const kReduceSource = R"CUDA(
-template <class A> __device__ __forceinline__ A lowest_value();
-template <> __device__ __forceinline__ float lowest_value<float>() { return -__int_as_float(0x7f800000); }
-template <> __device__ __forceinline__ double lowest_value<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
-template <> __device__ __forceinline__ i32 lowest_value<i32>() { return -2147483647 - 1; }
-template <> __device__ __forceinline__ i64 lowest_value<i64>() { return -9223372036854775807ll - 1; }
-template <class A> __device__ __forceinline__ A highest_value();
-template <> __device__ __forceinline__ float highest_value<float>() { return __int_as_float(0x7f800000); }
-template <> __device__ __forceinline__ double highest_value<double>() { return __longlong_as_double(0x7ff0000000000000ll); }
-template <> __device__ __forceinline__ i32 highest_value<i32>() { return 2147483647; }
-template <> __device__ __forceinline__ i64 highest_value<i64>() { return 9223372036854775807ll; }
-
 // ReduceOp numbering (ops/primitives.h): Sum, Prod, Max, Min, All, Any.
 template <class A> struct SumF { __device__ A init() const { return A(0); } __device__ A operator()(A a, A b) const { return a + b; } };
 template <class A> struct ProdF { __device__ A init() const { return A(1); } __device__ A operator()(A a, A b) const { return a * b; } };

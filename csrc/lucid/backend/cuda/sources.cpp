@@ -31,10 +31,12 @@ struct Instance {
   const char* suffix;  // its kernel-name suffix, the shard it compiles in
 };
 // In DType's order (type_suffix indexes it).
-constexpr Instance kTypes[] = {{"bool", "b8"}, {"i32", "i32"}, {"i64", "i64"},    {"f16", "f16"},
-                               {"bf16", "bf16"}, {"float", "f32"}, {"double", "f64"}};
+constexpr Instance kTypes[] = {{"bool", "b8"},  {"u8", "u8"},     {"i8", "i8"},       {"i16", "i16"},
+                               {"i32", "i32"},   {"i64", "i64"},   {"f16", "f16"},     {"bf16", "bf16"},
+                               {"float", "f32"}, {"double", "f64"}};
 constexpr Instance kWidths[] = {{"u8", "w1"}, {"u16", "w2"}, {"u32", "w4"}, {"u64", "w8"}};
-static_assert(sizeof kTypes / sizeof kTypes[0] == kNumDTypes && int(DType::Bool) == 0 && int(DType::Float64) == 6);
+static_assert(sizeof kTypes / sizeof kTypes[0] == kNumDTypes && int(DType::Bool) == 0 && int(DType::Float64) == 9);
+constexpr size_t kFirstNumeric = size_t(DType::UInt8), kFirstFloat = size_t(DType::Float16);
 
 // `#define list(M) M(type, suffix)...` over the instances of `shard` among `from`.
 template <size_t N>
@@ -49,7 +51,7 @@ std::string instance_list(const char* list, const Instance (&from)[N], size_t fi
 
 const std::vector<std::string>& kernel_shards() {
   static const std::vector<std::string> shards = {"f32", "b8", "i64", "", "w4", "w1", "w8", "i32",
-                                                  "f16", "bf16", "w2", "f64"};
+                                                  "f16", "bf16", "w2", "f64", "u8", "i8", "i16"};
   return shards;
 }
 
@@ -57,8 +59,8 @@ std::string shard_source(const ModuleSource& module, const std::string& shard) {
   // The kernel bodies instantiate through these lists; each shard's lists
   // hold its own instance only.
   return std::string(prelude_source()) + instance_list("LUCID_FOR_ALL_TYPES", kTypes, 0, shard) +
-         instance_list("LUCID_FOR_NUMERIC_TYPES", kTypes, 1, shard) +
-         instance_list("LUCID_FOR_FLOAT_TYPES", kTypes, 3, shard) +
+         instance_list("LUCID_FOR_NUMERIC_TYPES", kTypes, kFirstNumeric, shard) +
+         instance_list("LUCID_FOR_FLOAT_TYPES", kTypes, kFirstFloat, shard) +
          instance_list("LUCID_FOR_WIDTHS", kWidths, 0, shard) + "#define LUCID_UNTYPED_SHARD " +
          (shard.empty() ? "1" : "0") + "\n" + module.body;
 }

@@ -197,6 +197,9 @@ id<MTLBuffer> new_shared_buffer(size_t nbytes) {
 MPSDataType mps_dtype(DType t, const char* what) {
   switch (t) {
     case DType::Bool: return MPSDataTypeBool;
+    case DType::UInt8: return MPSDataTypeUInt8;
+    case DType::Int8: return MPSDataTypeInt8;
+    case DType::Int16: return MPSDataTypeInt16;
     case DType::Int32: return MPSDataTypeInt32;
     case DType::Int64: return MPSDataTypeInt64;
     case DType::Float16: return MPSDataTypeFloat16;

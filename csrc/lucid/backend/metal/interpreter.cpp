@@ -62,6 +62,9 @@ HostTensor from_bytes(DType t, const Shape& s, const void* p) {
       case DType::Float32: h.f[size_t(k)] = static_cast<const float*>(p)[k]; break;
       case DType::Float16: h.f[size_t(k)] = half_to_float(static_cast<const uint16_t*>(p)[k]); break;
       case DType::BFloat16: h.f[size_t(k)] = bf16_to_float(static_cast<const uint16_t*>(p)[k]); break;
+      case DType::UInt8: h.i[size_t(k)] = static_cast<const uint8_t*>(p)[k]; break;
+      case DType::Int8: h.i[size_t(k)] = static_cast<const int8_t*>(p)[k]; break;
+      case DType::Int16: h.i[size_t(k)] = static_cast<const int16_t*>(p)[k]; break;
       case DType::Int32: h.i[size_t(k)] = static_cast<const int32_t*>(p)[k]; break;
       case DType::Int64: h.i[size_t(k)] = static_cast<const int64_t*>(p)[k]; break;
       case DType::Bool: h.i[size_t(k)] = static_cast<const bool*>(p)[k] ? 1 : 0; break;
@@ -79,6 +82,9 @@ std::vector<unsigned char> to_bytes(const HostTensor& h) {
       case DType::Float32: static_cast<float*>(p)[k] = float(h.f[size_t(k)]); break;
       case DType::Float16: static_cast<uint16_t*>(p)[k] = float_to_half(float(h.f[size_t(k)])); break;
       case DType::BFloat16: static_cast<uint16_t*>(p)[k] = float_to_bf16(float(h.f[size_t(k)])); break;
+      case DType::UInt8: static_cast<uint8_t*>(p)[k] = uint8_t(h.i[size_t(k)]); break;
+      case DType::Int8: static_cast<int8_t*>(p)[k] = int8_t(h.i[size_t(k)]); break;
+      case DType::Int16: static_cast<int16_t*>(p)[k] = int16_t(h.i[size_t(k)]); break;
       case DType::Int32: static_cast<int32_t*>(p)[k] = int32_t(h.i[size_t(k)]); break;
       case DType::Int64: static_cast<int64_t*>(p)[k] = h.i[size_t(k)]; break;
       case DType::Bool: static_cast<bool*>(p)[k] = h.i[size_t(k)] != 0; break;
@@ -90,8 +96,7 @@ std::vector<unsigned char> to_bytes(const HostTensor& h) {
 
 // An integer-valued double as an integer of `t`, or a refusal.
 int64_t exact_int(const PlanNode& n, DType t, double x, const char* what) {
-  const double lo = t == DType::Int32 ? -2147483648.0 : t == DType::Bool ? 0.0 : -9223372036854775808.0;
-  const double hi = t == DType::Int32 ? 2147483647.0 : t == DType::Bool ? 1.0 : 9223372036854775807.0;
+  const double lo = double(integral_min(t)), hi = double(integral_max(t));
   if (!(x == std::trunc(x)) || x < lo || x >= hi + 1)
     refuse(n, what, " ", x, " is not exactly a ", dtype_name(t), " (MPSGraph's conversion of it is not documented)");
   return int64_t(x);

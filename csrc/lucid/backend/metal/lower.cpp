@@ -127,7 +127,7 @@ V lower_unary(PlanBuilder& g, UnaryOp op, V x, DType dt) {
 // ----------------------------------------------------------------- Binary
 // Integer power by squaring (x^e with e < 0 as the CPU defines it).
 V int_pow(PlanBuilder& g, V base, V e, DType dt) {
-  const int bits = dt == DType::Int32 ? 31 : 63;
+  const int bits = int(itemsize(dt)) * 8 - 1;
   V one = g.like(1, base), zero = g.like(0, base);
   V r = one, b = base, k = e;
   for (int i = 0; i < bits; ++i) {
@@ -271,9 +271,30 @@ V lower_binary(PlanBuilder& g, BinaryOp op, V a, V b, DType dt) {
 }
 
 // ------------------------------------------------------------------- Cast
+// An integer brought into an 8- or 16-bit type's range modulo 2^bits (two's
+// complement) in its own type, so the cast after is exact: MPSGraph does not
+// document its narrowing conversions.
+V wrap_to_small_integral(PlanBuilder& g, V v, DType to) {
+  const double span = double(int64_t(1) << (8 * itemsize(to)));
+  V w = g.binary(MpsOp::BitAnd, v, g.like(span - 1, v));
+  if (to != DType::UInt8) w = g.select(g.gt(w, g.like(double(integral_max(to)), w)), g.sub(w, g.like(span, w)), w);
+  return g.cast(w, to);
+}
+
 V lower_cast(PlanBuilder& g, V x, DType from, DType to) {
   if (from == to) return g.identity(x);
   if (to == DType::Bool) return to_bool(g, x);  // NaN -> true, as x != 0
+  if (is_small_integral(to) && is_floating(from)) {
+    // The CPU's conversion (core/element.h narrow_float): truncated, a value
+    // beyond int32 (NaN too) becoming one whose low bits are 0 (float32 and
+    // narrower values that large are multiples of 2^8), then wrapped.
+    V f = g.cast(x, compute_type(from));
+    V in_range = g.land(g.lt(f, g.like(2147483648.0, f)), g.gt(f, g.like(-2147483649.0, f)));
+    f = g.unary(MpsOp::Trunc, g.select(in_range, f, g.like(0, f)));
+    return wrap_to_small_integral(g, g.cast(f, DType::Int32), to);
+  }
+  if (is_small_integral(to) && is_integral(from))  // widened first: an exact conversion
+    return wrap_to_small_integral(g, itemsize(from) >= 4 ? x : g.cast(x, DType::Int32), to);
   if (is_floating(from) && !is_floating(to)) {
     // Truncate toward zero before the cast, NaN to 0 (not UB), as on the CPU.
     V f = g.cast(x, compute_type(from));
@@ -309,13 +330,9 @@ double reduce_identity(ReduceOp op, DType dt) {
     case ReduceOp::All: return 1;
     case ReduceOp::Any: return 0;
     case ReduceOp::Max:
-      return is_floating(dt) ? -INFINITY
-                             : double(dt == DType::Int32 ? std::numeric_limits<int32_t>::lowest()
-                                                         : std::numeric_limits<int64_t>::lowest());
+      return is_floating(dt) ? -INFINITY : double(integral_min(dt));
     case ReduceOp::Min:
-      return is_floating(dt) ? INFINITY
-                             : double(dt == DType::Int32 ? std::numeric_limits<int32_t>::max()
-                                                         : std::numeric_limits<int64_t>::max());
+      return is_floating(dt) ? INFINITY : double(integral_max(dt));
   }
   return 0;
 }
@@ -612,8 +629,8 @@ double clamp_pad(double v, DType dt) {
   if (is_floating(dt)) return v;
   if (dt == DType::Bool) return v > 0 ? 1 : 0;
   if (std::isnan(v)) return 0;
-  const double lo = dt == DType::Int32 ? double(std::numeric_limits<int32_t>::lowest()) : -9.2233720368547758e18;
-  const double hi = dt == DType::Int32 ? double(std::numeric_limits<int32_t>::max()) : 9.2233720368547748e18;
+  const double lo = dt == DType::Int64 ? -9.2233720368547758e18 : double(integral_min(dt));
+  const double hi = dt == DType::Int64 ? 9.2233720368547748e18 : double(integral_max(dt));
   return std::min(std::max(v, lo), hi);
 }
 
@@ -938,6 +955,9 @@ EagerPlan plan_eager(const Primitive& prim, const std::vector<TensorMeta>& in_me
 void write_value(void* dst, DType dtype, double v) {
   switch (dtype) {
     case DType::Bool: *static_cast<bool*>(dst) = v != 0; break;
+    case DType::UInt8: *static_cast<uint8_t*>(dst) = uint8_t(int64_t(v)); break;
+    case DType::Int8: *static_cast<int8_t*>(dst) = int8_t(int64_t(v)); break;
+    case DType::Int16: *static_cast<int16_t*>(dst) = int16_t(int64_t(v)); break;
     case DType::Int32: *static_cast<int32_t*>(dst) = int32_t(v); break;
     case DType::Int64: *static_cast<int64_t*>(dst) = int64_t(v); break;
     case DType::Float16: {

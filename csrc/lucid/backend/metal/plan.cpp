@@ -58,7 +58,7 @@ DType binary_result(MpsOp op, DType t) {
       if (t != DType::Bool) plan_error(op, "needs bool operands, got ", dtype_name(t));
       return DType::Bool;
     case MpsOp::BitAnd: case MpsOp::ShiftRight:
-      if (!is_int_plan(t)) plan_error(op, "needs integer operands, got ", dtype_name(t));
+      if (!is_integral(t)) plan_error(op, "needs integer operands, got ", dtype_name(t));
       return t;
     case MpsOp::MinNaN: case MpsOp::MaxNaN: case MpsOp::Atan2: case MpsOp::Pow:
       if (!is_float_plan(t)) plan_error(op, "needs floating operands, got ", dtype_name(t));

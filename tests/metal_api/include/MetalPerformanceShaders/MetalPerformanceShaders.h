@@ -15,6 +15,9 @@ enum MPSDataType : uint32_t {
   MPSDataTypeFloat32 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/float32"),
   MPSDataTypeFloat16 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/float16"),
   MPSDataTypeInt32 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/int32"),
+  MPSDataTypeInt16 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/int16"),
+  MPSDataTypeInt8 LUCID_DOC(10.13, "metalperformanceshaders/mpsdatatype/int8"),
+  MPSDataTypeUInt8 LUCID_DOC_FAMILY(10.13, "metalperformanceshaders/mpsdatatype/uint8"),
   // uInt64's page (read) gives macOS 11.0 for the 64-bit integer types.
   MPSDataTypeInt64 LUCID_DOC_FAMILY(11.0, "metalperformanceshaders/mpsdatatype/int64"),
   MPSDataTypeBool LUCID_DOC_FAMILY(11.0, "metalperformanceshaders/mpsdatatype/bool"),
