@@ -13,7 +13,7 @@ from .. import _C
 from . import functional as F
 from .functional import _INF, _check_tensor, _reduce
 
-__all__ = ["embedding_bag"]
+__all__ = ["embedding_bag", "ctc_loss"]
 
 
 # ------------------------------------------------------------ embedding_bag
@@ -134,3 +134,130 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     elif mode == "max":
         out = _C.where(_C.gt(count, 0.0), out, 0.0)
     return out
+
+
+# ------------------------------------------------------------------ ctc_loss
+def _lengths(lengths, batch, name, device):
+    """input_lengths / target_lengths (tensor or sequence of ints) -> (int64
+    tensor [batch], the host values when they were given on the host)."""
+    if isinstance(lengths, _C.Tensor):
+        if lengths.dtype not in (_C.dtype.int64, _C.dtype.int32):
+            raise RuntimeError(f"ctc_loss: {name} must be of integer type, got {lengths.dtype}")
+        if lengths.ndim > 1 or lengths.numel() != batch:
+            raise RuntimeError(f"ctc_loss: expected {name} to have size {batch}, but got {list(lengths.shape)}")
+        return _C.reshape(_C.cast(lengths, _C.dtype.int64), [batch]), None
+    values = [int(v) for v in (lengths if isinstance(lengths, (list, tuple)) else [lengths])]
+    if len(values) != batch:
+        raise RuntimeError(f"ctc_loss: expected {name} to have size {batch}, but got {len(values)}")
+    from .._creation import tensor
+
+    return tensor(values, dtype=_C.dtype.int64, device=device), values
+
+
+def _logsumexp3(a, b, c):
+    """log(e^a + e^b + e^c) whose gradient stays finite (zero) where all three
+    are -inf: unreachable CTC states feed nothing, and must take no NaN back."""
+    m = _C.maximum(_C.maximum(a, b), c).detach()
+    dead = _C.eq(m, -_INF)
+    shift = _C.where(dead, 0.0, m)
+    total = _C.add(_C.add(_C.exp(_C.sub(a, shift)), _C.exp(_C.sub(b, shift))), _C.exp(_C.sub(c, shift)))
+    return _C.where(dead, -_INF, _C.add(shift, _C.log(_C.where(dead, 1.0, total))))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: C901
+             zero_infinity=False):
+    """The CTC loss, -log p(target | input), by the forward (alpha) recursion
+    in log space over time. log_probs [T, N, C] (or [T, C]) are log-softmax
+    outputs; targets padded [N, S] or concatenated [sum(target_lengths)].
+    The gradient with respect to log_probs is PyTorch's: that of the loss
+    plus exp(log_probs) on the steps within each input length (the two agree
+    once it passes through a log_softmax, where that term sums to zero)."""
+    _check_tensor(log_probs, "log_probs", "ctc_loss")
+    _check_tensor(targets, "targets", "ctc_loss")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D, got "
+                           f"{list(log_probs.shape)}")
+    if not log_probs.dtype.is_floating_point:
+        raise RuntimeError(f"ctc_loss: expected log_probs to be floating point, got {log_probs.dtype}")
+    if targets.dtype not in (_C.dtype.int64, _C.dtype.int32):
+        raise RuntimeError(f"ctc_loss: expected targets to be of integer type, got {targets.dtype}")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = _C.unsqueeze(log_probs, 1)
+        if targets.ndim == 1 and not isinstance(target_lengths, _C.Tensor) or \
+                isinstance(target_lengths, _C.Tensor) and target_lengths.ndim == 0:
+            targets = _C.unsqueeze(targets, 0)
+    steps, batch, classes = log_probs.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError("blank must be in label range")
+    device = log_probs.device
+    in_len, in_host = _lengths(input_lengths, batch, "input_lengths", device)
+    tgt_len, tgt_host = _lengths(target_lengths, batch, "target_lengths", device)
+    if in_host is not None and any(v < 0 or v > steps for v in in_host):
+        raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got {in_host}")
+    targets = _C.cast(targets, _C.dtype.int64)
+    if targets.ndim == 2:
+        if targets.shape[0] != batch:
+            raise RuntimeError(f"ctc_loss: expected targets of size [{batch}, S], got {list(targets.shape)}")
+        padded = targets
+        if tgt_host is not None and any(v < 0 or v > targets.shape[1] for v in tgt_host):
+            raise RuntimeError(f"Expected tensor to have size at least {max(tgt_host)} at dimension 1, but got "
+                               f"size {targets.shape[1]} for argument #2 'targets' (while checking arguments for "
+                               f"ctc_loss_cpu)")
+    elif targets.ndim == 1:
+        total = targets.shape[0]
+        if tgt_host is not None and sum(tgt_host) != total:
+            raise RuntimeError(f"ctc_loss: the target lengths sum to {sum(tgt_host)}, but the concatenated targets "
+                               f"hold {total}")
+        # Pad the concatenated targets to [N, S]: S is the longest target when
+        # the lengths are on the host, else the total (a bound read from no data).
+        width = max(tgt_host, default=0) if tgt_host is not None else total
+        starts = _C.sub(_C.cumsum(tgt_len, 0), tgt_len)
+        cols = _C.arange(0, width, 1, _C.dtype.int64, device)
+        at = _C.add(_C.unsqueeze(starts, 1), _C.unsqueeze(cols, 0))
+        if total:
+            padded = _C.reshape(_C.index_select(targets, 0, _C.reshape(_C.clamp(at, 0, total - 1), [-1])),
+                                [batch, width])
+        else:
+            padded = _C.full([batch, width], blank, _C.dtype.int64, device)
+    else:
+        raise RuntimeError(f"ctc_loss: expected targets to be 1-D or 2-D, got {list(targets.shape)}")
+    width = padded.shape[1]
+    states = 2 * width + 1
+    # the extended label sequence: blank, l1, blank, l2, ..., blank
+    blanks = _C.full([batch, width], blank, _C.dtype.int64, device)
+    ext = _C.cat([_C.reshape(_C.stack([blanks, padded], 2), [batch, 2 * width]),
+                  _C.full([batch, 1], blank, _C.dtype.int64, device)], 1)
+    ext_lp = _C.gather(log_probs, 2, _C.expand(_C.unsqueeze(ext, 0), [steps, batch, states]))  # [T, N, 2S+1]
+    # a transition may skip the blank between two different labels
+    prev2 = _C.pad(_C.narrow(ext, 1, 0, states - 2), [2, 0], blank) if states > 2 else ext
+    skip = _C.logical_and(_C.ne(ext, blank), _C.ne(ext, prev2))
+    s_idx = _C.arange(0, states, 1, _C.dtype.int64, device)
+    alpha = _C.where(_C.lt(s_idx, 2), _C.select(ext_lp, 0, 0), -_INF) if steps else \
+        _C.full([batch, states], -_INF, log_probs.dtype, device)
+    for t in range(1, steps):
+        one = _C.pad(_C.narrow(alpha, 1, 0, states - 1), [1, 0], -_INF)
+        two = _C.where(skip, _C.pad(_C.narrow(alpha, 1, 0, states - 2), [2, 0], -_INF), -_INF) \
+            if states > 2 else _C.full([batch, states], -_INF, log_probs.dtype, device)
+        step = _C.add(_logsumexp3(alpha, one, two), _C.select(ext_lp, 0, t))
+        alpha = _C.where(_C.unsqueeze(_C.gt(in_len, t), 1), step, alpha)  # frozen past each input's length
+    last = _C.gather(alpha, 1, _C.unsqueeze(_C.mul(tgt_len, 2), 1))
+    before = _C.gather(alpha, 1, _C.unsqueeze(_C.clamp(_C.sub(_C.mul(tgt_len, 2), 1), 0, None), 1))
+    before = _C.where(_C.unsqueeze(_C.gt(tgt_len, 0), 1), before, -_INF)
+    loss = _C.neg(_C.squeeze(_logsumexp3(last, before, _C.full(list(last.shape), -_INF, last.dtype, device)), [1]))
+    if steps == 0:
+        loss = _C.where(_C.eq(tgt_len, 0), 0.0, _INF)
+    # PyTorch's gradient adds exp(log_probs) on the steps within each input (see the docstring).
+    within = _C.unsqueeze(_C.lt(_C.unsqueeze(_C.arange(0, steps, 1, _C.dtype.int64, device), 1), in_len), 2)
+    probs = _C.exp(log_probs)
+    extra = _C.sum(_C.where(within, _C.sub(probs, probs.detach()), 0.0), [0, 2], False)
+    loss = _C.add(loss, extra)
+    if zero_infinity:
+        loss = _C.where(_C.eq(loss, _INF), 0.0, loss)
+    if unbatched and reduction == "none":
+        return _C.squeeze(loss, [0])
+    if reduction == "mean":
+        return _C.mean(_C.div(loss, _C.cast(_C.clamp(tgt_len, 1, None), loss.dtype)), None, False)
+    return _reduce(loss, reduction)
