@@ -7,8 +7,6 @@ index's bag number is a cumulative sum of the offsets' marks, the sums and
 counts are index_adds, and a bag's first maximum is found by a segmented
 scan of log2(N) steps.
 """
-import math
-
 from .. import _C
 from . import functional as F
 from .functional import _INF, _check_tensor, _reduce

@@ -1540,6 +1540,6 @@ for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_los
               "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
               "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
               "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
-              "multilabel_margin_loss"):
+              "multilabel_margin_loss", "ctc_loss"):
     globals()[_name] = _autocast_fp32(globals()[_name])
 del _name
