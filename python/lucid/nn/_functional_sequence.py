@@ -144,7 +144,10 @@ def _lengths(lengths, batch, name, device):
         if lengths.ndim > 1 or lengths.numel() != batch:
             raise RuntimeError(f"ctc_loss: expected {name} to have size {batch}, but got {list(lengths.shape)}")
         return _C.reshape(_C.cast(lengths, _C.dtype.int64), [batch]), None
-    values = [int(v) for v in (lengths if isinstance(lengths, (list, tuple)) else [lengths])]
+    if not isinstance(lengths, (list, tuple)):
+        raise TypeError(f"ctc_loss(): argument '{name}' must be a tuple of ints or a Tensor, not "
+                        f"{type(lengths).__name__}")
+    values = [int(v) for v in lengths]
     if len(values) != batch:
         raise RuntimeError(f"ctc_loss: expected {name} to have size {batch}, but got {len(values)}")
     from .._creation import tensor
