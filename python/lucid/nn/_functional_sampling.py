@@ -102,7 +102,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                          f"'reflection', but got: '{padding_mode}'")
     if mode == "bicubic":
         if input.ndim != 4:
-            raise ValueError("grid_sample(): bicubic interpolation only supports 4D input")
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
         raise NotImplementedError("grid_sample(): mode='bicubic' is not supported in lucid yet")
     if align_corners is None:
         _warn(_ALIGN_WARNING)
