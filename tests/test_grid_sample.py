@@ -1,5 +1,5 @@
-"""F.grid_sample and F.affine_grid against torch: every mode, padding mode
-and align_corners on images and volumes, grids reaching outside the input;
+"""F.grid_sample and F.affine_grid against torch: every mode (bicubic on
+images), padding mode and align_corners on images and volumes, grids reaching outside the input;
 values and gradients for input, grid and theta (float64 tight); unbatched
 errors and bad arguments; a compiled spatial-transformer step equal to eager."""
 import copy
@@ -77,11 +77,14 @@ def test_errors_as_torch(fn, exc):
         fn(lucid)
 
 
-@pytest.mark.xfail(reason="grid_sample mode='bicubic' is not implemented in lucid", raises=NotImplementedError,
-                   strict=True)
-def test_bicubic():
-    check(lambda lib, x, g: lib.nn.functional.grid_sample(x, g, "bicubic", align_corners=False),
-          rnd(1, 1, 4, 4, dtype="float64"), rnd(1, 2, 2, 2, dtype="float64", low=-1, high=1))
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_bicubic(padding_mode, align_corners, seed):
+    x = rnd(2, 3, 5, 6, dtype="float64", seed=seed)
+    grid = rnd(2, 4, 3, 2, dtype="float64", seed=seed + 20, low=-1.7, high=1.7)
+    check(lambda lib, x, g: lib.nn.functional.grid_sample(x, g, "bicubic", padding_mode, align_corners), x, grid,
+          rtol=1e-10, atol=1e-12)
 
 
 def test_fused_step_equals_eager():

@@ -78,8 +78,9 @@ def _reflect(coord, twice_low, twice_high):
     return _C.where(even, _C.add(extra, low), _C.add(_C.sub(span, extra), low))
 
 
-def _source_coord(coord, size, padding_mode, align_corners):
-    x = _unnormalize(coord, size, align_corners)
+def _padded_coord(x, size, padding_mode, align_corners):
+    """PyTorch's compute_coordinates: x brought inside by the padding mode
+    (zeros leaves it; taps outside then read zero)."""
     if padding_mode == "border":
         x = _C.clamp(x, 0.0, float(size - 1))
     elif padding_mode == "reflection":
@@ -88,10 +89,27 @@ def _source_coord(coord, size, padding_mode, align_corners):
     return x
 
 
+_CUBIC_A = -0.75  # PyTorch's bicubic convolution constant
+
+
+def _cubic_weights(t):
+    """The four bicubic convolution weights of taps -1, 0, 1, 2 at fraction t."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return _C.add(_C.mul(_C.mul(_C.sub(_C.mul(x, a + 2), a + 3), x), x), 1.0)
+
+    def far(x):  # 1 < |x| < 2
+        return _C.sub(_C.mul(_C.add(_C.mul(_C.sub(_C.mul(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    return [far(_C.add(t, 1.0)), near(t), near(_C.sub(1.0, t)), far(_C.sub(2.0, t))]
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
     """input [N, C, H, W] read at grid [N, Ho, Wo, 2] (x, y in [-1, 1]) ->
     [N, C, Ho, Wo]; or [N, C, D, H, W] at [N, Do, Ho, Wo, 3]. Modes bilinear
-    (trilinear for volumes) and nearest; padding zeros, border, reflection."""
+    (trilinear for volumes), nearest and bicubic (images); padding zeros,
+    border, reflection."""
     _check_tensor(input, "input", "grid_sample")
     _check_tensor(grid, "grid", "grid_sample")
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -100,10 +118,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic":
-        if input.ndim != 4:
-            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-        raise NotImplementedError("grid_sample(): mode='bicubic' is not supported in lucid yet")
     if align_corners is None:
         _warn(_ALIGN_WARNING)
         align_corners = False
@@ -123,6 +137,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{input.dtype} and grid has {grid.dtype}")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if 0 in tuple(input.shape)[2:]:
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
                            f"sizes {list(input.shape)} with dimension {tuple(input.shape)[2:].index(0) + 2} being "
@@ -133,8 +149,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     points = int(np.prod(out_spatial))
     flat_grid = _C.reshape(grid, [n, points, nd])
     # coordinate k of the grid addresses spatial dim nd-1-k (x is the last dim)
-    coords = [_source_coord(_C.select(flat_grid, 2, nd - 1 - d), sizes[d], padding_mode, align_corners)
+    coords = [_unnormalize(_C.select(flat_grid, 2, nd - 1 - d), sizes[d], align_corners)
               for d in range(nd)]  # per spatial dim, [N, P]
+    if mode != "bicubic":  # bicubic pads each of its taps instead
+        coords = [_padded_coord(x, sizes[d], padding_mode, align_corners) for d, x in enumerate(coords)]
     flat_input = _C.reshape(input, [n, c, -1])
     strides = [int(np.prod(sizes[d + 1:])) for d in range(nd)]
 
@@ -155,6 +173,16 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         # The grid gets a zero gradient, as in PyTorch (not none): a branch where() never takes.
         never = _C.full([1, 1, 1], False, _C.dtype.bool, input.device)
         out = _C.add(out, _C.where(never, _C.unsqueeze(coords[0], 1), 0.0))
+    elif mode == "bicubic":
+        lows = [_C.floor(x).detach() for x in coords]
+        weights = [_cubic_weights(_C.sub(x, lo)) for x, lo in zip(coords, lows)]
+        # tap positions, padded as PyTorch's get_value_bounded pads them (no gradient: integers)
+        taps = [[_C.cast(_C.round(_padded_coord(_C.add(lo, k - 1.0), sizes[d], padding_mode, align_corners)),
+                         _C.dtype.int64) for k in range(4)] for d, lo in enumerate(lows)]
+        out = None
+        for i, j in itertools.product(range(4), repeat=2):
+            term = _C.mul(tap([taps[0][i], taps[1][j]]), _C.unsqueeze(_C.mul(weights[0][i], weights[1][j]), 1))
+            out = term if out is None else _C.add(out, term)
     else:
         lows = [_C.floor(x).detach() for x in coords]
         fracs = [_C.sub(x, lo) for x, lo in zip(coords, lows)]
