@@ -147,3 +147,30 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """The inverse of MaxPool3d given its indices: zeros elsewhere."""
 
     _nd = 3
+
+
+class FractionalMaxPool2d(Module):
+    """Max pooling at pseudo-random fractional strides (see
+    F.fractional_max_pool2d): PyTorch's shapes and, given `_random_samples`,
+    PyTorch's windows; samples drawn here come from lucid's generator."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        self.kernel_size = F._ntuple(kernel_size, 2, "FractionalMaxPool2d: kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = F._ntuple(output_size, 2, "FractionalMaxPool2d: output_size") \
+            if output_size is not None else None
+        self.output_ratio = (tuple(output_ratio) * (2 // len(output_ratio)) if isinstance(output_ratio, (tuple, list))
+                             else (output_ratio, output_ratio)) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool2d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not (0 < self.output_ratio[0] < 1 and 0 < self.output_ratio[1] < 1):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):  # noqa: A002
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
