@@ -213,3 +213,24 @@ def test_fused_step_equals_eager():
         np.testing.assert_allclose(float(c), float(e), rtol=1e-5)
     for (n, pe), (_, pc) in zip(eager.named_parameters(), compiled.named_parameters()):
         np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: F.conv3d(x, lucid.ones(4, 3, 3, 3, 3), padding=1),
+    lambda x: F.conv_transpose3d(x, lucid.ones(3, 2, 3, 3, 3), stride=2, padding=1),
+    lambda x: F.max_pool3d(x, 2),
+    lambda x: F.avg_pool3d(x, 2),
+    lambda x: F.adaptive_avg_pool3d(x, (3, 2, 3)),
+    lambda x: F.adaptive_max_pool3d(x, (3, 2, 3)),
+])
+def test_outputs_are_contiguous_and_view_works(fn):
+    out = fn(lucid.tensor(rnd(2, 3, 4, 6, 5)))
+    assert out.is_contiguous()
+    assert tuple(out.view(2, -1).shape) == (2, out.numel() // 2)
+
+
+def test_empty_batch():
+    assert tuple(F.conv3d(lucid.zeros(0, 2, 3, 3, 3), lucid.ones(4, 2, 2, 2, 2)).shape) == (0, 4, 2, 2, 2)
+    assert tuple(F.conv_transpose3d(lucid.zeros(0, 2, 3, 3, 3), lucid.ones(2, 4, 2, 2, 2), stride=2).shape) == \
+        (0, 4, 6, 6, 6)
+    assert tuple(F.max_pool3d(lucid.zeros(0, 2, 4, 4, 4), 2).shape) == (0, 2, 2, 2, 2)

@@ -117,7 +117,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w2 = _C.reshape(_C.permute(weight, [0, 2, 1, 3, 4]), [o, kd * cg, kh, kw])
     (pt, pb), (pl, pr) = sides[1], sides[2]
     y = _C.conv2d(cols, w2, bias, (sh, sw), (pt, pb, pl, pr), (dh, dw), groups)  # [N*OD, O, OH, OW]
-    y = _C.permute(_C.reshape(y, [n, od, o] + list(y.shape[2:])), [0, 2, 1, 3, 4])
+    # contiguous, as PyTorch's output is (so .view() works on it)
+    y = _C.contiguous(_C.permute(_C.reshape(y, [n, od, o] + list(y.shape[2:])), [0, 2, 1, 3, 4]))
     return _unbatched(y, batched)
 
 
@@ -167,7 +168,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         zeros = _C.full([n, groups * og, full, oh, ow], 0.0, y.dtype, y.device)
         out = _C.index_add(zeros, 2, _index_tensor(taps.reshape(-1), y.device), y)
     if pd:
-        out = _C.narrow(out, 2, pd, out_depth)
+        out = _C.contiguous(_C.narrow(out, 2, pd, out_depth))
     if bias is not None:
         out = _C.add(out, _C.reshape(bias, [-1, 1, 1, 1]))
     return _unbatched(out, batched)
@@ -314,7 +315,7 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
     x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
     for dim, o in zip((-1, -2, -3), reversed(out)):  # along W, H, then D
         x = _C.transpose(F._adaptive_mean(_C.transpose(x, dim, -1), o), dim, -1)
-    return x
+    return _C.contiguous(x)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):  # noqa: A002
