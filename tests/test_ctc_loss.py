@@ -112,6 +112,12 @@ def test_errors_as_torch(args, exc):
         T.ctc_loss(lp, targets, **kwargs)
     with pytest.raises(exc):
         F.ctc_loss(lucid.tensor(lp.numpy()), lucid.tensor(targets.numpy()), **kwargs)
+    if exc is RuntimeError and "blank" not in args:  # the same lengths as tensors
+        as_tensors = {k: lucid.tensor(np.array(v)) if isinstance(v, list) else v for k, v in kwargs.items()}
+        with pytest.raises(exc):
+            T.ctc_loss(lp, targets, **{k: torch.tensor(v) if isinstance(v, list) else v for k, v in kwargs.items()})
+        with pytest.raises(exc):
+            F.ctc_loss(lucid.tensor(lp.numpy()), lucid.tensor(targets.numpy()), **as_tensors)
 
 
 def test_fused_step_equals_eager():

@@ -196,21 +196,24 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     device = log_probs.device
     in_len, in_host = _lengths(input_lengths, batch, "input_lengths", device)
     tgt_len, tgt_host = _lengths(target_lengths, batch, "target_lengths", device)
-    if in_host is not None and any(v < 0 or v > steps for v in in_host):
-        raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got {in_host}")
+    # PyTorch reads the lengths to check them; so does an eager call here (a trace cannot).
+    in_seen = in_host if in_host is not None or in_len.is_symbolic else in_len.tolist()
+    if in_seen is not None and any(v < 0 or v > steps for v in in_seen):
+        raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got {in_seen}")
+    tgt_seen = tgt_host if tgt_host is not None or tgt_len.is_symbolic else tgt_len.tolist()
     targets = _C.cast(targets, _C.dtype.int64)
     if targets.ndim == 2:
         if targets.shape[0] != batch:
             raise RuntimeError(f"ctc_loss: expected targets of size [{batch}, S], got {list(targets.shape)}")
         padded = targets
-        if tgt_host is not None and any(v < 0 or v > targets.shape[1] for v in tgt_host):
-            raise RuntimeError(f"Expected tensor to have size at least {max(tgt_host)} at dimension 1, but got "
+        if tgt_seen is not None and any(v < 0 or v > targets.shape[1] for v in tgt_seen):
+            raise RuntimeError(f"Expected tensor to have size at least {max(tgt_seen)} at dimension 1, but got "
                                f"size {targets.shape[1]} for argument #2 'targets' (while checking arguments for "
                                f"ctc_loss_cpu)")
     elif targets.ndim == 1:
         total = targets.shape[0]
-        if tgt_host is not None and sum(tgt_host) != total:
-            raise RuntimeError(f"ctc_loss: the target lengths sum to {sum(tgt_host)}, but the concatenated targets "
+        if tgt_seen is not None and sum(tgt_seen) != total:
+            raise RuntimeError(f"ctc_loss: the target lengths sum to {sum(tgt_seen)}, but the concatenated targets "
                                f"hold {total}")
         # Pad the concatenated targets to [N, S]: S is the longest target when
         # the lengths are on the host, else the total (a bound read from no data).
