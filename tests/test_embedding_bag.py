@@ -101,6 +101,8 @@ def test_module_and_from_pretrained():
     (dict(input=np.array([[1, 2]]), mode="mean", per_sample_weights=np.ones((1, 2))), NotImplementedError),
     (dict(input=np.array([[1, 2]]), mode="sum", per_sample_weights=np.ones((2, 1))), ValueError),
     (dict(input=np.array([[1, 2]]), mode="max", scale_grad_by_freq=True), ValueError),
+    (dict(input=np.array([1, 2, 3]), offsets=np.array([1, 2])), RuntimeError),
+    (dict(input=np.array([1, 2, 3]), offsets=np.array([0, 4])), RuntimeError),
 ])
 def test_errors_as_torch(kwargs, exc):
     for lib in (torch, lucid):

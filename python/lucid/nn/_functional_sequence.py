@@ -100,6 +100,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     else:
         bags = offsets.shape[0] - (1 if include_last_offset else 0)
         offsets = _C.cast(offsets, _C.dtype.int64)
+        if not offsets.is_symbolic and offsets.shape[0]:  # PyTorch's checks, eagerly (a trace cannot read)
+            first, last_offset = int(offsets[0].item()), int(offsets[-1].item())
+            if first != 0:
+                raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                                   f"from position 0. However, got {first}")
+            if last_offset > n:
+                raise RuntimeError(f"offsets[-1] can not be greater than input's length ({n}), but got offsets[-1] "
+                                   f"of {last_offset}")
         starts = _C.narrow(offsets, 0, 0, bags)
         # each index's bag: the number of bag starts at or before it, less one
         marks = _C.scatter_add(_C.full([n + 1], 0, _C.dtype.int64, flat.device), 0, starts,
