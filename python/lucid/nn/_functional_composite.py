@@ -21,7 +21,7 @@ __all__ = [
     "local_response_norm", "channel_shuffle", "pdist", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_loss",
     "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
-    "multilabel_margin_loss",
+    "multilabel_margin_loss", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
 ]
 
 
@@ -440,3 +440,75 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.ndim == 1:
         loss = _C.squeeze(loss, [0])
     return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------- fractional pooling
+def _fractional_starts(u, n_in, n_out, k, dtype):
+    """PyTorch's generate_intervals: the window starts along one dim for the
+    samples u [N, C], computed in the input's dtype as PyTorch computes them."""
+    lead = list(u.shape)
+    last = _C.full(lead + [1], n_in - k, _C.dtype.int64, u.device)
+    if n_out == 1:
+        return last
+    real = np.float32 if dtype == _C.dtype.float32 else np.float64
+    alpha = float(real(n_in - k) / real(n_out - 1))
+    i = _C.arange(0, n_out - 1, 1, dtype, u.device)
+    scaled = _C.cast(_C.mul(_C.add(i, _C.unsqueeze(u, -1)), alpha), _C.dtype.int64)  # truncation, as int()
+    offset = _C.cast(_C.mul(u, alpha), _C.dtype.int64)
+    return _C.cat([_C.sub(scaled, _C.unsqueeze(offset, -1)), last], -1)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,  # noqa: A002
+                                       return_indices=False, _random_samples=None):
+    """Max over windows of kernel_size placed at pseudo-random fractional
+    strides (Graham, 2014). The windows come from `_random_samples` [N, C, 2]
+    in [0, 1) as PyTorch places them; drawn here when not given, from lucid's
+    generator, so the windows (not the shapes) differ from PyTorch's run."""
+    _check_tensor(input, "input", "fractional_max_pool2d")
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size or an output_ratio")
+    if input.ndim not in (3, 4):
+        raise _C.InvalidArgument(f"fractional_max_pool2d(): Expected 3D or 4D tensor, but got: "
+                                 f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    if output_size is None:
+        if isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple of "
+                             "Ints.")
+        rh, rw = tuple(output_ratio) * (2 // len(output_ratio)) if isinstance(output_ratio, (tuple, list)) \
+            else (output_ratio, output_ratio)
+        output_size = (int(h * rh), int(w * rw))
+    kh, kw = _ntuple(kernel_size, 2, "fractional_max_pool2d: kernel_size")
+    oh, ow = _ntuple(output_size, 2, "fractional_max_pool2d: output_size")
+    if oh + kh - 1 > h:
+        raise _C.InvalidArgument(f"fractional_max_pool2d(): pool height {kh} too large relative to input height {h} "
+                                 f"and output height {oh}")
+    if ow + kw - 1 > w:
+        raise _C.InvalidArgument(f"fractional_max_pool2d(): pool width {kw} too large relative to input width {w} "
+                                 f"and output width {ow}")
+    x = input if input.ndim == 4 else _C.unsqueeze(input, 0)
+    n, c = x.shape[:2]
+    samples = _random_samples if _random_samples is not None else _C.rand([n, c, 2], x.dtype, x.device)
+    if tuple(samples.shape) != (n, c, 2):
+        raise _C.InvalidArgument(f"fractional_max_pool2d(): expected _random_samples of size {[n, c, 2]}, got "
+                                 f"{list(samples.shape)}")
+    samples = samples.detach()
+    # sample 0 places the columns, sample 1 the rows (PyTorch's order)
+    rows = _fractional_starts(_C.select(samples, 2, 1), h, oh, kh, x.dtype)  # [N, C, OH]
+    cols = _fractional_starts(_C.select(samples, 2, 0), w, ow, kw, x.dtype)  # [N, C, OW]
+    rows = _C.add(_C.unsqueeze(rows, -1), _C.arange(0, kh, 1, _C.dtype.int64, x.device))  # [N, C, OH, kh]
+    cols = _C.add(_C.unsqueeze(cols, -1), _C.arange(0, kw, 1, _C.dtype.int64, x.device))  # [N, C, OW, kw]
+    index = _C.add(_C.mul(_C.reshape(rows, [n, c, oh, 1, kh, 1]), w), _C.reshape(cols, [n, c, 1, ow, 1, kw]))
+    index = _C.reshape(index, [n, c, oh * ow, kh * kw])
+    windows = _C.reshape(_C.gather(_C.reshape(x, [n, c, h * w]), 2, _C.reshape(index, [n, c, -1])),
+                         [n, c, oh * ow, kh * kw])
+    at = _C.argmax(_C.where(_C.isnan(windows), float("inf"), windows).detach(), -1, True)  # the first maximum
+    values = _C.reshape(_C.gather(windows, 3, at), list(input.shape[:-2]) + [oh, ow])
+    return values, _C.reshape(_C.gather(index, 3, at), list(input.shape[:-2]) + [oh, ow])
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,  # noqa: A002
+                          _random_samples=None):
+    values, index = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                                       _random_samples=_random_samples)
+    return (values, index) if return_indices else values

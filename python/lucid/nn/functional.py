@@ -1526,10 +1526,25 @@ from ._functional_composite import __all__ as _composite_names  # noqa: E402
 
 __all__ += _composite_names
 
+from ._functional_volumetric import *  # noqa: E402,F401,F403
+from ._functional_volumetric import __all__ as _volumetric_names  # noqa: E402
+
+__all__ += _volumetric_names
+
+from ._functional_sequence import *  # noqa: E402,F401,F403
+from ._functional_sequence import __all__ as _sequence_names  # noqa: E402
+
+__all__ += _sequence_names
+
+from ._functional_sampling import *  # noqa: E402,F401,F403
+from ._functional_sampling import __all__ as _sampling_names  # noqa: E402
+
+__all__ += _sampling_names
+
 for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
               "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
               "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
               "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
-              "multilabel_margin_loss"):
+              "multilabel_margin_loss", "ctc_loss"):
     globals()[_name] = _autocast_fp32(globals()[_name])
 del _name

@@ -1,5 +1,6 @@
-"""Conv1d and Conv2d (im2col + one GEMM over the batch, in C++) and
-ConvTranspose1d/2d (their own primitive)."""
+"""Conv1d and Conv2d (im2col + one GEMM over the batch, in C++),
+ConvTranspose1d/2d (their own primitive), and Conv3d/ConvTranspose3d (one
+2-D convolution over gathered depth slices)."""
 import math
 
 from .. import functional as F
@@ -102,6 +103,16 @@ class Conv2d(_ConvNd):
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over [N, C, D, H, W] (or unbatched [C, D, H, W])."""
+
+    _nd = 3
+
+    def forward(self, input):  # noqa: A002
+        x, padding = self._padded(input)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
 class _ConvTransposeNd(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
@@ -154,6 +165,17 @@ class ConvTranspose2d(_ConvTransposeNd):
     def forward(self, input, output_size=None):  # noqa: A002
         op = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution over [N, C, D, H, W] (or unbatched [C, D, H, W])."""
+
+    _nd = 3
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                                   self.dilation)
 
 

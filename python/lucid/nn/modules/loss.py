@@ -182,3 +182,16 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (see F.ctc_loss)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)

@@ -91,6 +91,11 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
 class _LPPoolNd(Module):
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
@@ -109,6 +114,11 @@ class LPPool1d(_LPPoolNd):
 class LPPool2d(_LPPoolNd):
     def forward(self, input):  # noqa: A002
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    def forward(self, input):  # noqa: A002
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LocalResponseNorm(Module):

@@ -1,4 +1,4 @@
-"""Max, average and adaptive average pooling."""
+"""Max, average and adaptive average pooling, and max unpooling."""
 from .. import functional as F
 from .module import Module
 
@@ -29,6 +29,14 @@ class MaxPool2d(_MaxPoolNd):
 
     def forward(self, input):  # noqa: A002
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over 3-D windows; the gradient goes to the first maximum of each."""
+
+    def forward(self, input):  # noqa: A002
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                             self.return_indices)
 
 
@@ -68,6 +76,12 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class AdaptiveAvgPool1d(Module):
     def __init__(self, output_size):
         super().__init__()
@@ -92,3 +106,71 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 0
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        nd = self._nd
+        self.kernel_size = F._ntuple(kernel_size, nd, f"{type(self).__name__}: kernel_size")
+        self.stride = F._ntuple(stride if stride is not None else kernel_size, nd, f"{type(self).__name__}: stride")
+        self.padding = F._ntuple(padding, nd, f"{type(self).__name__}: padding")
+
+    def forward(self, input, indices, output_size=None):  # noqa: A002
+        unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self._nd - 1]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The inverse of MaxPool1d given its indices: zeros elsewhere."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The inverse of MaxPool2d given its indices: zeros elsewhere."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of MaxPool3d given its indices: zeros elsewhere."""
+
+    _nd = 3
+
+
+class FractionalMaxPool2d(Module):
+    """Max pooling at pseudo-random fractional strides (see
+    F.fractional_max_pool2d): PyTorch's shapes and, given `_random_samples`,
+    PyTorch's windows; samples drawn here come from lucid's generator."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        self.kernel_size = F._ntuple(kernel_size, 2, "FractionalMaxPool2d: kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = F._ntuple(output_size, 2, "FractionalMaxPool2d: output_size") \
+            if output_size is not None else None
+        self.output_ratio = (tuple(output_ratio) * (2 // len(output_ratio)) if isinstance(output_ratio, (tuple, list))
+                             else (output_ratio, output_ratio)) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool2d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not (0 < self.output_ratio[0] < 1 and 0 < self.output_ratio[1] < 1):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):  # noqa: A002
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)

@@ -1,4 +1,4 @@
-"""Embedding."""
+"""Embedding and EmbeddingBag."""
 from ... import _C
 from ...autograd import no_grad
 from .. import functional as F
@@ -74,3 +74,45 @@ class Embedding(Module):
         rows, cols = embeddings.shape
         return cls(rows, cols, _weight=embeddings, _freeze=freeze, padding_idx=padding_idx, max_norm=max_norm,
                    norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class EmbeddingBag(Embedding):
+    """A lookup table whose rows are summed, averaged or maxed over bags: the
+    rows of a 2-D input, or a 1-D input cut at `offsets`."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                 mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
+                 dtype=None):
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                         _weight, device=device, dtype=dtype)
+        self.mode = mode
+        self.include_last_offset = include_last_offset
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset,
+                               self.padding_idx)
+
+    def extra_repr(self):
+        s = "{num_embeddings}, {embedding_dim}"
+        if self.max_norm is not None:
+            s += ", max_norm={max_norm}"
+        if self.norm_type != 2:
+            s += ", norm_type={norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        s += ", mode={mode!r}"
+        if self.padding_idx is not None:
+            s += ", padding_idx={padding_idx}"
+        return s.format(**self.__dict__)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                        mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings, include_last_offset,
+                  padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
