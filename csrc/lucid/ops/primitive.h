@@ -70,6 +70,16 @@ enum class OpKind : uint8_t {
   ConvTranspose2d,
   Split,
   DeviceCopy,
+  LuFactor,
+  LuSolve,
+  Inverse,
+  LinearSolve,
+  Slogdet,
+  Cholesky,
+  TriangularSolve,
+  Qr,
+  Eigh,
+  Svd,
   Count
 };
 
