@@ -464,3 +464,67 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803
 
 
 matmul = F.matmul
+
+
+# ------------------------------------------- torch's top-level and Tensor forms
+_Svd_old = _result("svd", ["U", "S", "V"])
+_Qr_old = _result("qr", ["Q", "R"])
+_TriangularSolve = _result("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def _svd_old(input, some=True, compute_uv=True):  # noqa: A002
+    """torch.svd: V rather than Vh; `some` is not full_matrices; without
+    compute_uv, U and V are zeros of the full shapes."""
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        S = svdvals(input)  # noqa: N806
+        return _Svd_old(lucid.zeros((*input.shape[:-2], m, m), dtype=input.dtype), S,
+                        lucid.zeros((*input.shape[:-2], n, n), dtype=input.dtype))
+    U, S, Vh = svd(input, full_matrices=not some)  # noqa: N806
+    return _Svd_old(U, S, Vh.mT)
+
+
+def _qr_old(input, some=True):  # noqa: A002
+    return _Qr_old(*qr(input, "reduced" if some else "complete"))
+
+
+def _cholesky_old(input, upper=False):  # noqa: A002
+    return cholesky(input, upper=upper)
+
+
+def _cholesky_solve(B, L, upper=False):  # noqa: N803
+    """A X = B for A = L L^T (or U^T U): two triangular solves."""
+    if upper:
+        return solve_triangular(L, solve_triangular(L.mT, B, upper=False), upper=True)
+    return solve_triangular(L.mT, solve_triangular(L, B, upper=False), upper=True)
+
+
+def _cholesky_inverse(L, upper=False):  # noqa: N803
+    eye = lucid.eye(L.shape[-1], dtype=L.dtype).expand(*L.shape)
+    return _cholesky_solve(eye, L, upper)
+
+
+def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803
+    """torch.triangular_solve: op(A) X = b, and a copy of A."""
+    X = solve_triangular(A.mT if transpose else A, b, upper=upper != transpose, unitriangular=unitriangular)  # noqa: N806
+    return _TriangularSolve(X, A.clone())
+
+
+def _lu_solve_old(b, LU_data, LU_pivots):  # noqa: N803
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+def _lu_old(A, pivot=True, get_infos=False):  # noqa: N803
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _pinverse(input, rcond=1e-15):  # noqa: A002
+    return pinv(input, rtol=rcond)
+
+
+# name in lucid (and Tensor method) -> function
+TOP_LEVEL = {"det": det, "logdet": _C.logdet, "slogdet": slogdet, "inverse": inv, "pinverse": _pinverse,
+             "svd": _svd_old, "qr": _qr_old, "cholesky": _cholesky_old, "cholesky_solve": _cholesky_solve,
+             "cholesky_inverse": _cholesky_inverse, "matrix_power": matrix_power, "matrix_exp": matrix_exp,
+             "triangular_solve": _triangular_solve, "lu_solve": _lu_solve_old, "lu": _lu_old}
