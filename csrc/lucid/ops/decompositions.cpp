@@ -312,6 +312,8 @@ std::vector<Tensor> Svd::vjp(const std::vector<Tensor>&, const std::vector<Tenso
 
 // ------------------------------------------------------------- public ops
 std::vector<Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot, bool check_errors, const std::string& op) {
+  LUCID_CHECK(A.ndim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ",
+              shape_str(A.shape()), " instead");
   check_matrix(A, op, false);
   LUCID_CHECK(pivot, op, ": LU without pivoting is not implemented on the CPU");
   std::vector<Tensor> r = call_multi<LuFactor>({A});
@@ -475,7 +477,7 @@ std::vector<Tensor> linalg_eigh(const Tensor& A, const std::string& UPLO) {
 }
 
 Tensor linalg_eigvalsh(const Tensor& A, const std::string& UPLO) {
-  check_matrix(A, "linalg.eigvalsh", true);
+  check_matrix(A, "linalg.eigh", true);  // PyTorch names eigh here
   return call_multi<Eigh>({A}, parse_uplo(UPLO, "linalg.eigvalsh"), true)[0];
 }
 
@@ -485,7 +487,7 @@ std::vector<Tensor> linalg_svd(const Tensor& A, bool full_matrices) {
 }
 
 Tensor linalg_svdvals(const Tensor& A) {
-  check_matrix(A, "linalg.svdvals", false);
+  check_matrix(A, "linalg.svd", false);  // PyTorch names svd here
   return call_multi<Svd>({A}, false, true)[1];
 }
 
