@@ -257,34 +257,40 @@ def matrix_power(A, n):  # noqa: N803
 # precision (Higham's scaling-and-squaring thresholds for degree 18).
 _EXP_DEGREE = 18
 _EXP_THETA = {_C.dtype.float32: 3.01, _C.dtype.float64: 1.09}
+# Squarings a compiled step allows for (it cannot read the norms): enough for
+# 1-norms up to theta * 2**40.
+_EXP_TRACED_SQUARINGS = 40
 
 
 def matrix_exp(A):  # noqa: N803
-    """exp(A) by scaling and squaring a degree-18 Taylor polynomial. The number
-    of squarings follows the largest 1-norm in the batch, read once (a sync,
-    as PyTorch's CPU kernel does); inside a compiled step that count is fixed
-    at trace time."""
+    """exp(A) by scaling and squaring a degree-18 Taylor polynomial, each
+    matrix scaled by its own power of two, s = ceil(log2(|A|_1 / theta)).
+    Squaring runs max(s) times over the batch, a matrix keeping its result
+    once its own s is reached; eagerly max(s) is read once (a sync, as
+    PyTorch's CPU kernel does), in a compiled step it is fixed at
+    _EXP_TRACED_SQUARINGS (same values, more matmuls)."""
     _square(A, "linalg.matrix_exp")
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
     if n == 1:
         return A.exp()
-    norm1 = A.abs().sum(-2).amax()
-    squarings = 0
-    if not norm1.is_symbolic:
-        value = float(norm1.item())
-        theta = _EXP_THETA.get(A.dtype, 1.09)
-        if value > theta and math.isfinite(value):
-            squarings = int(math.ceil(math.log2(value / theta)))
-    X = A / (2.0 ** squarings) if squarings else A  # noqa: N806
+    theta = _EXP_THETA.get(A.dtype, 1.09)
+    norm1 = A.detach().abs().sum(-2).amax(-1)  # the scaling is a constant of the derivative
+    s = (norm1 / theta).log2().ceil().clamp(min=0).nan_to_num(0.0, posinf=0.0)
+    if norm1.is_symbolic:
+        squarings = _EXP_TRACED_SQUARINGS
+    else:
+        squarings = int(s.amax().item()) if s.numel() else 0
+    X = A * s.neg().exp2().unsqueeze(-1).unsqueeze(-1)  # noqa: N806  (exact: a power of two)
     eye = lucid.eye(n, dtype=A.dtype)
     # Horner: I + X (I + X/2 (I + X/3 (...)))
     result = eye + X / _EXP_DEGREE
     for k in range(_EXP_DEGREE - 1, 0, -1):
         result = eye + F.matmul(X, result) / k
-    for _ in range(squarings):
-        result = F.matmul(result, result)
+    for k in range(squarings):
+        more = (s > k).unsqueeze(-1).unsqueeze(-1)
+        result = F.where(more, F.matmul(result, result), result)
     return result
 
 
