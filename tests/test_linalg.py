@@ -467,3 +467,18 @@ def test_metal_raises_not_implemented_naming_the_op():
         pytest.skip("no metal device")
     with pytest.raises(NotImplementedError, match="inverse.*metal"):
         lucid.linalg.inv(lucid.eye(3).to("metal"))
+
+
+def test_det_gradient_at_singular_matrices():
+    """At a singular matrix the derivative of det is the adjugate, through the
+    SVD: PyTorch's value when the backward records history. (Its first-order
+    backward without create_graph gives 0 at an exactly zero determinant.)"""
+    cases = [torch.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=torch.float64),
+             torch.arange(9, dtype=torch.float64).reshape(3, 3), torch.zeros(3, 3, dtype=torch.float64),
+             torch.stack([well_conditioned(3, 3), torch.arange(9, dtype=torch.float64).reshape(3, 3)])]
+    for a in cases:
+        la, ta = L(a).requires_grad_(), a.clone().requires_grad_()
+        (g,) = lucid.autograd.grad(lucid.linalg.det(la).sum(), la, create_graph=True)
+        (tg,) = torch.autograd.grad(torch.linalg.det(ta).sum(), ta, create_graph=True)
+        close(g, tg, 1e-10)
+        assert np.isfinite(g.detach().numpy()).all()

@@ -174,6 +174,36 @@ std::vector<Tensor> Slogdet::vjp(const std::vector<Tensor>& in, const std::vecto
   return {solve_square(mT(in[0]), g_times_I)};
 }
 
+// --------------------------------------------------------------------- Det
+std::string Det::name() const { return "det"; }
+std::vector<TensorMeta> Det::infer(const std::vector<TensorMeta>& in) const {
+  return {{batch_shape(in[0].shape), in[0].dtype, in[0].device}};
+}
+// PyTorch's linalg_det_backward: g det A^-T, solved; at (near-)singular A,
+// where that fails, the adjugate through the SVD A = U S Vh:
+// U diag(alpha prod_{j != i} S_j) Vh with alpha = g det(U) det(Vh).
+std::vector<Tensor> Det::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                             const std::vector<Tensor>& cot, const std::vector<int>&) const {
+  const Tensor& A = in[0];
+  const int64_t n = A.shape().back();
+  if (A.numel() == 0) return {zeros_like(A)};
+  const Tensor g_det = mul(cot[0], out[0]);
+  const Tensor I = identity_like(A, n);
+  const Tensor regular = solve_square(mT(A), mul(unsqueeze(unsqueeze(g_det, -1), -1), I));
+  const std::vector<Tensor> usv = call_multi<Svd>({A}, false, false);
+  const Tensor &U = usv[0], &S = usv[1], &Vh = usv[2];
+  const Tensor alpha = mul(mul(call_multi<Slogdet>({U})[0], call_multi<Slogdet>({Vh})[0]), cot[0]);
+  // prod_{j != i} S_j as the exclusive products from either end (no division by a zero S_i)
+  const Tensor ones1 = ones_like(narrow(S, -1, 0, 1));
+  const Tensor before = cumprod(cat({ones1, narrow(S, -1, 0, n - 1)}, -1), -1);
+  const Tensor after = call<Scan>({cat({narrow(S, -1, 1, n - 1), ones1}, -1)}, ScanOp::Prod, int(S.ndim() - 1), true);
+  const Tensor D = mul(unsqueeze(alpha, -1), mul(before, after));
+  const Tensor singular = matmul(mul(U, unsqueeze(D, -2)), Vh);
+  const double eps = A.dtype() == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  const Tensor near_singular = lt(abs(out[0]), full_like(out[0], 100.0 * eps));
+  return {where(unsqueeze(unsqueeze(near_singular, -1), -1), singular, regular)};
+}
+
 // ---------------------------------------------------------------- Cholesky
 std::string Cholesky::name() const { return upper ? "cholesky(upper)" : "cholesky"; }
 std::vector<TensorMeta> Cholesky::infer(const std::vector<TensorMeta>& in) const {
@@ -417,11 +447,9 @@ std::vector<Tensor> linalg_slogdet(const Tensor& A) {
   return call_multi<Slogdet>({A});
 }
 
-// det = sign * exp(log|det|): its derivative is slogdet's, g det A^-T.
 Tensor linalg_det(const Tensor& A) {
   check_matrix(A, "linalg.det", true);
-  const std::vector<Tensor> r = call_multi<Slogdet>({A});
-  return mul(r[0], exp(r[1]));
+  return call<Det>({A});
 }
 
 // log det: NaN for a negative determinant, -inf for a singular matrix.

@@ -75,6 +75,7 @@ enum class OpKind : uint8_t {
   Inverse,
   LinearSolve,
   Slogdet,
+  Det,
   Cholesky,
   TriangularSolve,
   Qr,

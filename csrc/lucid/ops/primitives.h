@@ -557,6 +557,12 @@ struct LinearSolve final : Primitive {
   bool saves_input(int i) const override { return i == 0; }
 };
 
+// A -> det A, [..], the product of its LU factorization's diagonal.
+struct Det final : Primitive {
+  Det() : Primitive(OpKind::Det) {}
+  LUCID_PRIMITIVE_COMMON
+};
+
 // A -> (sign, log|det A|), [..]; a singular A gives (0, -inf).
 struct Slogdet final : Primitive {
   Slogdet() : Primitive(OpKind::Slogdet) {}

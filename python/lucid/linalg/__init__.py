@@ -1,11 +1,11 @@
 """lucid.linalg: torch.linalg for real float32/float64 matrices.
 
-The decompositions and solvers (lu_factor, lu_solve, inv, solve, slogdet,
+The decompositions and solvers (lu_factor, lu_solve, inv, solve, det, slogdet,
 cholesky, solve_triangular, qr, eigh, svd) are primitives of the core: LAPACK
 on the CPU, the host's LAPACK from CUDA tensors, NotImplementedError on
 Metal. Their derivatives are PyTorch's formulas written with ops, so they
 trace into compiled steps and differentiate again (create_graph). The rest
-(det, lstsq, pinv, matrix_rank, matrix_power, matrix_exp, cond, the spectral
+(lstsq, pinv, matrix_rank, matrix_power, matrix_exp, cond, the spectral
 norms, multi_dot, householder_product, vander, tensorinv, tensorsolve) is
 composed of those. Matrices are the last two dims; leading dims are a batch.
 Singular or non-positive-definite input raises LinAlgError (a RuntimeError)

@@ -183,6 +183,26 @@ void slogdet_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
 }
 LUCID_REGISTER_KERNEL(Slogdet, CPU, slogdet_kernel);
 
+void det_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const MatrixBatch mb = matrices_of(*in[0].meta);
+  const int64_t n = mb.rows;
+  for_float_type(in[0].meta->dtype, p, [&](auto zero) {
+    using T = decltype(zero);
+    const T* a = static_cast<const T*>(in[0].data);
+    T* det = static_cast<T*>(out[0].data);
+    std::vector<T> lu(size_t(n * n));
+    std::vector<int> ipiv(size_t(std::max<int64_t>(n, 1)));
+    for (int64_t b = 0; b < mb.count; ++b) {
+      std::copy(a + b * n * n, a + (b + 1) * n * n, lu.begin());
+      if (n) lapack::getrf(int(n), int(n), lu.data(), ld(n), ipiv.data());
+      T d = 1;
+      for (int64_t i = 0; i < n; ++i) d *= ipiv[size_t(i)] != i + 1 ? -lu[size_t(i * n + i)] : lu[size_t(i * n + i)];
+      det[b] = d;
+    }
+  });
+}
+LUCID_REGISTER_KERNEL(Det, CPU, det_kernel);
+
 // ------------------------------------------------------------ Cholesky
 // A's buffer read column-major is A^T = A (symmetric): the triangle LAPACK
 // reads is the other one of A's, and its factor read back row-major is the

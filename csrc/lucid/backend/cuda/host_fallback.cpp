@@ -57,6 +57,7 @@ LUCID_REGISTER_KERNEL(LuSolve, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Inverse, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(LinearSolve, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Slogdet, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Det, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Cholesky, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(TriangularSolve, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Qr, CUDA, host_fallback);

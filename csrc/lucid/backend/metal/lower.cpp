@@ -770,7 +770,7 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
     case OpKind::DeviceCopy: case OpKind::Count:
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
-    case OpKind::Slogdet: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
+    case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
     case OpKind::Svd:
       break;
   }
@@ -830,6 +830,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Inverse: return "Inverse";
     case OpKind::LinearSolve: return "LinearSolve";
     case OpKind::Slogdet: return "Slogdet";
+    case OpKind::Det: return "Det";
     case OpKind::Cholesky: return "Cholesky";
     case OpKind::TriangularSolve: return "TriangularSolve";
     case OpKind::Qr: return "Qr";
@@ -879,7 +880,7 @@ Lowering lowering_of(OpKind kind) {
     // Decompositions and solvers: MPSGraph has none of LAPACK's (it has no
     // 64-bit floats either); NotImplementedError naming the operator.
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
-    case OpKind::Slogdet: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
+    case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
     case OpKind::Svd:
       return Lowering::None;
   }
