@@ -18,6 +18,13 @@ void init_errors(py::module_& m) {
   static PyObject* invalid = new_error(m, "InvalidArgument", PyExc_ValueError);
   static PyObject* type_error = new_error(m, "TypeError", PyExc_TypeError);
   static PyObject* index_error = new_error(m, "IndexError", PyExc_IndexError);
+  // torch.linalg.LinAlgError's shape: a RuntimeError and nothing else.
+  static PyObject* linalg_error = [&] {
+    PyObject* cls = PyErr_NewException("lucid.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
+    if (!cls) throw py::error_already_set();
+    m.add_object("LinAlgError", py::handle(cls));
+    return cls;
+  }();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -27,6 +34,8 @@ void init_errors(py::module_& m) {
       PyErr_SetString(type_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(index_error, e.what());
+    } catch (const LinAlgError& e) {
+      PyErr_SetString(linalg_error, e.what());
     } catch (const NotImplementedError& e) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());  // already a RuntimeError
     } catch (const Error& e) {

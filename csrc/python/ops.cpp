@@ -233,6 +233,30 @@ void init_ops(py::module_& m) {
   m.def("cumsum", &cumsum, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
   m.def("cumprod", &cumprod, py::arg("x"), py::arg("dim"), py::arg("dtype") = py::none(), release);
 
+  // decompositions and solvers (torch.linalg); lists of results become tuples in lucid.linalg
+  m.def("linalg_lu_factor_ex", &linalg_lu_factor_ex, py::arg("A"), py::arg("pivot") = true,
+        py::arg("check_errors") = false, py::arg("op") = "linalg.lu_factor_ex", release);
+  m.def("linalg_lu", &linalg_lu, py::arg("A"), py::arg("pivot") = true, release);
+  m.def("linalg_lu_solve", &linalg_lu_solve, py::arg("LU"), py::arg("pivots"), py::arg("B"), py::arg("left") = true,
+        py::arg("adjoint") = false, release);
+  m.def("linalg_inv_ex", &linalg_inv_ex, py::arg("A"), py::arg("check_errors") = false, release);
+  m.def("linalg_inv", &linalg_inv, release);
+  m.def("linalg_solve_ex", &linalg_solve_ex, py::arg("A"), py::arg("B"), py::arg("left") = true,
+        py::arg("check_errors") = false, release);
+  m.def("linalg_solve", &linalg_solve, py::arg("A"), py::arg("B"), py::arg("left") = true, release);
+  m.def("linalg_slogdet", &linalg_slogdet, release);
+  m.def("linalg_det", &linalg_det, release);
+  m.def("logdet", &logdet, release);
+  m.def("linalg_cholesky_ex", &linalg_cholesky_ex, py::arg("A"), py::arg("upper") = false,
+        py::arg("check_errors") = false, release);
+  m.def("linalg_solve_triangular", &linalg_solve_triangular, py::arg("A"), py::arg("B"), py::arg("upper"),
+        py::arg("left") = true, py::arg("unitriangular") = false, release);
+  m.def("linalg_qr", &linalg_qr, py::arg("A"), py::arg("mode") = "reduced", release);
+  m.def("linalg_eigh", &linalg_eigh, py::arg("A"), py::arg("UPLO") = "L", release);
+  m.def("linalg_eigvalsh", &linalg_eigvalsh, py::arg("A"), py::arg("UPLO") = "L", release);
+  m.def("linalg_svd", &linalg_svd, py::arg("A"), py::arg("full_matrices") = true, release);
+  m.def("linalg_svdvals", &linalg_svdvals, release);
+
   m.def("softmax", &softmax, release);
   m.def("log_softmax", &log_softmax, release);
 

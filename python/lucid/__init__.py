@@ -107,6 +107,10 @@ globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongT
 # The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
+# torch's top-level linear algebra (torch.det, torch.svd's old form, ...) and its Tensor methods
+globals().update(linalg.TOP_LEVEL)
+for _name, _fn in linalg.TOP_LEVEL.items():
+    setattr(Tensor, _name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(_fn))
 from . import distributions, func  # noqa: E402,F401
 from .amp import autocast  # noqa: E402  (torch.autocast)
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).

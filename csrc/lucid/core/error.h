@@ -31,6 +31,13 @@ class NotImplementedError : public Error {
   using Error::Error;
 };
 
+// A matrix that a decomposition or solver cannot handle (singular, not
+// positive-definite): PyTorch's torch.linalg.LinAlgError.
+class LinAlgError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <class... Args>
 std::string concat(const Args&... args) {

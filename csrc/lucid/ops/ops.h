@@ -282,6 +282,31 @@ Tensor& fill_(Tensor& self, Scalar value);
 Tensor& zero_(Tensor& self);
 
 // ---- C++ operators (what generic code over tensors and scalars reads like) ----
+// ---- decompositions and solvers (torch.linalg; ops/decompositions.cpp) ------
+// Matrices are the last two dims, float32 or float64. The *_ex forms return
+// LAPACK's info per matrix too and raise LinAlgError only when check_errors.
+std::vector<Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot = true, bool check_errors = false,
+                                        const std::string& op = "linalg.lu_factor_ex");  // LU, pivots, info
+std::vector<Tensor> linalg_lu(const Tensor& A, bool pivot = true);                        // P, L, U
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left = true,
+                       bool adjoint = false);
+std::vector<Tensor> linalg_inv_ex(const Tensor& A, bool check_errors = false);  // inverse, info
+Tensor linalg_inv(const Tensor& A);
+std::vector<Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B, bool left = true,
+                                    bool check_errors = false);  // result, info
+Tensor linalg_solve(const Tensor& A, const Tensor& B, bool left = true);
+std::vector<Tensor> linalg_slogdet(const Tensor& A);  // sign, logabsdet
+Tensor linalg_det(const Tensor& A);
+Tensor logdet(const Tensor& A);
+std::vector<Tensor> linalg_cholesky_ex(const Tensor& A, bool upper = false, bool check_errors = false);  // L, info
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left = true,
+                               bool unitriangular = false);
+std::vector<Tensor> linalg_qr(const Tensor& A, const std::string& mode = "reduced");  // Q, R
+std::vector<Tensor> linalg_eigh(const Tensor& A, const std::string& UPLO = "L");      // eigenvalues, eigenvectors
+Tensor linalg_eigvalsh(const Tensor& A, const std::string& UPLO = "L");
+std::vector<Tensor> linalg_svd(const Tensor& A, bool full_matrices = true);  // U, S, Vh
+Tensor linalg_svdvals(const Tensor& A);
+
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }

@@ -70,6 +70,17 @@ enum class OpKind : uint8_t {
   ConvTranspose2d,
   Split,
   DeviceCopy,
+  LuFactor,
+  LuSolve,
+  Inverse,
+  LinearSolve,
+  Slogdet,
+  Det,
+  Cholesky,
+  TriangularSolve,
+  Qr,
+  Eigh,
+  Svd,
   Count
 };
 

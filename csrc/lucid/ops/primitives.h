@@ -517,4 +517,117 @@ struct ViewOfBase final : Primitive {
   uint8_t saved() const override { return 0; }
 };
 
+
+// ------------------------------------------------------------ linear algebra
+// Decompositions and solvers over the last two dims (the leading dims are a
+// batch), float32 and float64; LAPACK on the CPU (backend/cpu/linalg_kernels.cpp).
+// An `info` output (int32, one per matrix) carries LAPACK's status, from
+// which the op layer raises LinAlgError for singular or non-positive-definite
+// input (eagerly; a compiled step returns the numbers as LAPACK left them).
+
+// A [.., m, n] -> (LU packed [.., m, n], pivots [.., k] int32 1-based as
+// LAPACK's, perm [.., m] int64: row i of L U is row perm[i] of A, info).
+struct LuFactor final : Primitive {
+  LuFactor() : Primitive(OpKind::LuFactor) {}
+  LUCID_PRIMITIVE_COMMON
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// (LU, pivots, B [.., n, k]) -> X with A X = B (A^T X = B when `adjoint`).
+struct LuSolve final : Primitive {
+  bool adjoint;
+  auto attrs() const { return std::tie(adjoint); }
+  explicit LuSolve(bool adjoint) : Primitive(OpKind::LuSolve), adjoint(adjoint) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i != 1; }
+};
+
+// A -> (A^-1, info).
+struct Inverse final : Primitive {
+  Inverse() : Primitive(OpKind::Inverse) {}
+  LUCID_PRIMITIVE_COMMON
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// (A [.., n, n], B [.., n, k]) of one batch shape -> (X, info), A X = B.
+struct LinearSolve final : Primitive {
+  LinearSolve() : Primitive(OpKind::LinearSolve) {}
+  LUCID_PRIMITIVE_COMMON
+  bool saves_input(int i) const override { return i == 0; }
+};
+
+// A -> det A, [..], the product of its LU factorization's diagonal.
+struct Det final : Primitive {
+  Det() : Primitive(OpKind::Det) {}
+  LUCID_PRIMITIVE_COMMON
+};
+
+// A -> (sign, log|det A|), [..]; a singular A gives (0, -inf).
+struct Slogdet final : Primitive {
+  Slogdet() : Primitive(OpKind::Slogdet) {}
+  LUCID_PRIMITIVE_COMMON
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// A -> (L with A = L L^T, or U = L^T when `upper`; info). Reads the lower
+// triangle of A (the upper one when `upper`).
+struct Cholesky final : Primitive {
+  bool upper;
+  auto attrs() const { return std::tie(upper); }
+  explicit Cholesky(bool upper) : Primitive(OpKind::Cholesky), upper(upper) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// (A [.., n, n] triangular, B) -> X with A X = B (`left`) or X A = B.
+struct TriangularSolve final : Primitive {
+  bool upper, left, unitriangular;
+  auto attrs() const { return std::tie(upper, left, unitriangular); }
+  TriangularSolve(bool upper, bool left, bool unitriangular)
+      : Primitive(OpKind::TriangularSolve), upper(upper), left(left), unitriangular(unitriangular) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool saves_input(int i) const override { return i == 0; }
+};
+
+// A [.., m, n] -> (Q, R); mode as torch.linalg.qr's ("r": Q is empty).
+enum class QrMode : uint8_t { Reduced, Complete, R };
+struct Qr final : Primitive {
+  QrMode mode;
+  auto attrs() const { return std::tie(mode); }
+  explicit Qr(QrMode mode) : Primitive(OpKind::Qr), mode(mode) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// Symmetric A -> (eigenvalues ascending [.., n], eigenvectors as columns
+// [.., n, n]). Reads the lower triangle of A (the upper one when `upper`).
+// `values_only` (eigvalsh): the eigenvectors are still computed, as the
+// derivative needs them, but the result is the eigenvalues alone, and the
+// vjp takes the eigenvalues' cotangent only (PyTorch's formula for it).
+struct Eigh final : Primitive {
+  bool upper, values_only;
+  auto attrs() const { return std::tie(upper, values_only); }
+  Eigh(bool upper, bool values_only) : Primitive(OpKind::Eigh), upper(upper), values_only(values_only) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
+// A [.., m, n] -> (U, S descending, Vh) with A = U diag(S) Vh; k = min(m, n)
+// columns of U and rows of Vh, or m and n with `full_matrices`.
+// `values_only` (svdvals): as Eigh's.
+struct Svd final : Primitive {
+  bool full_matrices, values_only;
+  auto attrs() const { return std::tie(full_matrices, values_only); }
+  Svd(bool full_matrices, bool values_only)
+      : Primitive(OpKind::Svd), full_matrices(full_matrices), values_only(values_only) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveOutputs; }
+};
+
 }  // namespace lucid

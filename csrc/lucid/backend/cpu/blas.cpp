@@ -12,6 +12,9 @@
 extern "C" {
 enum CBLAS_ORDER { CblasRowMajor = 101 };
 enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
+enum CBLAS_UPLO { CblasUpper = 121, CblasLower = 122 };
+enum CBLAS_DIAG { CblasNonUnit = 131, CblasUnit = 132 };
+enum CBLAS_SIDE { CblasLeft = 141, CblasRight = 142 };
 #if defined(LUCID_BLAS_OPENBLAS)
 // scipy-openblas32 prefixes every symbol (it may share a process with another
 // OpenBLAS) and uses 32-bit integers.
@@ -28,6 +31,10 @@ void LUCID_CBLAS(sgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int,
                         const float*, int, float, float*, int);
 void LUCID_CBLAS(dgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, double, const double*, int,
                         const double*, int, double, double*, int);
+void LUCID_CBLAS(strsm)(CBLAS_ORDER, CBLAS_SIDE, CBLAS_UPLO, CBLAS_TRANSPOSE, CBLAS_DIAG, int, int, float,
+                        const float*, int, float*, int);
+void LUCID_CBLAS(dtrsm)(CBLAS_ORDER, CBLAS_SIDE, CBLAS_UPLO, CBLAS_TRANSPOSE, CBLAS_DIAG, int, int, double,
+                        const double*, int, double*, int);
 }
 #else
 #error "no BLAS selected"
@@ -96,6 +103,24 @@ void dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, cons
   ensure_sequential();
   LUCID_CBLAS(dgemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
                      int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+#define LUCID_TRSM_ARGS(left, upper, trans_a, unit)                                              \
+  CblasRowMajor, (left) ? CblasLeft : CblasRight, (upper) ? CblasUpper : CblasLower,            \
+      (trans_a) ? CblasTrans : CblasNoTrans, (unit) ? CblasUnit : CblasNonUnit
+
+void trsm(bool left, bool upper, bool trans_a, bool unit, int64_t m, int64_t n, const float* a, int64_t lda, float* b,
+          int64_t ldb) {
+  check_dims(m, n, lda);
+  ensure_sequential();
+  LUCID_CBLAS(strsm)(LUCID_TRSM_ARGS(left, upper, trans_a, unit), int(m), int(n), 1.0f, a, int(lda), b, int(ldb));
+}
+
+void trsm(bool left, bool upper, bool trans_a, bool unit, int64_t m, int64_t n, const double* a, int64_t lda,
+          double* b, int64_t ldb) {
+  check_dims(m, n, lda);
+  ensure_sequential();
+  LUCID_CBLAS(dtrsm)(LUCID_TRSM_ARGS(left, upper, trans_a, unit), int(m), int(n), 1.0, a, int(lda), b, int(ldb));
 }
 
 }  // namespace lucid::cpu::blas

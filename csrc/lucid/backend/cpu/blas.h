@@ -17,4 +17,10 @@ void sgemm_batch(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, co
 void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
            const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// Row-major B[M,N] := op(A)^-1 B (`left`) or B op(A)^-1, A triangular.
+void trsm(bool left, bool upper, bool trans_a, bool unit_diagonal, int64_t m, int64_t n, const float* a,
+          int64_t lda, float* b, int64_t ldb);
+void trsm(bool left, bool upper, bool trans_a, bool unit_diagonal, int64_t m, int64_t n, const double* a,
+          int64_t lda, double* b, int64_t ldb);
+
 }  // namespace lucid::cpu::blas

@@ -4,7 +4,8 @@
 // capturable: a compiled step holding one of these runs its schedule as
 // plain launches (its describe() says why). Each wants a device kernel:
 // ArgSort, TopK, NonZero (sorting/selection), Scan (cumsum/cumprod), Split,
-// RecurrentCell(+Backward) and ConvTranspose2d.
+// RecurrentCell(+Backward) and ConvTranspose2d; the decompositions and
+// solvers run LAPACK on the host (cuSOLVER would be their device form).
 #include <cstring>
 #include <vector>
 
@@ -51,6 +52,17 @@ LUCID_REGISTER_KERNEL(Split, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCell, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCellBackward, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(ConvTranspose2d, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(LuFactor, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(LuSolve, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Inverse, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(LinearSolve, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Slogdet, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Det, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Cholesky, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(TriangularSolve, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Qr, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Eigh, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(Svd, CUDA, host_fallback);
 
 }  // namespace
 

@@ -786,6 +786,9 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan:
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
     case OpKind::DeviceCopy: case OpKind::Count:
+    case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
+    case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
+    case OpKind::Svd:
       break;
   }
   fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");
@@ -839,6 +842,17 @@ const char* op_kind_name(OpKind k) {
     case OpKind::ConvTranspose2d: return "ConvTranspose2d";
     case OpKind::Split: return "Split";
     case OpKind::DeviceCopy: return "DeviceCopy";
+    case OpKind::LuFactor: return "LuFactor";
+    case OpKind::LuSolve: return "LuSolve";
+    case OpKind::Inverse: return "Inverse";
+    case OpKind::LinearSolve: return "LinearSolve";
+    case OpKind::Slogdet: return "Slogdet";
+    case OpKind::Det: return "Det";
+    case OpKind::Cholesky: return "Cholesky";
+    case OpKind::TriangularSolve: return "TriangularSolve";
+    case OpKind::Qr: return "Qr";
+    case OpKind::Eigh: return "Eigh";
+    case OpKind::Svd: return "Svd";
     case OpKind::Count: break;
   }
   return "?";
@@ -880,6 +894,11 @@ Lowering lowering_of(OpKind kind) {
     // MPSGraph's convolutionTranspose2D or a matmul + col2im plan, neither
     // written nor declared yet (docs/metal.md, "The op table").
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
+    // Decompositions and solvers: MPSGraph has none of LAPACK's (it has no
+    // 64-bit floats either); NotImplementedError naming the operator.
+    case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
+    case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
+    case OpKind::Svd:
       return Lowering::None;
   }
   return Lowering::None;
