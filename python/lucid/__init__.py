@@ -95,6 +95,7 @@ from .utils.data._random import Generator  # noqa: E402
 from ._sampling import multinomial, randperm  # noqa: E402
 from ._composite import *  # noqa: E402,F401,F403  (more of torch's functions, composed of ops)
 from ._settings import *  # noqa: E402,F401,F403
+from ._scatter_ops import *  # noqa: E402,F401,F403  (scatter_reduce, index_reduce, put, *_scatter)
 from . import _tensor_surface  # noqa: E402  (more Tensor methods)
 globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongTensor, ...
 # The namespaces `import torch` also brings in.
