@@ -100,6 +100,7 @@ from . import _tensor_surface  # noqa: E402  (more Tensor methods)
 globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongTensor, ...
 # The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
+from ._nn_namespace import *  # noqa: E402,F401,F403  (torch.conv2d, torch.dropout, torch.batch_norm...)
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
 from . import distributions, func  # noqa: E402,F401
 from .amp import autocast  # noqa: E402  (torch.autocast)
