@@ -382,3 +382,42 @@ def test_runtime_switches():
     assert issubclass(lucid.OutOfMemoryError, RuntimeError) and issubclass(lucid.AcceleratorError, RuntimeError)
     assert lucid.GradScaler is lucid.amp.GradScaler and lucid.vmap is lucid.func.vmap
     assert_close(lucid.vmap(lambda v: v * 2)(lucid.ones(3, 2)), torch.vmap(lambda v: v * 2)(torch.ones(3, 2)))
+
+
+# ----------------------------------------------------------------------- nn
+def test_nn_buffer_registers_on_assignment():
+    for lib in (lucid, torch):
+        m = lib.nn.Module()
+        m.kept = lib.nn.Buffer(lib.ones(2))
+        m.dropped = lib.nn.Buffer(lib.zeros(3), persistent=False)
+        m.plain = lib.ones(1)
+        assert sorted(m.state_dict()) == ["kept"]
+        assert sorted(dict(m.named_buffers())) == ["dropped", "kept"]
+    with pytest.raises(TypeError, match="cannot assign 'Buffer' as parameter 'weight'"):
+        lucid.nn.Linear(2, 2).weight = lucid.nn.Buffer(lucid.zeros(2, 2))  # as torch: a parameter stays one
+    with pytest.raises(TypeError):
+        lucid.nn.Buffer([1, 2])
+
+
+def test_sdpa_kernel_accepts_any_backend():
+    from lucid.nn.attention import SDPBackend, sdpa_kernel
+
+    assert list(SDPBackend.__members__) == list(torch.nn.attention.SDPBackend.__members__)
+    q = lucid.tensor(r(2, 3, 4))
+    expected = lucid.nn.functional.scaled_dot_product_attention(q, q, q)
+    for backends in (SDPBackend.FLASH_ATTENTION, [SDPBackend.MATH, SDPBackend.EFFICIENT_ATTENTION]):
+        with sdpa_kernel(backends):
+            assert_close(lucid.nn.functional.scaled_dot_product_attention(q, q, q),
+                         torch.tensor(expected.numpy()))
+    with pytest.raises(AssertionError):
+        with sdpa_kernel("math"):
+            pass
+
+
+def test_nll_loss_2d_alias_and_container():
+    x, y = r(2, 3, 4, 4), np.random.default_rng(0).integers(0, 3, size=(2, 4, 4))
+    assert_close(lucid.nn.NLLLoss2d()(lucid.tensor(x), lucid.tensor(y)),
+                 torch.nn.NLLLoss2d()(torch.tensor(x), torch.tensor(y)))
+    with pytest.warns(FutureWarning):
+        c = lucid.nn.Container(a=lucid.nn.Linear(2, 3), b=lucid.nn.ReLU())
+    assert [n for n, _ in c.named_children()] == ["a", "b"]
