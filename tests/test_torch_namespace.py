@@ -421,3 +421,27 @@ def test_nll_loss_2d_alias_and_container():
     with pytest.warns(FutureWarning):
         c = lucid.nn.Container(a=lucid.nn.Linear(2, 3), b=lucid.nn.ReLU())
     assert [n for n, _ in c.named_children()] == ["a", "b"]
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_nn_grad_conv_input_and_weight(dims):
+    rng = np.random.default_rng(dims)
+    shape = (2, 4) + (7,) * dims
+    x, w = rng.standard_normal(shape), rng.standard_normal((6, 2) + (3,) * dims)
+    kw = dict(stride=2, padding=1, dilation=1, groups=2)
+    out = getattr(torch.nn.functional, f"conv{dims}d")(torch.tensor(x), torch.tensor(w), **kw)
+    g = rng.standard_normal(tuple(out.shape))
+    for which in ("input", "weight"):
+        name = f"conv{dims}d_{which}"
+        lw, tw = _pair(w if which == "input" else x, True)
+        lg, tg = _pair(g, True)
+        size = x.shape if which == "input" else w.shape
+        res_l = getattr(lucid.nn.grad, name)(size, lw, lg, **kw) if which == "input" else \
+            getattr(lucid.nn.grad, name)(lw, size, lg, **kw)
+        res_t = getattr(torch.nn.grad, name)(size, tw, tg, **kw) if which == "input" else \
+            getattr(torch.nn.grad, name)(tw, size, tg, **kw)
+        assert_close(res_l, res_t, rtol=1e-10, atol=1e-10)
+        res_t.square().sum().backward()  # differentiable in its arguments
+        res_l.square().sum().backward()
+        assert_close(lw.grad, tw.grad, rtol=1e-9, atol=1e-9)
+        assert_close(lg.grad, tg.grad, rtol=1e-9, atol=1e-9)

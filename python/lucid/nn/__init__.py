@@ -5,7 +5,7 @@ from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
-from . import attention  # noqa: F401
+from . import attention, grad  # noqa: F401
 from .modules import NLLLoss as NLLLoss2d  # noqa: F401  (PyTorch's deprecated alias)
 from .modules import Module as _Module
 
