@@ -445,3 +445,48 @@ def test_nn_grad_conv_input_and_weight(dims):
         res_l.square().sum().backward()
         assert_close(lw.grad, tw.grad, rtol=1e-9, atol=1e-9)
         assert_close(lg.grad, tg.grad, rtol=1e-9, atol=1e-9)
+
+
+LAZY = [("LazyLinear", (3,), {}, (2, 5)), ("LazyLinear", (3,), dict(bias=False), (2, 4, 6)),
+        ("LazyConv1d", (4, 3), dict(groups=2, padding=1), (2, 6, 7)), ("LazyConv2d", (3, 2), {}, (2, 4, 5, 5)),
+        ("LazyConvTranspose1d", (4, 3), dict(stride=2), (2, 4, 5)),
+        ("LazyConvTranspose2d", (4, 3), dict(groups=2), (1, 4, 3, 3)),
+        ("LazyBatchNorm1d", (), {}, (3, 4)), ("LazyBatchNorm2d", (), dict(momentum=0.3), (3, 4, 2, 2)),
+        ("LazyInstanceNorm1d", (), {}, (2, 3, 5)), ("LazyInstanceNorm1d", (), dict(affine=False), (2, 3, 5)),
+        ("LazyInstanceNorm2d", (), dict(affine=True, track_running_stats=True), (2, 3, 4, 4))]
+
+
+@pytest.mark.parametrize("name,args,kwargs,input_shape", LAZY, ids=[c[0] + str(i) for i, c in enumerate(LAZY)])
+def test_lazy_modules_materialize_as_torch(name, args, kwargs, input_shape):
+    lazy = getattr(lucid.nn, name)(*args, **kwargs)
+    lazy_t = getattr(torch.nn, name)(*args, **kwargs)
+    assert list(lazy.state_dict()) == list(lazy_t.state_dict())
+    assert lazy.has_uninitialized_params()
+    params = list(lazy.parameters())
+    if params:
+        assert isinstance(params[0], lucid.nn.UninitializedParameter)
+        with pytest.raises(RuntimeError, match="uninitialized parameter"):
+            params[0].shape
+        opt = lucid.optim.SGD(lazy.parameters(), lr=0.5)  # built before the first forward, as torch allows
+    x = r(*input_shape).astype(np.float32)
+    out = lazy(lucid.tensor(x))
+    out_t = lazy_t(torch.tensor(x))
+    assert type(lazy).__name__ == type(lazy_t).__name__  # LazyLinear -> Linear ...
+    assert repr(lazy) == repr(lazy_t)
+    assert [tuple(p.shape) for p in lazy.parameters()] == [tuple(p.shape) for p in lazy_t.parameters()]
+    assert [(n, tuple(b.shape)) for n, b in lazy.named_buffers()] == \
+        [(n, tuple(b.shape)) for n, b in lazy_t.named_buffers()]
+    # The same computation as torch's module once the values agree.
+    lazy_t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in lazy.state_dict().items()})
+    lazy.train(), lazy_t.train()
+    assert_close(lazy(lucid.tensor(x)), lazy_t(torch.tensor(x)), rtol=1e-5, atol=1e-5)
+    if params:
+        assert params[0] is lazy._parameters[next(iter(lazy._parameters))]  # the very object the optimizer holds
+        before = [p.detach().numpy().copy() for p in lazy.parameters()]
+        lazy.zero_grad()
+        lazy(lucid.tensor(x)).sum().backward()
+        grads = [p.grad.numpy().copy() for p in lazy.parameters()]
+        opt.step()
+        for b, g, p in zip(before, grads, lazy.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), b - 0.5 * g, rtol=1e-6, atol=1e-6)
+    assert out.shape == out_t.shape
