@@ -181,7 +181,9 @@ def _lazy_norm(concrete, unbatched_ndim, affine_default, track_default):
 
         def __init__(self, eps=1e-5, momentum=0.1, affine=affine_default, track_running_stats=track_default,
                      device=None, dtype=None, *, bias=True):
-            concrete.__init__(self, 0, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+            # bias=False only where the concrete class takes it (the batch norms)
+            concrete.__init__(self, 0, eps, momentum, affine, track_running_stats, device, dtype,
+                              **({} if bias else {"bias": False}))
             self._make_lazy(["weight", "bias"], ["running_mean", "running_var"])
 
     LazyNorm.__name__ = LazyNorm.__qualname__ = "Lazy" + concrete.__name__
