@@ -490,3 +490,25 @@ def test_lazy_modules_materialize_as_torch(name, args, kwargs, input_shape):
         for b, g, p in zip(before, grads, lazy.parameters()):
             np.testing.assert_allclose(p.detach().numpy(), b - 0.5 * g, rtol=1e-6, atol=1e-6)
     assert out.shape == out_t.shape
+
+
+def test_sync_batch_norm_on_one_process():
+    x = r(4, 3, 5).astype(np.float32)
+    lm, tm = lucid.nn.SyncBatchNorm(3, momentum=0.2), torch.nn.SyncBatchNorm(3, momentum=0.2)
+    for step in range(2):
+        lx, tx = _pair(x + step, True)
+        out_l, out_t = lm(lx), tm(tx)
+        assert_close(out_l, out_t, rtol=1e-5, atol=1e-5)
+        out_l.square().sum().backward()
+        out_t.square().sum().backward()
+        assert_close(lx.grad, tx.grad, rtol=1e-4, atol=1e-4)
+    assert_close(lm.running_var, tm.running_var, rtol=1e-6, atol=1e-6)
+    lm.eval(), tm.eval()
+    assert_close(lm(lucid.tensor(x)), tm(torch.tensor(x)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        lm(lucid.ones(4))
+    net = lucid.nn.Sequential(lucid.nn.Conv2d(2, 3, 1), lucid.nn.BatchNorm2d(3))
+    bn = net[1]
+    converted = lucid.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert isinstance(converted[1], lucid.nn.SyncBatchNorm) and converted[1].weight is bn.weight
+    assert converted[1].running_mean is bn.running_mean

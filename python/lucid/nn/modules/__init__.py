@@ -2,7 +2,7 @@
 from .activation import (CELU, ELU, GELU, GLU, LeakyReLU, LogSigmoid, LogSoftmax, Mish, MultiheadAttention,  # noqa: F401
                          PReLU, ReLU, ReLU6, SELU, Hardsigmoid, Hardswish, Hardtanh, SiLU, Sigmoid, Softmax, Softmin,
                          Softplus, Softsign, Tanh)
-from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
+from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, SyncBatchNorm,  # noqa: F401,E501
                         InstanceNorm3d)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold  # noqa: F401
