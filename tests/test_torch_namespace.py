@@ -512,3 +512,30 @@ def test_sync_batch_norm_on_one_process():
     converted = lucid.nn.SyncBatchNorm.convert_sync_batchnorm(net)
     assert isinstance(converted[1], lucid.nn.SyncBatchNorm) and converted[1].weight is bn.weight
     assert converted[1].running_mean is bn.running_mean
+
+
+def test_python_elementwise_methods_and_resize():
+    for dtype in ("float32", "int64"):
+        a, b, c = np.array([1, 2, 3], dtype=dtype), np.array([4, 5, 6], dtype=dtype), np.array(2, dtype=dtype)
+        la, ta = _pair(a)
+        assert la.apply_(lambda v: v * 3 - 1) is la
+        ta.apply_(lambda v: v * 3 - 1)
+        assert_close(la, ta)
+        la.map_(lucid.tensor(b), lambda x, y: x * y)
+        ta.map_(torch.tensor(b), lambda x, y: x * y)
+        assert_close(la, ta)
+        la.map2_(lucid.tensor(b), lucid.tensor(c), lambda x, y, z: x - y * z)
+        ta.map2_(torch.tensor(b), torch.tensor(c), lambda x, y, z: x - y * z)
+        assert_close(la, ta)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        lucid.ones(2, requires_grad=True).apply_(lambda v: v)
+    lz, tz = _pair(np.arange(6.0).reshape(2, 3))
+    assert lz.resize_(3, 3) is lz
+    tz.resize_(3, 3)
+    assert tuple(lz.shape) == (3, 3)
+    assert_close(lz.reshape(-1)[:6], tz.reshape(-1)[:6])  # kept elements; the rest are uninitialised
+    lz.resize_as_(lucid.ones(2, 2))
+    tz.resize_as_(torch.ones(2, 2))
+    assert_close(lz, tz)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        lucid.ones(2, requires_grad=True).resize_(3)

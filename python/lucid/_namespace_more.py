@@ -430,6 +430,11 @@ def _attach_methods():
     Tensor.unsafe_split_with_sizes = unsafe_split_with_sizes
     Tensor.real = property(lambda self: self)
     Tensor.new = _new
+    Tensor.apply_ = lambda self, callable: _elementwise_python("apply_", self, callable)
+    Tensor.map_ = lambda self, tensor, callable: _elementwise_python("map_", self, callable, tensor)
+    Tensor.map2_ = lambda self, x, y, callable: _elementwise_python("map2_", self, callable, x, y)
+    Tensor.resize_ = _resize_
+    Tensor.resize_as_ = lambda self, tensor, memory_format=None: _resize_(self, tuple(tensor.shape))
     Tensor.new_empty_strided = lambda self, size, stride, *, dtype=None, device=None, requires_grad=False, \
         layout=None, pin_memory=False: empty_strided(size, stride, dtype=dtype or self.dtype,
                                                      device=device or self.device, requires_grad=requires_grad)
@@ -440,6 +445,40 @@ def _attach_methods():
     for device_kind in ("xpu", "ipu", "mtia", "vulkan", "maia"):
         if not hasattr(Tensor, "is_" + device_kind):
             setattr(Tensor, "is_" + device_kind, property(lambda self: False))
+
+
+def _elementwise_python(name, self, fn, *others):
+    """apply_/map_/map2_: fn called on Python numbers, element by element, on
+    the host (PyTorch's CPU-only, no-autograd methods)."""
+    from ._creation import tensor
+
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
+    if self.device.type != "cpu":
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+    columns = [self.reshape(-1).tolist()]
+    columns += [_C.broadcast_to(o, list(self.shape)).reshape(-1).tolist() for o in others]
+    values = [fn(*args) for args in zip(*columns)]
+    self.copy_(_C.reshape(tensor(values, dtype=self.dtype), list(self.shape)))
+    return self
+
+
+def _resize_(self, *sizes, memory_format=None):
+    """The tensor takes the new shape; its first elements (row-major) are
+    kept, new ones are uninitialised (PyTorch's resize_ without storage reuse:
+    views of the old tensor do not follow)."""
+    from ._creation import empty
+
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = list(as_shape(sizes))
+    out = empty(*shape, dtype=self.dtype, device=self.device)
+    kept = min(out.numel(), self.numel())
+    if kept:
+        flat = _C.reshape(out, [out.numel()])
+        flat[:kept] = _C.reshape(self, [self.numel()])[:kept]
+    self._set_data(out)
+    return self
 
 
 def _new(self, *args, **kwargs):
