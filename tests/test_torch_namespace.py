@@ -539,3 +539,25 @@ def test_python_elementwise_methods_and_resize():
     assert_close(lz, tz)
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         lucid.ones(2, requires_grad=True).resize_(3)
+
+
+def test_histogram():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 25)).astype(np.float32)
+    x[0, :3] = x[1, 0]  # ties onto an edge
+    w = rng.random((4, 25)).astype(np.float32)
+    cases = [((7,), {}), ((5,), dict(range=(-1.0, 1.0))), ((4,), dict(density=True)),
+             ((np.array([-2.0, -0.5, 0.0, 0.3, 2.0], dtype=np.float32),), dict(weight=w)),
+             ((3,), dict(weight=w, density=True, range=(0.0, 3.0)))]
+    for args, kwargs in cases:
+        l_args = tuple(lucid.tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        t_args = tuple(torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        l_kw = {k: lucid.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        t_kw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        out_l, out_t = lucid.histogram(lucid.tensor(x), *l_args, **l_kw), torch.histogram(torch.tensor(x), *t_args,
+                                                                                          **t_kw)
+        assert_close(out_l.hist, out_t.hist, rtol=1e-5, atol=1e-6)
+        assert_close(out_l.bin_edges, out_t.bin_edges, rtol=1e-6, atol=1e-6)
+    assert_close(lucid.tensor([2.0, 2.0]).histogram(3).hist, torch.tensor([2.0, 2.0]).histogram(3).hist)
+    with pytest.raises(NotImplementedError):
+        lucid.histogram(lucid.tensor([1, 2]), 3)

@@ -17,7 +17,7 @@ Tensor = _C.Tensor
 
 __all__ = [
     "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-    "trapezoid", "trapz", "cumulative_trapezoid", "i0", "i0_", "ldexp", "ldexp_", "frexp", "gcd", "gcd_", "lcm",
+    "trapezoid", "trapz", "cumulative_trapezoid", "histogram", "i0", "i0_", "ldexp", "ldexp_", "frexp", "gcd", "gcd_", "lcm",
     "lcm_", "xlogy_", "fill", "fill_", "range", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
     "asarray", "empty_strided", "frombuffer", "is_nonzero", "is_same_size", "is_signed", "is_inference", "is_conj",
     "is_neg", "conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "real", "get_device",
@@ -127,6 +127,51 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if terms is None:
         return y if y.dtype.is_floating_point else _C.cast(y, _C.get_default_dtype())
     return _C.cumsum(terms, d, None)
+
+
+# ----------------------------------------------------------------- histogram
+_Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A001,A002
+    """(hist, bin_edges): bins equal-width bins over `range` (the data's
+    [min, max] by default, widened by 0.5 each side when they are equal) or
+    the given edges; the last bin includes its right edge. The range of the
+    data is read on the host (eager, as PyTorch syncs here too)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{_torch_type_name(input.dtype)}\'')
+    x = _C.reshape(input, [input.numel()])
+    if isinstance(bins, Tensor):
+        edges = _C.cast(bins, input.dtype)
+    else:
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = float(_C.amin(x, [0], False).item()), float(_C.amax(x, [0], False).item())
+        else:
+            lo, hi = 0.0, 0.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): max must be larger than min, but got min {lo} max {hi}")
+        from ._creation import linspace
+
+        edges = linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
+    n_bins = edges.shape[0] - 1
+    first, last = edges[0], edges[n_bins]
+    inside = _C.logical_and(_C.ge(x, first), _C.le(x, last))
+    from ._composite import bucketize
+
+    position = _C.sub(bucketize(x, edges, right=True), 1)
+    position = _C.clamp(position, 0, n_bins - 1)  # the last edge belongs to the last bin
+    counts = weight.reshape(-1).to(input.dtype) if weight is not None else _C.full([x.numel()], 1.0, input.dtype,
+                                                                                    input.device)
+    hist = _C.index_add(_C.full([n_bins], 0.0, input.dtype, input.device), 0, position,
+                        _C.where(inside, counts, 0.0))
+    if density:
+        widths = _C.sub(_C.narrow(edges, 0, 1, n_bins), _C.narrow(edges, 0, 0, n_bins))
+        hist = _C.div(hist, _C.mul(widths, _C.sum(hist, None, False, None)))
+    return _Histogram(hist, edges)
 
 
 # ---------------------------------------------------------------- pointwise
@@ -425,6 +470,8 @@ def _attach_methods():
         setattr(Tensor, name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(fn))
         _inplace(name + "_", fn)
     Tensor.frexp = lambda self: frexp(self)
+    Tensor.histogram = lambda self, bins=100, *, range=None, weight=None, density=False: histogram(
+        self, bins, range=range, weight=weight, density=density)
     Tensor.unsafe_chunk = unsafe_chunk
     Tensor.unsafe_split = unsafe_split
     Tensor.unsafe_split_with_sizes = unsafe_split_with_sizes
