@@ -274,8 +274,12 @@ def test_put():
     assert lx.put_(lucid.tensor([1, -1]), lucid.tensor([1.0, 2.0])) is lx
     tx.put_(torch.tensor([1, -1]), torch.tensor([1.0, 2.0]))
     assert_close(lx, tx)
-    with pytest.raises(RuntimeError, match="same number of elements"):
+    with pytest.raises(IndexError, match="same number of elements"):
         lucid.zeros(3).put(lucid.tensor([0, 1]), lucid.ones(3))
+    with pytest.raises(RuntimeError, match="self.dtype = Float and source.dtype = Double"):
+        lucid.zeros(3).put(lucid.tensor([0]), lucid.ones(1, dtype=lucid.float64))
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Float"):
+        lucid.zeros(3).put(lucid.tensor([0.0]), lucid.ones(1))
     with pytest.raises(IndexError):
         lucid.zeros(3).put(lucid.tensor([3]), lucid.ones(1))
 

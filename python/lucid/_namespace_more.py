@@ -237,8 +237,9 @@ def _check_integral(name, *tensors):
 
 
 def _torch_type_name(dtype):
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "bool": "Bool"}.get(str(dtype).split(".")[-1], str(dtype))
+    """PyTorch's scalar-type name of a dtype, as its error messages print it."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "bool": "Bool",
+            "int32": "Int", "int64": "Long"}.get(str(dtype).split(".")[-1], str(dtype))
 
 
 def gcd(input, other):  # noqa: A002

@@ -25,13 +25,15 @@ def put(input, index, source, accumulate=False):  # noqa: A002
     """input with the elements at flat positions `index` (as if input were
     1-D; negative positions count from the end) set to, or with accumulate
     added, source's elements in order."""
+    from ._namespace_more import _torch_type_name as name
+
     if index.dtype != _C.dtype.int64:
-        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {name(index.dtype)}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
-                           f"{input.dtype} and source.dtype = {source.dtype}")
+                           f"{name(input.dtype)} and source.dtype = {name(source.dtype)}")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     flat = _C.reshape(input, [input.numel()])
     out = _C.index_put(flat, [_C.reshape(index, [index.numel()])], _C.reshape(source, [source.numel()]),
