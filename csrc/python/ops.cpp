@@ -219,6 +219,10 @@ void init_ops(py::module_& m) {
   m.def("gather_targets", &gather_targets, release);
   m.def("scatter_add", &scatter_add, release);
   m.def("scatter", &scatter, release);
+  m.def("scatter_reduce", &scatter_reduce, py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("src"),
+        py::arg("reduce"), py::arg("include_self") = true, release);
+  m.def("index_reduce", &index_reduce, py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("source"),
+        py::arg("reduce"), py::arg("include_self") = true, release);
   m.def("masked_fill", &masked_fill, release);
   m.def("one_hot", &one_hot, py::arg("x"), py::arg("num_classes") = -1, release);
   m.def("index", &index, release);

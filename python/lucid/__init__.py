@@ -102,16 +102,21 @@ from ._sampling import multinomial, randperm  # noqa: E402
 from ._composite import *  # noqa: E402,F401,F403  (more of torch's functions, composed of ops)
 from ._settings import *  # noqa: E402,F401,F403
 from ._foreach import *  # noqa: E402,F401,F403  (torch._foreach_*)
+from ._scatter_ops import *  # noqa: E402,F401,F403  (scatter_reduce, index_reduce, put, *_scatter)
+from ._namespace_more import *  # noqa: E402,F401,F403  (windows, trapezoid, gcd, *_copy, asarray...)
 from . import _tensor_surface  # noqa: E402  (more Tensor methods)
 globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongTensor, ...
 # The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
+from ._nn_namespace import *  # noqa: E402,F401,F403  (torch.conv2d, torch.dropout, torch.batch_norm...)
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
 # torch's top-level linear algebra (torch.det, torch.svd's old form, ...) and its Tensor methods
 globals().update(linalg.TOP_LEVEL)
 for _name, _fn in linalg.TOP_LEVEL.items():
     setattr(Tensor, _name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(_fn))
 from . import distributions, func  # noqa: E402,F401
-from .amp import autocast  # noqa: E402  (torch.autocast)
+from .amp import autocast, GradScaler  # noqa: E402  (torch.autocast, torch.GradScaler)
+from ._runtime_flags import *  # noqa: E402,F401,F403  (autocast/anomaly/warning switches, error types)
+vmap = func.vmap
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).
 cmake_prefix_path = __import__("os").path.join(__import__("os").path.dirname(__file__), "share", "cmake")

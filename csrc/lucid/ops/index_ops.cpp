@@ -86,6 +86,157 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   return call<ScatterAdd>({x, index, cast(s, x.dtype())}, normalize_axis(dim, x.ndim()), false);
 }
 
+// ----------------------------------------------------------- ScatterReduce
+static const char* scatter_reduce_op_name(ScatterReduceOp op) {
+  switch (op) {
+    case ScatterReduceOp::Sum: return "sum";
+    case ScatterReduceOp::Prod: return "prod";
+    case ScatterReduceOp::Mean: return "mean";
+    case ScatterReduceOp::Amax: return "amax";
+    case ScatterReduceOp::Amin: return "amin";
+  }
+  return "?";
+}
+
+std::string ScatterReduce::name() const {
+  return std::string("scatter_reduce(") + scatter_reduce_op_name(op) + (include_self ? ")" : ", exclude self)");
+}
+std::vector<TensorMeta> ScatterReduce::infer(const std::vector<TensorMeta>& in) const {
+  check_index_dtype("scatter_reduce", in[1]);
+  LUCID_CHECK(in[1].shape.size() == in[0].shape.size() && in[2].shape.size() == in[0].shape.size(),
+              "scatter_reduce(): Index tensor must have the same number of dimensions as self and src");
+  for (size_t d = 0; d < in[0].shape.size(); ++d) {
+    LUCID_CHECK(in[1].shape[d] <= in[2].shape[d], "scatter_reduce(): Expected index ", shape_str(in[1].shape),
+                " to be smaller than src ", shape_str(in[2].shape));
+    LUCID_CHECK(int(d) == axis || in[1].shape[d] <= in[0].shape[d], "scatter_reduce(): Expected index ",
+                shape_str(in[1].shape), " to be smaller than self ", shape_str(in[0].shape), " apart from dimension ",
+                axis);
+  }
+  return {in[0]};
+}
+
+// PyTorch's gradients (scatter_reduce_backward): ties of amax/amin share the
+// gradient evenly; a product's gradient is formed without dividing by a zero.
+std::vector<Tensor> ScatterReduce::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                                       const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &self = in[0], &index = in[1], &result = out[0], &g = cot[0];
+  // src may be larger than index: only its leading block was read.
+  Tensor src = in[2];
+  if (src.shape() != index.shape())
+    for (int64_t d = 0; d < src.ndim(); ++d) src = narrow(src, d, 0, index.shape()[d]);
+  const Tensor zero = scalar_tensor(0.0, self.dtype(), self.device());
+  const Tensor one = scalar_tensor(1.0, self.dtype(), self.device());
+  auto at_index = [&](const Tensor& t) { return gather(t, axis, index); };
+  Tensor grad_self, grad_src;
+  switch (op) {
+    case ScatterReduceOp::Sum:
+      grad_self = g;
+      grad_src = at_index(g);
+      break;
+    case ScatterReduceOp::Mean: {
+      Tensor n = include_self ? ones_like(self) : zeros_like(self);
+      n = scatter_add(n, axis, index, ones_like(src));
+      n = where(eq(n, zero), one, n);
+      grad_self = div(g, n);
+      grad_src = div(at_index(g), at_index(n));
+      break;
+    }
+    case ScatterReduceOp::Prod: {
+      // self's zeros left out of the product it is divided by
+      const Tensor masked_self = where(eq(self, zero), one, self);
+      grad_self = div(mul(g, scatter_reduce(masked_self, axis, index, src, "prod", include_self)), masked_self);
+      // A src element that is the only zero at its position: the product of the others.
+      const Tensor src_zero = eq(src, zero);
+      const Tensor zeros_there = at_index(scatter_add(zeros_like(self), axis, index, cast(src_zero, self.dtype())));
+      const Tensor single_zero = logical_and(src_zero, eq(zeros_there, one));
+      const Tensor others = scatter_reduce(self, axis, index, where(single_zero, one, src), "prod", include_self);
+      grad_src = where(single_zero, at_index(mul(g, others)),
+                       div(at_index(mul(g, result)), where(src_zero, one, src)));
+      break;
+    }
+    case ScatterReduceOp::Amax:
+    case ScatterReduceOp::Amin: {
+      const Tensor self_is_result = eq(self, result), src_is_result = eq(src, at_index(result));
+      const Tensor n = scatter_add(cast(self_is_result, self.dtype()), axis, index, cast(src_is_result, self.dtype()));
+      const Tensor shared = div(g, n);
+      grad_self = where(self_is_result, shared, zero);
+      grad_src = where(src_is_result, at_index(shared), zero);
+      break;
+    }
+  }
+  // Written positions did not read self.
+  if (!include_self) grad_self = scatter(grad_self, axis, index, zeros(index.shape(), g.dtype(), g.device()));
+  if (grad_src.shape() != in[2].shape()) {
+    std::vector<int64_t> pads;
+    for (int64_t d = in[2].ndim() - 1; d >= 0; --d) {
+      pads.push_back(0);
+      pads.push_back(in[2].shape()[d] - grad_src.shape()[d]);
+    }
+    grad_src = pad(grad_src, pads, 0.0);
+  }
+  return grads_for(argnums, [&](int i) { return i == 0 ? grad_self : grad_src; });
+}
+
+static ScatterReduceOp scatter_reduce_op(const std::string& reduce) {
+  if (reduce == "sum") return ScatterReduceOp::Sum;
+  if (reduce == "prod") return ScatterReduceOp::Prod;
+  if (reduce == "mean") return ScatterReduceOp::Mean;
+  if (reduce == "amax") return ScatterReduceOp::Amax;
+  if (reduce == "amin") return ScatterReduceOp::Amin;
+  fail<InvalidArgument>("reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+}
+
+static Tensor scatter_reduce_impl(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                                  ScatterReduceOp op, bool include_self, const char* caller) {
+  LUCID_CHECK(src.dtype() == x.dtype(), caller, "(): Expected self.dtype to be equal to src.dtype");
+  LUCID_CHECK_T(NotImplementedError, !(op == ScatterReduceOp::Mean && x.dtype() == DType::Bool), caller,
+                "(): reduce='mean' is not implemented for 'Bool'");
+  if (x.ndim() == 0) {
+    normalize_axis(dim, 0);
+    const Tensor r = call<ScatterReduce>({reshape(x, {1}), reshape(index, {1}), reshape(src, {1})}, 0, op,
+                                         include_self);
+    return reshape(r, Shape{});
+  }
+  return call<ScatterReduce>({x, index, src}, normalize_axis(dim, x.ndim()), op, include_self);
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self) {
+  return scatter_reduce_impl(x, dim, index, src, scatter_reduce_op(reduce), include_self, "scatter_reduce");
+}
+
+// index_reduce is scatter_reduce with the index vector spread over source's other dims.
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                    bool include_self) {
+  LUCID_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+              "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  LUCID_CHECK_T(IndexError, index.ndim() <= 1, "index_reduce_(): Index is supposed to be a vector, but got dim: ",
+                index.ndim(), " with type: ", dtype_name(index.dtype()), " and size: ", shape_str(index.shape()));
+  LUCID_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+              "index_reduce_(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
+  LUCID_CHECK(source.dtype() == x.dtype(), "index_reduce_(): self (", dtype_name(x.dtype()), ") and source (",
+              dtype_name(source.dtype()), ") must have the same scalar type");
+  LUCID_CHECK(source.ndim() == x.ndim() || (source.ndim() <= 1 && x.ndim() <= 1),
+              "index_reduce_(): Source/destination tensor must have same slice shapes. Destination slice shape: ",
+              shape_str(x.shape()), " and source slice shape: ", shape_str(source.shape()));
+  if (x.ndim() == 0 || source.ndim() == 0)
+    return reshape(index_reduce(reshape(x, {x.numel()}), 0, reshape(index, {index.numel()}),
+                                reshape(source, {source.numel()}), reduce, include_self),
+                   x.shape());
+  const int axis = normalize_axis(dim, x.ndim());
+  const int64_t n = index.numel();
+  LUCID_CHECK(source.shape()[axis] == n, "index_reduce_(): Number of indices (", n,
+              ") should be equal to source.size(dim): (", source.shape()[axis], "), for dim: ", dim);
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    LUCID_CHECK(d == axis || source.shape()[d] == x.shape()[d],
+                "index_reduce_(): Source/destination tensor must have same slice shapes. Destination slice shape: ",
+                shape_str(x.shape()), " and source slice shape: ", shape_str(source.shape()));
+  Shape along(size_t(x.ndim()), 1);
+  along[size_t(axis)] = n;
+  const Tensor spread = broadcast_to(reshape(index, along), source.shape());
+  return scatter_reduce_impl(x, axis, spread, source, scatter_reduce_op(reduce), include_self, "index_reduce");
+}
+
 // ------------------------------------------------------------- IndexSelect
 std::string IndexSelect::name() const { return "index_select"; }
 std::vector<TensorMeta> IndexSelect::infer(const std::vector<TensorMeta>& in) const {

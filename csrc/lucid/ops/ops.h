@@ -246,6 +246,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather_targets(const Tensor& logp, int64_t dim, const Tensor& target, const std::string& loss);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// reduce: "sum", "prod", "mean", "amax" or "amin" (PyTorch's scatter_reduce).
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                      bool include_self = true);
+// reduce: "prod", "mean", "amax" or "amin" (PyTorch's index_reduce).
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const std::string& reduce,
+                    bool include_self = true);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 Tensor one_hot(const Tensor& index, int64_t num_classes = -1);
 // Reads x at integer coordinates (NumPy advanced indexing over the leading

@@ -45,6 +45,7 @@ enum class OpKind : uint8_t {
   Concat,
   Gather,
   ScatterAdd,
+  ScatterReduce,
   IndexSelect,
   IndexAdd,
   Softmax,

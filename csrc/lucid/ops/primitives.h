@@ -333,6 +333,22 @@ struct ScatterAdd final : Primitive {
   bool saves_input(int i) const override { return i == 1; }  // the index
 };
 
+// (base, index, src): src reduced into base along `axis` at index, PyTorch's
+// scatter_reduce. Without include_self, base's own value at a written
+// position takes no part in the reduction (it is replaced).
+enum class ScatterReduceOp : uint8_t { Sum, Prod, Mean, Amax, Amin };
+struct ScatterReduce final : Primitive {
+  int axis;
+  ScatterReduceOp op;
+  bool include_self;
+  auto attrs() const { return std::tie(axis, op, include_self); }
+  ScatterReduce(int axis, ScatterReduceOp op, bool include_self)
+      : Primitive(OpKind::ScatterReduce), axis(axis), op(op), include_self(include_self) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  bool differentiable_input(int i) const override { return i != 1; }
+};
+
 // x.index_select(axis, index) with a 1-D int64 index.
 // `caller` is the user's op named when an index is out of range (embedding).
 struct IndexSelect final : Primitive {

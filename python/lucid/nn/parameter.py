@@ -34,5 +34,20 @@ def _rebuild_parameter(rebuild, args, requires_grad):
     return Parameter(rebuild(*args), requires_grad)
 
 
+class Buffer(_C.Tensor):
+    """torch.nn.Buffer: assigning one to a Module attribute registers it as
+    a buffer, kept in the state_dict unless persistent=False. It aliases
+    `data`'s storage."""
+
+    def __init__(self, data=None, *, persistent=True):
+        if data is None:
+            data = _C.full([0], 0.0, _C.get_default_dtype(), None)
+        elif not isinstance(data, _C.Tensor):
+            raise TypeError(f"Buffer data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data)
+        self.requires_grad_(data.requires_grad)
+        self.persistent = bool(persistent)
+
+
 def is_parameter(x):
     return isinstance(x, Parameter)

@@ -143,6 +143,88 @@ void scatter_kernel(const Primitive& p, const std::vector<ConstArg>& in, const s
 }
 LUCID_REGISTER_KERNEL(ScatterAdd, CPU, scatter_kernel);
 
+// One step of a scatter reduction: acc combined with v. NaN propagates
+// through amax/amin as in PyTorch; integer products wrap.
+template <class T>
+compute_t<T> reduce_step(ScatterReduceOp op, compute_t<T> acc, compute_t<T> v) {
+  using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case ScatterReduceOp::Sum: case ScatterReduceOp::Amax: return acc || v;
+      default: return acc && v;  // Prod, Amin (Mean is rejected for bool)
+    }
+  } else {
+    switch (op) {
+      case ScatterReduceOp::Sum: case ScatterReduceOp::Mean: return acc + v;
+      case ScatterReduceOp::Prod:
+        if constexpr (std::is_integral_v<C>)
+          return C(std::make_unsigned_t<C>(acc) * std::make_unsigned_t<C>(v));
+        else
+          return acc * v;
+      case ScatterReduceOp::Amax:
+        if constexpr (!std::is_integral_v<C>)
+          if (v != v) return v;
+        return acc < v ? v : acc;
+      case ScatterReduceOp::Amin:
+        if constexpr (!std::is_integral_v<C>)
+          if (v != v) return v;
+        return v < acc ? v : acc;
+    }
+    return acc;
+  }
+}
+
+// The mean's division: each written position by the number of values
+// reduced into it (floor division for integers, as PyTorch).
+template <class T>
+void divide_by_count(T* o, const std::vector<int64_t>& count, bool include_self) {
+  if constexpr (!std::is_same_v<T, bool>) {
+    using C = compute_t<T>;
+    for (size_t i = 0; i < count.size(); ++i) {
+      const int64_t n = count[i] + (include_self ? 1 : 0);
+      if (count[i] == 0 || n == 1) continue;
+      const C v = load(o, int64_t(i));
+      if constexpr (std::is_integral_v<C>) {
+        C q = v / C(n);
+        if (v % C(n) != 0 && v < 0) --q;
+        store(o, int64_t(i), q);
+      } else {
+        store(o, int64_t(i), C(v / C(n)));
+      }
+    }
+  }
+}
+
+void scatter_reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& sr = static_cast<const ScatterReduce&>(p);
+  const Shape& bs = out[0].meta->shape;
+  const Shape bst = contiguous_strides(bs);
+  const Shape sst = contiguous_strides(in[2].meta->shape);
+  const int64_t total = out[0].meta->numel();
+  if (out[0].data != in[0].data)
+    std::memcpy(out[0].data, in[0].data, size_t(total) * itemsize(out[0].meta->dtype));
+  // Values reduced into each position (self counts as one when included):
+  // marks the first write without include_self, and divides for the mean.
+  std::vector<int64_t> count(size_t(total), 0);
+  LUCID_DISPATCH_ALL(out[0].meta->dtype, "scatter_reduce", [&] {
+    T* o = static_cast<T*>(out[0].data);
+    const T* src = static_cast<const T*>(in[2].data);
+    for_each_index(in[1].meta->shape, [&](int64_t pos, const std::vector<int64_t>& idx) {
+      int64_t off = 0, soff = 0;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        off += (int(d) == sr.axis ? checked(read_index(in[1], pos), bs[d], "scatter_reduce", sr.axis) : idx[d]) *
+               bst[d];
+        soff += idx[d] * sst[d];
+      }
+      const bool first = !sr.include_self && count[size_t(off)] == 0;
+      store(o, off, first ? load(src, soff) : reduce_step<T>(sr.op, load(o, off), load(src, soff)));
+      ++count[size_t(off)];
+    });
+    if (sr.op == ScatterReduceOp::Mean) divide_by_count(o, count, sr.include_self);
+  });
+}
+LUCID_REGISTER_KERNEL(ScatterReduce, CPU, scatter_reduce_kernel);
+
 void axis_split(const Shape& s, int axis, int64_t& outer, int64_t& inner) {
   outer = inner = 1;
   for (int d = 0; d < int(s.size()); ++d) {

@@ -4,6 +4,7 @@
 // capturable: a compiled step holding one of these runs its schedule as
 // plain launches (its describe() says why). Each wants a device kernel:
 // ArgSort, TopK, NonZero (sorting/selection), Scan (cumsum/cumprod), Split,
+// ScatterReduce (scatter_reduce/index_reduce),
 // RecurrentCell(+Backward) and ConvTranspose2d; the decompositions and
 // solvers run LAPACK on the host (cuSOLVER would be their device form).
 #include <cstring>
@@ -49,6 +50,7 @@ LUCID_REGISTER_KERNEL(TopK, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(NonZero, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Scan, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Split, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(ScatterReduce, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCell, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCellBackward, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(ConvTranspose2d, CUDA, host_fallback);

@@ -783,7 +783,7 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
       return {lower_as_strided_scatter(g, static_cast<const AsStridedScatter&>(p), in[0], in[1], im[0], im[1])};
     case OpKind::Split: return lower_split(g, static_cast<const Split&>(p), in[0], im[0], om);
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
-    case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan:
+    case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan: case OpKind::ScatterReduce:
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
     case OpKind::DeviceCopy: case OpKind::Count:
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
@@ -817,6 +817,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Concat: return "Concat";
     case OpKind::Gather: return "Gather";
     case OpKind::ScatterAdd: return "ScatterAdd";
+    case OpKind::ScatterReduce: return "ScatterReduce";
     case OpKind::IndexSelect: return "IndexSelect";
     case OpKind::IndexAdd: return "IndexAdd";
     case OpKind::Softmax: return "Softmax";
@@ -887,6 +888,9 @@ Lowering lowering_of(OpKind kind) {
     // Not lowered yet: MPSGraph's cumulativeSum/Product fit, but need a plan
     // operation with its reference interpretation (interpreter.cpp) first.
     case OpKind::Scan:
+    // Not lowered yet: MPSGraph's scatter has sum/product/max/min modes, but
+    // the exclude-self and mean forms need a plan operation of their own.
+    case OpKind::ScatterReduce:
     // No Metal form yet (NotImplementedError naming the operator): the fused
     // recurrent cell and its backward would be a dozen graph operations each
     // (slices, sigmoid/tanh, products) with no case of the reference

@@ -3,7 +3,7 @@ from .activation import (CELU, ELU, GELU, GLU, LeakyReLU, LogSigmoid, LogSoftmax
                          PReLU, ReLU, ReLU6, SELU, Hardsigmoid, Hardswish, Hardtanh, SiLU, Sigmoid, Softmax, Softmin,
                          Softplus, Softsign, Tanh)
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
-from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
+from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, SyncBatchNorm,  # noqa: F401,E501
                         InstanceNorm3d)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Fold,  # noqa: F401
@@ -32,3 +32,6 @@ from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: F401
                           TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,  # noqa: F401,E501
+                   LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyLinear,
+                   UninitializedBuffer, UninitializedParameter)

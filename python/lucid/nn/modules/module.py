@@ -9,7 +9,7 @@ from ... import _C
 from ..._utils import to_dtype
 from ...autograd import no_grad
 from ...autograd.function import Function
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
 
@@ -305,6 +305,11 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                                 "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            if self.__dict__.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            remove_from(self.__dict__, self._parameters, self._modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         else:
             modules = self.__dict__.get("_modules")
             if isinstance(value, Module):
