@@ -350,6 +350,7 @@ def test_tensor_new():
     assert tuple(n.shape) == (4, 5) and n.dtype == lucid.float64
     assert tuple(x.new(x.size()).shape) == (2, 3)
     assert_close(x.new([1, 2]), torch.ones(1, dtype=torch.float64).new([1, 2]))
+    assert_close(x.new((2, 3)), torch.ones(1, dtype=torch.float64).new((2, 3)))  # a tuple that is not a Size is data
     assert tuple(x.new().shape) == (0,)
     assert x.new(x).shape == x.shape
     s = x.new_empty_strided((2, 2), (1, 2))

@@ -532,20 +532,14 @@ def _resize_(self, *sizes, memory_format=None):
 def _new(self, *args, **kwargs):
     """Tensor.new, the legacy constructor: new(*sizes) uninitialised, new(data)
     from data, new(tensor) the same memory, new() empty; self's dtype and device."""
-    from ._creation import empty, tensor
+    from ._tensor_surface import _legacy_new
 
     dtype, device = kwargs.pop("dtype", self.dtype), kwargs.pop("device", self.device)
     if kwargs:
         raise TypeError(f"new() got unexpected keyword arguments {sorted(kwargs)}")
-    if not args:
-        return empty(0, dtype=dtype, device=device)
     if len(args) == 1 and isinstance(args[0], Tensor):
         return args[0].view(args[0].shape)
-    # A list is data. A tuple is sizes: Lucid's .shape and .size() are tuples, and
-    # x.new(x.size()) must mean sizes (torch tells by torch.Size; a tuple of data differs).
-    if len(args) == 1 and isinstance(args[0], list):
-        return tensor(args[0], dtype=dtype, device=device)
-    return empty(*args, dtype=dtype, device=device)
+    return _legacy_new("new", dtype, args, device)
 
 
 _attach_methods()
