@@ -310,6 +310,28 @@ def check(fn, *inputs, grad=True, rtol=None, atol=None, grad_rtol=None, grad_ato
     return l_out
 
 
+def assert_fused_step_matches_eager(model, loss_fn, make_optimizer, batches):
+    """Trains a copy of `model` eagerly and `model` through fused_step on the
+    same batches (tuples (x, *targets)): every step's loss and the final
+    parameters agree."""
+    import copy
+
+    from lucid.compile import fused_step
+
+    eager = copy.deepcopy(model)
+    opt_e, opt_c = make_optimizer(eager.parameters()), make_optimizer(model.parameters())
+    step = fused_step(model, loss_fn, opt_c)
+    for x, *targets in batches:
+        opt_e.zero_grad()
+        e = loss_fn(eager(x), *targets)
+        e.backward()
+        opt_e.step()
+        c = step(x, *targets)
+        np.testing.assert_allclose(float(c), float(e), rtol=1e-5)
+    for (n, pe), (_, pc) in zip(eager.named_parameters(), model.named_parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+
+
 def gradcheck(fn, *arrays, eps=1e-6, rtol=1e-5, atol=1e-8, directions=3, seed=0):
     """lucid's gradient of fn(*tensors) (float64) against central finite
     differences along random directions: <grad, v> == d/dt f(x + t v) . g."""

@@ -3,7 +3,6 @@ convolution over gathered depth slices), max/avg/adaptive/LP 3-D pooling,
 max unpooling 1-D to 3-D, their modules; forward and gradients (float64
 tight), unbatched and non-contiguous inputs, error kinds, and a compiled
 training step equal to eager."""
-import copy
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import torch
 import lucid
 import lucid.nn as nn
 import lucid.nn.functional as F
-from conftest import check, rnd
+from conftest import assert_fused_step_matches_eager, check, rnd
 from test_nn_helpers import compare_module
 
 CONV3D = [
@@ -190,29 +189,14 @@ def test_errors_as_torch(fn, exc):
 
 
 def test_fused_step_equals_eager():
-    from lucid.compile import fused_step
-
-    def make():
-        lucid.manual_seed(0)
-        return nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
-                             nn.ConvTranspose3d(4, 3, 2, stride=2), nn.AvgPool3d(2), nn.AdaptiveMaxPool3d((1, 2, 1)),
-                             nn.Flatten())
-
-    eager, compiled = make(), make()
-    compiled.load_state_dict(copy.deepcopy(eager.state_dict()))
-    opt_e = lucid.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
-    opt_c = lucid.optim.SGD(compiled.parameters(), lr=0.1, momentum=0.9)
-    step = fused_step(compiled, F.mse_loss, opt_c)
-    for seed in range(3):
-        x, y = lucid.tensor(rnd(2, 2, 4, 6, 4, seed=seed)), lucid.tensor(rnd(2, 6, seed=seed + 10))
-        opt_e.zero_grad()
-        e = F.mse_loss(eager(x), y)
-        e.backward()
-        opt_e.step()
-        c = step(x, y)
-        np.testing.assert_allclose(float(c), float(e), rtol=1e-5)
-    for (n, pe), (_, pc) in zip(eager.named_parameters(), compiled.named_parameters()):
-        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+    lucid.manual_seed(0)
+    model = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                          nn.ConvTranspose3d(4, 3, 2, stride=2), nn.AvgPool3d(2), nn.AdaptiveMaxPool3d((1, 2, 1)),
+                          nn.Flatten())
+    batches = [(lucid.tensor(rnd(2, 2, 4, 6, 4, seed=seed)), lucid.tensor(rnd(2, 6, seed=seed + 10)))
+               for seed in range(3)]
+    assert_fused_step_matches_eager(model, F.mse_loss, lambda ps: lucid.optim.SGD(ps, lr=0.1, momentum=0.9),
+                                    batches)
 
 
 @pytest.mark.parametrize("fn", [
