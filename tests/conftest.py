@@ -310,10 +310,11 @@ def check(fn, *inputs, grad=True, rtol=None, atol=None, grad_rtol=None, grad_ato
     return l_out
 
 
-def assert_fused_step_matches_eager(model, loss_fn, make_optimizer, batches):
+def assert_fused_step_matches_eager(model, loss_fn, make_optimizer, batches, *, loss_rtol=1e-5, loss_atol=0.0,
+                                    rtol=1e-4, atol=1e-6):
     """Trains a copy of `model` eagerly and `model` through fused_step on the
     same batches (tuples (x, *targets)): every step's loss and the final
-    parameters agree."""
+    parameters agree (to the given tolerances)."""
     import copy
 
     from lucid.compile import fused_step
@@ -327,9 +328,9 @@ def assert_fused_step_matches_eager(model, loss_fn, make_optimizer, batches):
         e.backward()
         opt_e.step()
         c = step(x, *targets)
-        np.testing.assert_allclose(float(c), float(e), rtol=1e-5)
+        np.testing.assert_allclose(float(c), float(e), rtol=loss_rtol, atol=loss_atol)
     for (n, pe), (_, pc) in zip(eager.named_parameters(), model.named_parameters()):
-        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=rtol, atol=atol, err_msg=n)
 
 
 def gradcheck(fn, *arrays, eps=1e-6, rtol=1e-5, atol=1e-8, directions=3, seed=0):

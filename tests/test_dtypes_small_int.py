@@ -12,7 +12,7 @@ import torch
 
 import lucid
 import lucid.nn as nn
-from lucid.compile import fused_step
+from conftest import assert_fused_step_matches_eager
 
 SMALL = ["uint8", "int8", "int16"]
 ALL = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
@@ -427,25 +427,7 @@ def test_fused_step_with_uint8_input_equals_eager():
         def forward(self, x):
             return self.fc(x.float() / 255)
 
-    def run(compiled):
-        lucid.manual_seed(0)
-        model = Net()
-        opt = lucid.optim.SGD(model.parameters(), lr=0.5)
-        loss_fn = nn.CrossEntropyLoss()
-        step = fused_step(model, loss_fn, opt) if compiled else None
-        losses = []
-        for _ in range(3):
-            x, y = lucid.from_numpy(xs), lucid.tensor(ys)
-            if compiled:
-                losses.append(step(x, y).item())
-            else:
-                opt.zero_grad()
-                loss = loss_fn(model(x), y)
-                loss.backward()
-                opt.step()
-                losses.append(loss.item())
-        return losses, model.fc.weight.detach().numpy().copy()
-
-    (le, we), (lc, wc) = run(False), run(True)
-    np.testing.assert_allclose(lc, le, rtol=1e-6)
-    np.testing.assert_allclose(wc, we, rtol=1e-6, atol=1e-7)
+    lucid.manual_seed(0)
+    batches = [(lucid.from_numpy(xs), lucid.tensor(ys))] * 3
+    assert_fused_step_matches_eager(Net(), nn.CrossEntropyLoss(), lambda ps: lucid.optim.SGD(ps, lr=0.5), batches,
+                                    loss_rtol=1e-6, rtol=1e-6, atol=1e-7)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import lucid
-from conftest import assert_close
+from conftest import assert_close, assert_fused_step_matches_eager
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 
@@ -212,8 +212,6 @@ def test_index_reduce_in_place_int_and_errors():
 
 def test_scatter_reduce_in_fused_step_equals_eager():
     """A model pooling features by segment with scatter_reduce trains the same compiled and eager."""
-    from lucid.compile import fused_step
-
     class SegmentMax(lucid.nn.Module):
         def __init__(self):
             super().__init__()
@@ -233,21 +231,8 @@ def test_scatter_reduce_in_fused_step_equals_eager():
     x, y = lucid.tensor(rng.standard_normal((6, 4)).astype("float32")), lucid.tensor(
         rng.standard_normal((3, 3)).astype("float32"))
     lucid.manual_seed(0)
-    eager = SegmentMax()
-    lucid.manual_seed(0)
-    compiled = SegmentMax()
-    opt_e = lucid.optim.SGD(eager.parameters(), lr=0.1)
-    opt_c = lucid.optim.SGD(compiled.parameters(), lr=0.1)
-    step = fused_step(compiled, loss_fn, opt_c)
-    for _ in range(3):
-        opt_e.zero_grad()
-        loss_e = loss_fn(eager(x), y)
-        loss_e.backward()
-        opt_e.step()
-        loss_c = step(x, y)
-        np.testing.assert_allclose(loss_c.item(), loss_e.item(), rtol=1e-6, atol=1e-7)
-    for pe, pc in zip(eager.parameters(), compiled.parameters()):
-        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert_fused_step_matches_eager(SegmentMax(), loss_fn, lambda ps: lucid.optim.SGD(ps, lr=0.1), [(x, y)] * 3,
+                                    loss_rtol=1e-6, loss_atol=1e-7, rtol=1e-6, atol=1e-7)
 
 
 # ----------------------------------------------------------------- put, *_scatter

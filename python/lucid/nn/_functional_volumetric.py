@@ -76,17 +76,23 @@ def _conv_weight_check(input, weight, groups, name, transposed):  # noqa: A002
                                      f"channels instead")
 
 
+def _stride_dilation(stride, dilation, name):
+    """A 3-D convolution's stride and dilation as triples, checked as PyTorch's."""
+    stride = _ntuple(stride, 3, f"{name}: stride")
+    dilation = _ntuple(dilation, 3, f"{name}: dilation")
+    if any(v <= 0 for v in stride):
+        raise _C.InvalidArgument("non-positive stride is not supported")
+    if any(v <= 0 for v in dilation):
+        raise _C.InvalidArgument("dilation should be greater than zero")
+    return stride, dilation
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """3-D convolution over [N, C, D, H, W] (or unbatched [C, D, H, W])."""
     _check_tensor(input, "input", "conv3d")
     _check_tensor(weight, "weight", "conv3d")
     groups = int(groups)
-    stride = _ntuple(stride, 3, "conv3d: stride")
-    dilation = _ntuple(dilation, 3, "conv3d: dilation")
-    if any(v <= 0 for v in stride):
-        raise _C.InvalidArgument("non-positive stride is not supported")
-    if any(v <= 0 for v in dilation):
-        raise _C.InvalidArgument("dilation should be greater than zero")
+    stride, dilation = _stride_dilation(stride, dilation, "conv3d")
     x, batched = _batched(input, "conv3d", 3)
     _conv_weight_check(x, weight, groups, "conv3d", False)
     kernel = tuple(weight.shape[2:])
@@ -131,14 +137,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if isinstance(padding, str):
         raise TypeError("conv_transpose3d(): argument 'padding' must be tuple of ints, not str")
     groups = int(groups)
-    stride = _ntuple(stride, 3, "conv_transpose3d: stride")
+    stride, dilation = _stride_dilation(stride, dilation, "conv_transpose3d")
     padding = _ntuple(padding, 3, "conv_transpose3d: padding")
     output_padding = _ntuple(output_padding, 3, "conv_transpose3d: output_padding")
-    dilation = _ntuple(dilation, 3, "conv_transpose3d: dilation")
-    if any(v <= 0 for v in stride):
-        raise _C.InvalidArgument("non-positive stride is not supported")
-    if any(v <= 0 for v in dilation):
-        raise _C.InvalidArgument("dilation should be greater than zero")
     if any(v < 0 for v in padding):
         raise _C.InvalidArgument("negative padding is not supported")
     if any(op >= s and op >= dl for op, s, dl in zip(output_padding, stride, dilation)) or min(output_padding) < 0:

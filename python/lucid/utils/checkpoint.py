@@ -9,8 +9,9 @@ differentiated inside the checkpoint's backward, as PyTorch's reentrant
 variant does). With ``use_reentrant=False`` the parameters inside get their
 gradients even when no input requires grad, as PyTorch's non-reentrant
 variant gives them. ``autograd.grad`` through a checkpoint raises, as with
-PyTorch's reentrant variant (its non-reentrant variant supports it). Inside a compiled step the function simply
-runs: the executable plans its own memory.
+PyTorch's reentrant variant (its non-reentrant variant supports it). Inside
+a compiled step the function simply runs: the executable plans its own
+memory.
 """
 import contextlib
 import warnings

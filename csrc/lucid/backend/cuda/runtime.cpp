@@ -57,6 +57,7 @@ Runtime::Runtime() {
   check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_), "cuDeviceGetAttribute");
   check(d.cuDeviceTotalMem(&total_mem_, device_), "cuDeviceTotalMem");
+  max_cached_bytes_ = std::min(total_mem_ / 8, size_t(2) << 30);
   check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
   check(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -137,7 +138,6 @@ void Runtime::deallocate(void* ptr, size_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
   const size_t size = block_bytes(nbytes);
   allocated_.fetch_sub(size);
-  if (!max_cached_bytes_) max_cached_bytes_ = std::min(total_mem_ / 8, size_t(2) << 30);
   if (capture_blocks_.erase(ptr) || size > kMaxCachedBlock || cached_bytes_ + size > max_cached_bytes_) {
     // Stream-ordered: the memory is reused only by work queued after this.
     driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);

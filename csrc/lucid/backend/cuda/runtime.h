@@ -118,7 +118,7 @@ class Runtime {
   // call). Guarded by stream_mutex_.
   static constexpr size_t kMaxCachedBlock = size_t(16) << 20;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;
-  size_t cached_bytes_ = 0, max_cached_bytes_ = 0;
+  size_t cached_bytes_ = 0, max_cached_bytes_ = 0;  // the cap: an eighth of the device, at most 2 GiB
   bool capturing_ = false;
   std::unordered_set<void*> capture_blocks_;  // allocated inside a capture
   void release_cached_blocks();
