@@ -13,6 +13,15 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #endif
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/times.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#endif
 
 #include "lucid/backend/cpu/blas.h"
 #include "lucid/core/error.h"
@@ -75,6 +84,84 @@ class Contention {
   std::atomic<int64_t> backoff_{0};  // ns
 };
 
+// Whether other processes keep this process's CPUs busy. Spinning then
+// takes a core from the neighbour and from our own threads (the caller's
+// serial work between jobs loses its slices to a spinning worker), and a
+// split job waits for a descheduled part; Contention only sees that after a
+// time slice is lost. Every 200 ms the first job to notice samples the busy
+// time of the CPUs this process may run on (/proc/stat) against its own CPU
+// time (times()); busy when the others' share leaves fewer free cores than
+// the pool has threads. Linux only (elsewhere: never busy).
+class NeighbourLoad {
+ public:
+  bool busy(Clock::time_point now, int threads) {
+#if defined(__linux__)
+    const int64_t t = now.time_since_epoch().count();
+    int64_t next = next_sample_.load(std::memory_order_relaxed);
+    if (t >= next && next_sample_.compare_exchange_strong(next, t + kPeriod, std::memory_order_relaxed))
+      sample(threads);
+#else
+    (void)now, (void)threads;
+#endif
+    return busy_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr int64_t kPeriod = std::chrono::nanoseconds(std::chrono::milliseconds(200)).count();
+
+#if defined(__linux__)
+  // Called by one thread at a time (the compare-exchange above).
+  void sample(int threads) {
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;
+    const int64_t system = busy_ticks(mask);
+    struct tms own;
+    if (system < 0 || times(&own) == clock_t(-1)) return;
+    const int64_t mine = int64_t(own.tms_utime) + int64_t(own.tms_stime);
+    const auto wall = Clock::now();
+    if (sampled_) {
+      const double seconds = std::chrono::duration<double>(wall - last_wall_).count();
+      const double others = double((system - last_system_) - (mine - last_own_)) / double(ticks_per_second_) / seconds;
+      // `others` cores in use by the neighbours, with slack for the ticks'
+      // granularity (a tick is 0.05 of a core over 200 ms).
+      busy_.store(others > double(std::max(0, CPU_COUNT(&mask) - threads)) + 0.3, std::memory_order_relaxed);
+    }
+    sampled_ = true;
+    last_system_ = system, last_own_ = mine, last_wall_ = wall;
+  }
+
+  // Busy clock ticks (everything but idle and iowait) summed over the CPUs in
+  // `mask`, from /proc/stat's per-CPU lines; -1 if unreadable.
+  static int64_t busy_ticks(const cpu_set_t& mask) {
+    const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[16384];
+    ssize_t len = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    if (len <= 0) return -1;
+    buf[len] = 0;
+    int64_t total = 0;
+    for (char* line = buf; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
+      int cpu;
+      unsigned long long f[8] = {};  // user nice system idle iowait irq softirq steal
+      if (std::strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
+      if (std::sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &f[0], &f[1], &f[2], &f[3], &f[4],
+                      &f[5], &f[6], &f[7]) < 5 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask))
+        continue;
+      total += int64_t(f[0] + f[1] + f[2] + f[5] + f[6] + f[7]);  // steal: another guest had the core
+    }
+    return total;
+  }
+
+  const long ticks_per_second_ = sysconf(_SC_CLK_TCK);
+  bool sampled_ = false;
+  int64_t last_system_ = 0, last_own_ = 0;
+  Clock::time_point last_wall_;
+#endif
+  std::atomic<int64_t> next_sample_{0};
+  std::atomic<bool> busy_{false};
+};
+
 // A gap between two clock reads of a spin loop this long means the spinning
 // thread lost its core (64 pauses take well under 10 us on any CPU).
 constexpr auto kDescheduled = std::chrono::microseconds(200);
@@ -116,7 +203,10 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Whether jobs should run on the calling thread alone for now.
-  bool contended() const { return contention_.active(Clock::now()); }
+  bool contended() {
+    const auto now = Clock::now();
+    return neighbours_.busy(now, size()) || contention_.active(now);
+  }
 
   void resize(int n) {
     std::lock_guard<std::mutex> job_lock(job_mu_);
@@ -241,6 +331,7 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   int sleepers_ = 0;                    // workers blocked on cv_ (guarded by mu_)
   Contention contention_;
+  NeighbourLoad neighbours_;
 };
 
 int default_threads() {
