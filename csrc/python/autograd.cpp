@@ -1,5 +1,9 @@
-// Autograd entry points: backward, grad, grad mode, tensor hooks and the
-// nodes of Python-defined functions (lucid.autograd.Function).
+// Autograd entry points: backward, grad, grad mode, tensor hooks, the nodes
+// of Python-defined functions (lucid.autograd.Function) and the graph's
+// nodes as Python objects (Tensor.grad_fn, lucid.autograd.graph.Node).
+#include <cctype>
+#include <sstream>
+
 #include "bindings.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
@@ -25,6 +29,31 @@ std::shared_ptr<py::object> keep_python(py::object o) {
     py::gil_scoped_acquire gil;
     delete p;
   });
+}
+
+// PyTorch's name for a node: a primitive's name in CamelCase with
+// "Backward0" (sum -> SumBackward0, log_softmax -> LogSoftmaxBackward0); a
+// Function's node is already "<Function>Backward"; a leaf's accumulator is
+// PyTorch's C++ class name, as its name() says.
+std::string node_display_name(const autograd::Node& n) {
+  if (dynamic_cast<const autograd::AccumulateGrad*>(&n)) return "torch::autograd::AccumulateGrad";
+  if (!dynamic_cast<const autograd::PrimitiveNode*>(&n)) return n.name();
+  std::string out;
+  bool upper = true;
+  for (char ch : n.name()) {
+    if (ch == '_' || ch == ' ' || ch == '.') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    upper = false;
+  }
+  return out + "Backward0";
+}
+
+// The node's class name as PyTorch shows it (repr, attribute errors).
+std::string node_type_name(const autograd::Node& n) {
+  return dynamic_cast<const autograd::AccumulateGrad*>(&n) ? "AccumulateGrad" : node_display_name(n);
 }
 
 Tensor tensor_or_none(const py::object& r, const char* what) {
@@ -206,6 +235,32 @@ void init_autograd(py::module_& m) {
     }
     return outputs;
   });
+
+  // A node of the backward graph, as PyTorch's torch.autograd.graph.Node:
+  // name(), next_functions ((node or None, input_nr) per input), and
+  // `variable` on a leaf's AccumulateGrad, so code that walks the graph from
+  // loss.grad_fn (printing it, drawing it) runs unchanged.
+  py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node")
+      .def("name", &node_display_name)
+      .def_property_readonly("next_functions", [](const autograd::Node& n) {
+        py::tuple out(n.next_edges.size());
+        for (size_t i = 0; i < n.next_edges.size(); ++i) {
+          const autograd::Edge& e = n.next_edges[i];
+          out[i] = py::make_tuple(e.node ? py::cast(e.node) : py::none(), e.input_nr);
+        }
+        return out;
+      })
+      .def_property_readonly("variable", [](const autograd::Node& n) {
+        const auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(&n);
+        if (!acc) throw py::attribute_error("'" + node_type_name(n) + "' object has no attribute 'variable'");
+        return Tensor(acc->leaf());
+      })
+      .def("_sequence_nr", [](const autograd::Node& n) { return n.sequence_nr; })
+      .def("__repr__", [](const autograd::Node& n) {
+        std::ostringstream os;
+        os << "<" << node_type_name(n) << " object at " << static_cast<const void*>(&n) << ">";
+        return os.str();
+      });
 
   m.def("is_grad_enabled", &autograd::GradMode::is_enabled);
   m.def("set_grad_enabled", &autograd::GradMode::set_enabled);

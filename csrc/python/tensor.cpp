@@ -242,7 +242,7 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
         autograd::refresh_view_history(t);
         if (!t.grad_fn()) return py::none();
-        return py::str(t.grad_fn()->name());
+        return py::cast(t.grad_fn());
       })
       .def("retain_grad", [](Tensor& t) {
         LUCID_CHECK_T(Error, t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");

@@ -825,7 +825,7 @@ def _repr(self):
         fmt = _Formatter(_summarized(arr) if summarize else arr)
         body = _tensor_str(arr, indent, summarize, fmt)
     if self.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{self.grad_fn}>")
+        suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -152,3 +152,4 @@ class inference_mode(_GradModeContext):
 is_grad_enabled = _C.is_grad_enabled
 
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
+from . import graph  # noqa: E402,F401
