@@ -324,6 +324,9 @@ def test_one_hot():
         lucid.one_hot(lucid.tensor([5]), 3)
     with pytest.raises(RuntimeError):
         lucid.one_hot(lucid.tensor([-1]), 3)
+    # inferred num_classes: a negative class was an all-zero row
+    with pytest.raises(RuntimeError, match="non-negative"):
+        lucid.one_hot(lucid.tensor([-1, 2]))
 
 
 def test_index_op_errors():

@@ -308,7 +308,9 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
     LUCID_CHECK(index.numel() > 0, "Can not infer total number of classes from empty tensor.");
     const Tensor host = host_values(index);
     const int64_t* p = host.data<int64_t>("one_hot with inferred num_classes");
-    num_classes = *std::max_element(p, p + index.numel()) + 1;
+    const auto [lo, hi] = std::minmax_element(p, p + index.numel());
+    LUCID_CHECK(*lo >= 0, "one_hot: Class values must be non-negative.");
+    num_classes = *hi + 1;
   } else if (!index.is_symbolic() && index.numel() > 0) {
     // Out-of-range classes would silently give all-zero rows.
     const Tensor host = host_values(index);
