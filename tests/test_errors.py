@@ -32,6 +32,15 @@ CASES = [
     ("leaf in-place", lambda m: m.ones(2, requires_grad=True).add_(1), RuntimeError, r"leaf Variable"),
     ("numpy of grad", lambda m: m.ones(2, requires_grad=True).numpy(), RuntimeError, r"requires grad"),
     ("backward non-scalar", lambda m: (m.ones(2, requires_grad=True) * 2).backward(), RuntimeError, r"scalar"),
+    # these returned a value where PyTorch raises (a differential probe of the torch namespace found them)
+    ("rrelu bounds", lambda m: m.nn.functional.rrelu(m.ones(2), 0.5, 0.1), RuntimeError, r"Lower bound"),
+    ("tensordot negative dims", lambda m: m.tensordot(m.ones(2), m.ones(2), -1), RuntimeError, r"dims >= 0"),
+    ("triu_indices negative", lambda m: m.triu_indices(3, -1), RuntimeError, r"col must be non-negative"),
+    ("tril_indices float", lambda m: m.tril_indices(0.5, 3), TypeError, r"'row' .*must be int"),
+    ("cov 3-d", lambda m: m.cov(m.ones(2, 2, 2)), RuntimeError, r"two or fewer dimensions"),
+    ("chain_matmul 3-d", lambda m: m.chain_matmul(m.ones(3, 4, 3)), RuntimeError, r"dimension is 3, expected 2"),
+    ("one_hot negative", lambda m: m.nn.functional.one_hot(m.tensor([-1, 1])), RuntimeError, r"non-negative"),
+    ("median 0-d dim", lambda m: m.median(m.tensor(1.0), 1), IndexError, r"\[-1, 0\]"),
 ]
 
 

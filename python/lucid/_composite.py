@@ -453,6 +453,9 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
         if input.dtype.is_floating_point:
             v = _C.where(_C.any(_C.isnan(flat), None, False), float("nan"), v)
         return v
+    if input.ndim == 0:  # a 0-d tensor is its own median along dim 0 (or -1)
+        _C.squeeze(input, [dim])  # (raises PyTorch's IndexError for any other dim)
+        return _ValuesIndices(input, _C.full([], 0, _C.dtype.int64, input.device))
     n = input.shape[dim]
     if input.dtype.is_floating_point:
         has_nan = _C.any(_C.isnan(input), [dim % input.ndim], True)
@@ -829,6 +832,9 @@ def inner(input, other):  # noqa: A002
 
 
 def chain_matmul(*matrices):
+    for m in matrices:
+        if m.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     out = matrices[0]
     for m in matrices[1:]:
         out = _C.matmul(out, m)
@@ -838,6 +844,8 @@ def chain_matmul(*matrices):
 def tensordot(a, b, dims=2):
     """Contracts dims of a with dims of b: one reshape-and-matmul."""
     if isinstance(dims, numbers.Integral):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         da = list(range(a.ndim - int(dims), a.ndim))
         db = list(range(int(dims)))
     else:
@@ -1063,6 +1071,12 @@ def trace(input):  # noqa: A002
 
 
 def _triangle_indices(row, col, offset, lower, dtype, device):
+    for name, v in (("row", row), ("col", col)):
+        if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
+            raise TypeError(f"{'tril' if lower else 'triu'}_indices(): argument '{name}' must be int, not "
+                            f"{type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{name} must be non-negative, got{v}")  # (PyTorch's message, without the space)
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     from ._creation import tensor
 
@@ -1439,6 +1453,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     """Covariance of the variables (rows) over the observations (columns)."""
     if fweights is not None or aweights is not None:
         raise NotImplementedError("cov(fweights=..., aweights=...) is not supported by lucid")
+    if input.ndim > 2:
+        raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
     x = input if input.ndim == 2 else _C.reshape(input, [1, input.numel()])
     x = _floating(x)
     n = x.shape[1]

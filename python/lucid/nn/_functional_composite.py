@@ -64,6 +64,9 @@ def threshold_(input, threshold, value):  # noqa: A002
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
     """Leaky ReLU with a slope drawn uniformly in [lower, upper] per element
     while training, and the mean slope otherwise."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+
     def fn(x):
         if training:
             slope = _C.add(_C.mul(_C.rand(list(x.shape), _float_like(x), x.device), upper - lower), lower)
