@@ -60,6 +60,9 @@ FUNCTIONS = [
     ("soft_margin_loss", lambda lib, x: lib.nn.functional.soft_margin_loss(x, lib.tensor(labels(6))), [rnd(6)], {}),
     ("multilabel_soft_margin_loss", lambda lib, x, y: lib.nn.functional.multilabel_soft_margin_loss(x, y),
      [rnd(3, 5), (labels(3, 5) > 0).astype(np.float32)], dict(rtol=1e-5)),
+    # a target that broadcasts the input: PyTorch divides by the input's class count
+    ("multilabel_soft_margin_loss broadcast", lambda lib, x, y: lib.nn.functional.multilabel_soft_margin_loss(x, y),
+     [rnd(3, 1), (labels(3, 4) > 0).astype(np.float32)], dict(rtol=1e-5)),
     ("triplet_margin_loss", lambda lib, a, p, n: lib.nn.functional.triplet_margin_loss(a, p, n, swap=True),
      [rnd(4, 3), rnd(4, 3, seed=1), rnd(4, 3, seed=2)], dict(rtol=1e-5)),
     ("triplet_margin_with_distance_loss",

@@ -336,7 +336,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                                                        F.logsigmoid(_C.neg(input)))))
     if weight is not None:
         loss = _C.mul(loss, weight)
-    loss = _C.mean(loss, [input.ndim - 1], False)
+    # PyTorch's: a sum over input's class dim divided by input's class count
+    # (not by the broadcast loss's, where a target broadcasts input)
+    loss = _C.div(_C.sum(loss, [input.ndim - 1], False), float(input.shape[-1]))
     return _reduce(loss, reduction)
 
 
