@@ -41,6 +41,12 @@ CASES = [
     ("chain_matmul 3-d", lambda m: m.chain_matmul(m.ones(3, 4, 3)), RuntimeError, r"dimension is 3, expected 2"),
     ("one_hot negative", lambda m: m.nn.functional.one_hot(m.tensor([-1, 1])), RuntimeError, r"non-negative"),
     ("median 0-d dim", lambda m: m.median(m.tensor(1.0), 1), IndexError, r"\[-1, 0\]"),
+    ("cummax dim", lambda m: m.cummax(m.ones(3), 2), IndexError, r"\[-1, 0\], but got 2"),
+    ("logcumsumexp dim", lambda m: m.logcumsumexp(m.ones(4), 5), IndexError, r"but got 5"),
+    ("vsplit 1-d", lambda m: m.vsplit(m.ones(4), 2), RuntimeError, r"vsplit requires .* at least 2"),
+    ("dsplit 2-d", lambda m: m.dsplit(m.ones(4, 4), 2), RuntimeError, r"dsplit requires .* at least 3"),
+    ("masked_select float mask", lambda m: m.masked_select(m.ones(2), m.ones(2)), RuntimeError, r"BoolTensor"),
+    ("searchsorted dims", lambda m: m.searchsorted(m.ones(3, 3, 3), m.ones(4)), RuntimeError, r"\[3, 3, 3\].*\[4\]"),
 ]
 
 

@@ -375,9 +375,9 @@ def logcumsumexp(input, dim):  # noqa: A002
     spread of values, where one shift for the whole dim underflows every
     term far below its maximum (-inf for x = [0, 3e4])."""
     x = _floating(input)
+    d = F._wrap_dim(dim, x.ndim)
     if x.ndim == 0:
         return _C.clone(x)
-    d = dim % x.ndim
     n = x.shape[d]
 
     def scan(y):
@@ -564,7 +564,7 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
 
 
 def _cum_extreme(input, dim, pick):  # noqa: A002
-    d = dim % input.ndim if input.ndim else 0
+    d = F._wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
     parts = _C.split_with_sizes(input, [1] * input.shape[d], d)
@@ -1186,6 +1186,8 @@ def index_copy(input, dim, index, source):  # noqa: A002
 def masked_select(input, mask):  # noqa: A002
     """The elements where mask is True, as a 1-D tensor (positions read on
     the host: eager only)."""
+    if mask.dtype not in (_C.dtype.bool, _C.dtype.uint8):
+        raise _C.TypeError("masked_select: expected BoolTensor for mask")
     shape = list(broadcast_shapes(input.shape, mask.shape))
     x = _C.broadcast_to(input, shape)
     m = _C.broadcast_to(mask, shape)
@@ -1295,6 +1297,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         seq = np.take_along_axis(seq, _host(sorter, "searchsorted"), -1)
     mode = "right" if right else "left"
+    if seq.ndim != 1 and seq.shape[:-1] != vals.shape[:-1]:
+        raise RuntimeError("searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+                           "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
     if seq.ndim == 1:
         out = np.searchsorted(seq, vals, side=mode)
     else:
@@ -1399,15 +1405,24 @@ def diagflat(input, offset=0):  # noqa: A002
     return diag(_C.reshape(input, [input.numel()]), offset)
 
 
+def _check_split_rank(name, input, rank):  # noqa: A002
+    if input.ndim < rank:
+        raise RuntimeError(f"{name} requires a tensor with at least {rank} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+
+
 def hsplit(input, indices_or_sections):  # noqa: A002
+    _check_split_rank("hsplit", input, 1)
     return tensor_split(input, indices_or_sections, 1 if input.ndim > 1 else 0)
 
 
 def vsplit(input, indices_or_sections):  # noqa: A002
+    _check_split_rank("vsplit", input, 2)
     return tensor_split(input, indices_or_sections, 0)
 
 
 def dsplit(input, indices_or_sections):  # noqa: A002
+    _check_split_rank("dsplit", input, 3)
     return tensor_split(input, indices_or_sections, 2)
 
 
