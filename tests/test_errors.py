@@ -46,6 +46,8 @@ CASES = [
     ("vsplit 1-d", lambda m: m.vsplit(m.ones(4), 2), RuntimeError, r"vsplit requires .* at least 2"),
     ("dsplit 2-d", lambda m: m.dsplit(m.ones(4, 4), 2), RuntimeError, r"dsplit requires .* at least 3"),
     ("masked_select float mask", lambda m: m.masked_select(m.ones(2), m.ones(2)), RuntimeError, r"BoolTensor"),
+    ("hsplit uneven", lambda m: m.hsplit(m.ones(2, 4), 3), RuntimeError, r"not divisible by the split_size 3"),
+    ("trapezoid x length", lambda m: m.trapezoid(m.ones(3), m.ones(2)), RuntimeError, r"one `x` value"),
     ("searchsorted dims", lambda m: m.searchsorted(m.ones(3, 3, 3), m.ones(4)), RuntimeError, r"\[3, 3, 3\].*\[4\]"),
 ]
 

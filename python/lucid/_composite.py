@@ -1405,24 +1405,28 @@ def diagflat(input, offset=0):  # noqa: A002
     return diag(_C.reshape(input, [input.numel()]), offset)
 
 
-def _check_split_rank(name, input, rank):  # noqa: A002
+def _check_split(name, input, rank, sections, dim):  # noqa: A002
     if input.ndim < rank:
         raise RuntimeError(f"{name} requires a tensor with at least {rank} dimension, but got a tensor with "
                            f"{input.ndim} dimensions!")
+    if isinstance(sections, numbers.Integral) and (sections == 0 or input.shape[dim] % sections):
+        raise RuntimeError(f"{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {sections}!")
 
 
 def hsplit(input, indices_or_sections):  # noqa: A002
-    _check_split_rank("hsplit", input, 1)
-    return tensor_split(input, indices_or_sections, 1 if input.ndim > 1 else 0)
+    dim = 1 if input.ndim > 1 else 0
+    _check_split("hsplit", input, 1, indices_or_sections, dim)
+    return tensor_split(input, indices_or_sections, dim)
 
 
 def vsplit(input, indices_or_sections):  # noqa: A002
-    _check_split_rank("vsplit", input, 2)
+    _check_split("vsplit", input, 2, indices_or_sections, 0)
     return tensor_split(input, indices_or_sections, 0)
 
 
 def dsplit(input, indices_or_sections):  # noqa: A002
-    _check_split_rank("dsplit", input, 3)
+    _check_split("dsplit", input, 3, indices_or_sections, 2)
     return tensor_split(input, indices_or_sections, 2)
 
 

@@ -159,6 +159,8 @@ def _like(t, make, memory_format, what, requires_grad=False):
 
 
 def _full_like(t, value, dtype, device, requires_grad, memory_format, what):
+    if isinstance(value, _C.Tensor):  # a 0-d tensor as the value, as PyTorch takes it (read on the host)
+        value = value.item()
     dtype = to_dtype(dtype) or t.dtype
     device = device if device is not None else t.device
     return _like(t, lambda u: _C.full(list(u.shape), value, dtype, device), memory_format, what, requires_grad)

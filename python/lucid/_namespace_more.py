@@ -90,6 +90,8 @@ def _spacing_along(y, x, dx, dim):
     if x is None:
         return None, float(dx if dx is not None else 1.0)
     if x.ndim == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
         shape = [1] * y.ndim
         shape[dim] = x.shape[0]
         x = _C.reshape(x, shape)
