@@ -562,3 +562,22 @@ def test_histogram():
     assert_close(lucid.tensor([2.0, 2.0]).histogram(3).hist, torch.tensor([2.0, 2.0]).histogram(3).hist)
     with pytest.raises(NotImplementedError):
         lucid.histogram(lucid.tensor([1, 2]), 3)
+
+
+def test_diagonal_matrices_keep_nan_and_inf_on_the_diagonal():
+    # diag / diag_embed / diagflat multiplied by an identity: NaN * 0 filled the row with NaN
+    v = np.array([1.0, np.nan, np.inf, -2.0])
+    for name, args in [("diag", ()), ("diag", (1,)), ("diag", (-2,)), ("diag_embed", ()), ("diagflat", (1,))]:
+        got = getattr(lucid, name)(lucid.tensor(v), *args).numpy()
+        want = getattr(torch, name)(torch.tensor(v), *args).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_cov_of_one_variable_and_diff_edges_match_torch():
+    rows = np.array([[1.0, 2.0, 4.0, 7.0]])
+    assert lucid.cov(lucid.tensor(rows)).shape == torch.cov(torch.tensor(rows)).shape == ()
+    assert float(lucid.corrcoef(lucid.tensor(rows))) == float(torch.corrcoef(torch.tensor(rows)))
+    for n in (2, 5):  # an order past the length leaves an empty dim
+        assert lucid.ones(1, 1).diff(n).shape == torch.ones(1, 1).diff(n).shape
+    with pytest.raises(RuntimeError, match="order must be non-negative"):
+        lucid.ones(4).diff(-1)

@@ -716,12 +716,18 @@ def flipud(input):  # noqa: A002
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
-    d = dim % input.ndim
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = F._wrap_dim(dim, input.ndim)
     x = input
     if prepend is not None or append is not None:
         x = _C.cat([t for t in (prepend, x, append) if t is not None], d)
     for _ in range(n):
         m = x.shape[d]
+        if m == 0:
+            break  # (an n past the length leaves it empty)
         x = _C.sub(_C.narrow(x, d, 1, m - 1), _C.narrow(x, d, 0, m - 1)) if x.dtype != _C.dtype.bool else \
             _C.logical_xor(_C.narrow(x, d, 1, m - 1), _C.narrow(x, d, 0, m - 1))
     return x
@@ -1034,10 +1040,17 @@ def cross(input, other, dim=None):  # noqa: A002
                    _C.sub(_C.mul(ax, by), _C.mul(ay, bx))], d)
 
 
+def _diagonal_matrix(v, dim):
+    """[..., n] -> [..., n, n] with v on the diagonal: selected, not multiplied
+    by an identity (NaN * 0 would fill the row)."""
+    n = v.shape[dim]
+    return _C.where(_C.eye(n, n, _C.dtype.bool, v.device), _C.unsqueeze(v, -1), _C.full([], 0, v.dtype, v.device))
+
+
 def diag(input, diagonal=0):  # noqa: A002
     if input.ndim == 1:
         n = input.shape[0]
-        m = _C.mul(_C.unsqueeze(input, 1), _C.eye(n, n, input.dtype, input.device))
+        m = _diagonal_matrix(input, -1)
         # (F.pad order: columns left/right, then rows top/bottom)
         pads = [diagonal, 0, 0, diagonal] if diagonal >= 0 else [0, -diagonal, -diagonal, 0]
         return _C.pad(m, pads, 0.0) if diagonal else m
@@ -1047,8 +1060,7 @@ def diag(input, diagonal=0):  # noqa: A002
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
-    n = input.shape[-1]
-    out = _C.mul(_C.unsqueeze(input, -1), _C.eye(n, n, input.dtype, input.device))
+    out = _diagonal_matrix(input, -1)
     if offset:
         pads = [offset, 0, 0, offset] if offset > 0 else [0, -offset, -offset, 0]
         out = _C.pad(out, pads, 0.0)
@@ -1197,6 +1209,8 @@ def masked_select(input, mask):  # noqa: A002
 
 def masked_scatter(input, mask, source):  # noqa: A002
     """input with the elements where mask is True taken, in order, from source."""
+    if mask.dtype not in (_C.dtype.bool, _C.dtype.uint8):
+        raise _C.TypeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
     shape = list(broadcast_shapes(input.shape, mask.shape))
     m = _C.reshape(_C.broadcast_to(mask, shape), [int(np.prod(shape))])
     positions = F.nonzero(m, as_tuple=True)[0]
@@ -1480,7 +1494,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     n = x.shape[1]
     xc = _C.sub(x, _C.mean(x, [1], True))
     c = _C.div(_C.matmul(xc, _C.transpose(xc, 0, 1)), float(builtins.max(n - correction, 0)))
-    return _C.reshape(c, []) if input.ndim < 2 else c
+    return _C.reshape(c, []) if x.shape[0] == 1 else c  # one variable: a 0-d variance, as PyTorch
 
 
 def corrcoef(input):  # noqa: A002
