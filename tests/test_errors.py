@@ -48,6 +48,13 @@ CASES = [
     ("masked_select float mask", lambda m: m.masked_select(m.ones(2), m.ones(2)), RuntimeError, r"BoolTensor"),
     ("hsplit uneven", lambda m: m.hsplit(m.ones(2, 4), 3), RuntimeError, r"not divisible by the split_size 3"),
     ("trapezoid x length", lambda m: m.trapezoid(m.ones(3), m.ones(2)), RuntimeError, r"one `x` value"),
+    ("celu alpha 0", lambda m: m.nn.functional.celu(m.ones(2), 0.0), RuntimeError, r"alpha cannot be 0"),
+    ("channel_shuffle 2-d", lambda m: m.nn.functional.channel_shuffle(m.ones(2, 3), 3), RuntimeError, r"> 2 dims"),
+    ("margin_ranking_loss dims", lambda m: m.nn.functional.margin_ranking_loss(m.tensor(1.0), m.ones(4, 1),
+                                                                               m.ones(4, 3)), RuntimeError,
+     r"same dimension"),
+    ("cartesian_prod 0-d", lambda m: m.cartesian_prod(m.ones(2), m.tensor(1.0)), RuntimeError, r"1D vector"),
+    ("cross ranks", lambda m: m.linalg.cross(m.ones(2, 3), m.ones(3)), RuntimeError, r"same number of dimensions"),
     ("searchsorted dims", lambda m: m.searchsorted(m.ones(3, 3, 3), m.ones(4)), RuntimeError, r"\[3, 3, 3\].*\[4\]"),
 ]
 

@@ -1025,6 +1025,8 @@ def kron(input, other):  # noqa: A002
 
 
 def cross(input, other, dim=None):  # noqa: A002
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     a, b = broadcast_tensors(input, other)
     if dim is None:
         dim = next((i for i, s in enumerate(a.shape) if s == 3), None)
@@ -1112,6 +1114,9 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
 
 def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
     grids = meshgrid(*tensors, indexing="ij")
     if len(grids) == 1:
         return grids[0]

@@ -267,6 +267,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
 
 
 def channel_shuffle(input, groups):  # noqa: A002
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
     n, c = input.shape[0], input.shape[1]
     if c % groups:
         raise _C.InvalidArgument(f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
@@ -299,6 +301,9 @@ def _loss_reduction(size_average, reduce, reduction):
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _loss_reduction(size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {list(input1.shape)}, input2: {list(input2.shape)}, target: {list(target.shape)} ")
     loss = F.relu(_C.add(_C.mul(_C.neg(target), _C.sub(input1, input2)), margin))
     return _reduce(loss, reduction)
 

@@ -881,6 +881,8 @@ def elu(input, alpha=1.0, inplace=False):  # noqa: A002
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _inplace(input, lambda x: _exponential_below_zero(x, alpha, alpha), inplace)
 
 
