@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 #if defined(__linux__)
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/times.h>
@@ -91,7 +92,10 @@ class Contention {
 // time slice is lost. Every 200 ms the first job to notice samples the busy
 // time of the CPUs this process may run on (/proc/stat) against its own CPU
 // time (times()); busy when the others' share leaves fewer free cores than
-// the pool has threads. Linux only (elsewhere: never busy).
+// the pool has threads. The first sample has no window yet: it counts the
+// threads runnable at that instant (procs_running) that are not ours, so a
+// neighbour already running is seen at the first job. Linux only
+// (elsewhere: never busy).
 class NeighbourLoad {
  public:
   bool busy(Clock::time_point now, int threads) {
@@ -114,12 +118,16 @@ class NeighbourLoad {
   void sample(int threads) {
     cpu_set_t mask;
     if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;
-    const int64_t system = busy_ticks(mask);
+    int64_t system = -1, running = -1;
+    read_proc_stat(mask, system, running);
     struct tms own;
     if (system < 0 || times(&own) == clock_t(-1)) return;
     const int64_t mine = int64_t(own.tms_utime) + int64_t(own.tms_stime);
     const auto wall = Clock::now();
-    if (sampled_) {
+    if (!sampled_ && running >= 0) {
+      const int64_t others = running - own_runnable_threads();
+      busy_.store(others > std::max<int64_t>(0, sysconf(_SC_NPROCESSORS_ONLN) - threads), std::memory_order_relaxed);
+    } else if (sampled_) {
       const double seconds = std::chrono::duration<double>(wall - last_wall_).count();
       const double others = double((system - last_system_) - (mine - last_own_)) / double(ticks_per_second_) / seconds;
       // `others` cores in use by the neighbours, with slack for the ticks'
@@ -130,27 +138,52 @@ class NeighbourLoad {
     last_system_ = system, last_own_ = mine, last_wall_ = wall;
   }
 
-  // Busy clock ticks (everything but idle and iowait) summed over the CPUs in
-  // `mask`, from /proc/stat's per-CPU lines; -1 if unreadable.
-  static int64_t busy_ticks(const cpu_set_t& mask) {
-    const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
+  // From /proc/stat: the busy clock ticks (everything but idle and iowait)
+  // summed over the CPUs in `mask`, and the threads runnable now; each
+  // stays -1 if unreadable.
+  static void read_proc_stat(const cpu_set_t& mask, int64_t& busy, int64_t& running) {
     char buf[16384];
-    ssize_t len = ::read(fd, buf, sizeof(buf) - 1);
-    ::close(fd);
-    if (len <= 0) return -1;
-    buf[len] = 0;
+    if (read_file("/proc/stat", buf, sizeof buf) <= 0) return;
     int64_t total = 0;
     for (char* line = buf; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
       int cpu;
       unsigned long long f[8] = {};  // user nice system idle iowait irq softirq steal
+      long long n;
+      if (std::sscanf(line, "procs_running %lld", &n) == 1) running = n;
       if (std::strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
       if (std::sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &f[0], &f[1], &f[2], &f[3], &f[4],
                       &f[5], &f[6], &f[7]) < 5 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask))
         continue;
       total += int64_t(f[0] + f[1] + f[2] + f[5] + f[6] + f[7]);  // steal: another guest had the core
     }
-    return total;
+    busy = total;
+  }
+
+  // This process's threads in state R (/proc/self/task/*/stat).
+  static int64_t own_runnable_threads() {
+    int64_t n = 0;
+    DIR* dir = opendir("/proc/self/task");
+    if (!dir) return 1;  // (at least the caller)
+    while (dirent* e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      char path[300], buf[512];
+      std::snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+      if (read_file(path, buf, sizeof buf) <= 0) continue;
+      const char* state = std::strrchr(buf, ')');  // "pid (comm) S ...": comm may hold spaces
+      if (state && state[1] == ' ' && state[2] == 'R') ++n;
+    }
+    closedir(dir);
+    return n;
+  }
+
+  // The file's first size - 1 bytes, NUL-terminated; its length or -1.
+  static ssize_t read_file(const char* path, char* buf, size_t size) {
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const ssize_t len = ::read(fd, buf, size - 1);
+    ::close(fd);
+    if (len >= 0) buf[len] = 0;
+    return len;
   }
 
   const long ticks_per_second_ = sysconf(_SC_CLK_TCK);
