@@ -784,8 +784,8 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::Split: return lower_split(g, static_cast<const Split&>(p), in[0], im[0], om);
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
     case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan: case OpKind::ScatterReduce:
-    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
-    case OpKind::DeviceCopy: case OpKind::Count:
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::Conv2d:
+    case OpKind::Conv2dBackwardInput: case OpKind::Conv2dBackwardWeight: case OpKind::DeviceCopy: case OpKind::Count:
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
     case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
     case OpKind::Svd:
@@ -840,7 +840,9 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Scan: return "Scan";
     case OpKind::RecurrentCell: return "RecurrentCell";
     case OpKind::RecurrentCellBackward: return "RecurrentCellBackward";
-    case OpKind::ConvTranspose2d: return "ConvTranspose2d";
+    case OpKind::Conv2d: return "Conv2d";
+    case OpKind::Conv2dBackwardInput: return "Conv2dBackwardInput";
+    case OpKind::Conv2dBackwardWeight: return "Conv2dBackwardWeight";
     case OpKind::Split: return "Split";
     case OpKind::DeviceCopy: return "DeviceCopy";
     case OpKind::LuFactor: return "LuFactor";
@@ -897,7 +899,8 @@ Lowering lowering_of(OpKind kind) {
     // interpreter checking them, and a transposed convolution needs
     // MPSGraph's convolutionTranspose2D or a matmul + col2im plan, neither
     // written nor declared yet (docs/metal.md, "The op table").
-    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward:
+    case OpKind::Conv2d: case OpKind::Conv2dBackwardInput: case OpKind::Conv2dBackwardWeight:
     // Decompositions and solvers: MPSGraph has none of LAPACK's (it has no
     // 64-bit floats either); NotImplementedError naming the operator.
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
