@@ -153,9 +153,9 @@ static void check_conv_weight(const char* op, const Shape& ws, const Window2d& w
 // [N, O, OH, OW] must lie on it.
 static void check_conv_grid(const char* op, const Shape& grad, const Window2d& win, int64_t height, int64_t width) {
   check_output(op, win, height, width);
-  LUCID_CHECK(grad[2] == win.out_h(height) && grad[3] == win.out_w(width), op, ": expected a gradient of spatial size (",
-              win.out_h(height), ", ", win.out_w(width), ") for an input of size (", height, ", ", width, ") and ",
-              win.str(), ", got ", shape_str(grad));
+  LUCID_CHECK(grad[2] == win.out_h(height) && grad[3] == win.out_w(width), op,
+              ": expected a gradient of spatial size (", win.out_h(height), ", ", win.out_w(width),
+              ") for an input of size (", height, ", ", width, ") and ", win.str(), ", got ", shape_str(grad));
 }
 
 std::string Conv2d::name() const { return "conv2d"; }

@@ -4,22 +4,25 @@
 // The batch's output positions are cut into blocks — a few whole images, or
 // a band of output rows of one image — small enough that a block's unfolded
 // input (its im2col columns, [C/g * kh * kw, block positions]) stays in cache
-// from being written to being read by the GEMM (the BLAS GEMM matmul uses).
-// Each block is unfolded, multiplied and written out in NCHW before the
-// next, so no batch-sized column matrix is ever made:
-//   forward          y_blk  = W_g @ cols
-//   backward-weight  dW_g  += dy_blk @ cols^T (per-part partial sums, added
-//                                             in part order: deterministic)
-//   backward-input   cols   = W_g^T @ dy_blk, then scattered (col2im) into dx
-// A 1x1 stride-1 convolution without padding is a plain GEMM on the input
-// (its unfolded matrix is the input itself). 16-bit floats compute in
-// float32 and are rounded once.
+// from being written to being read by the product (block_gemm.h, which reads
+// it in the column strips the unfold writes, with no packing pass). Each
+// block is unfolded, multiplied and written out in NCHW before the next, so
+// no batch-sized column matrix is ever made:
+//   forward          y_blk   = W_g cols
+//   backward-weight  dW_g^T += cols dy_blk^T (a sum per part of the batch,
+//                                            the parts added in order:
+//                                            deterministic)
+//   backward-input   cols    = W_g^T dy_blk, scattered (col2im) into dx
+// A 1x1 stride-1 convolution without padding has the input as its unfolded
+// matrix: its blocks are copied, not unfolded, and its input gradient is the
+// product itself. 16-bit floats compute in float32 and are rounded once.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-#include "lucid/backend/cpu/blas.h"
+#include "lucid/backend/cpu/block_gemm.h"
 #include "lucid/backend/cpu/dispatch.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/backend/cpu/window.h"
@@ -30,8 +33,8 @@ namespace lucid::cpu {
 
 namespace {
 
-// Bytes of unfolded input per block: within a core's L2 beside the GEMM's
-// own packed panels.
+// Bytes of unfolded input per block: within a core's L2 beside the
+// product's other operands.
 constexpr int64_t kBlockBytes = 512 << 10;
 
 struct Geometry {
@@ -58,13 +61,14 @@ struct Geometry {
 };
 
 // Output rows [r0, r1) of images [n0, n0 + images): several whole images, or
-// a band of rows of one.
+// a band of rows of one. Its columns are its positions, image by image.
 struct Block {
   int64_t n0, images, r0, r1;
-  int64_t cols(const Geometry& g) const { return images * (r1 - r0) * g.ow; }
-  // Element offset of the block's first position in an [N, channels, OH*OW] tensor.
-  int64_t at(const Geometry& g, int64_t channels, int64_t channel) const {
-    return (n0 * channels + channel) * g.l + r0 * g.ow;
+  int64_t run(const Geometry& g) const { return (r1 - r0) * g.ow; }  // positions per image
+  int64_t cols(const Geometry& g) const { return images * run(g); }
+  // Element offset of image `img`'s first position in the block, in an [N, channels, OH*OW] tensor.
+  int64_t at(const Geometry& g, int64_t img, int64_t channels, int64_t channel) const {
+    return ((n0 + img) * channels + channel) * g.l + r0 * g.ow;
   }
 };
 
@@ -72,8 +76,7 @@ std::vector<Block> plan_blocks(const Geometry& g, int64_t elem_bytes) {
   std::vector<Block> blocks;
   if (g.n == 0) return blocks;
   const int64_t row_bytes = std::max<int64_t>(1, g.kg * g.ow * elem_bytes);
-  int64_t rows = std::max<int64_t>(1, kBlockBytes / row_bytes);
-  if (g.unit) rows = std::min(rows, g.oh);  // one image at most: GEMMs read the input in place
+  const int64_t rows = std::max<int64_t>(1, kBlockBytes / row_bytes);
   if (rows >= g.oh) {
     // Whole images, but at least one block per thread where the batch allows.
     const int64_t threads = num_threads();
@@ -87,67 +90,82 @@ std::vector<Block> plan_blocks(const Geometry& g, int64_t elem_bytes) {
   return blocks;
 }
 
-// Per-thread buffers reused across calls: a training step runs the same
-// convolutions every step, and fresh large allocations would fault their
-// pages in again each time.
+// Per-thread buffers reused across calls (a training step runs the same
+// convolutions every step; fresh large allocations would fault their pages
+// in again each time), 64-byte aligned.
+enum Slot { kCols, kGrad, kOut, kSlots };
 template <class A>
-A* scratch(int slot, int64_t n) {
-  thread_local std::vector<A> buffers[2];
+A* scratch(Slot slot, int64_t n) {
+  thread_local std::vector<A> buffers[kSlots];
+  constexpr int64_t kAlign = 64 / sizeof(A);
   std::vector<A>& b = buffers[slot];
-  if (int64_t(b.size()) < n) b.resize(size_t(n));
-  return b.data();
-}
-
-template <class A>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const A* b, int64_t ldb, A beta,
-          A* c, int64_t ldc) {
-  if constexpr (std::is_same_v<A, float>) {
-    blas::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  } else {
-    blas::dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
-  }
+  if (int64_t(b.size()) < n + kAlign) b.resize(size_t(n + kAlign));
+  const uintptr_t at = reinterpret_cast<uintptr_t>(b.data());
+  return b.data() + ((64 - at % 64) % 64) / sizeof(A);
 }
 
 // The arithmetic type of storage type T.
 template <class T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Rows of group `grp`'s unfolded matrix over block b, as [kg, cols]: row
-// (channel, i, j) holds, for each position of the block, the input element
-// under tap (i, j); taps over the padding read zero.
+// A [rows, cols] matrix in column strips of `width` (block_gemm.h): the
+// strip-relative address of (row, col), and the element count including
+// the last strip's padding.
+struct Strips {
+  int64_t rows, width;
+  int64_t at(int64_t row, int64_t col) const { return (col / width) * rows * width + row * width + col % width; }
+  int64_t size(int64_t cols) const { return (cols + width - 1) / width * rows * width; }
+};
+
+// Writes `count` consecutive columns of row `row`, from column `col`, as
+// value(q) for q in [0, count): each piece within one strip is a contiguous run.
+template <class A, class F>
+void write_run(A* m, const Strips& s, int64_t row, int64_t col, int64_t count, F&& value_run) {
+  for (int64_t q = 0; q < count;) {
+    const int64_t lane = (col + q) % s.width, piece = std::min(count - q, s.width - lane);
+    value_run(m + s.at(row, col + q), q, q + piece);
+    q += piece;
+  }
+}
+
+// Group grp's unfolded input over block b, in strips: row (channel, i, j)
+// holds, for each position of the block, the input element under tap (i, j);
+// taps over the padding read zero.
 template <class T, class A>
-void unfold(const Geometry& g, const T* x, const Block& b, int64_t grp, A* cols) {
+void unfold(const Geometry& g, const T* x, const Block& b, int64_t grp, A* cols, const Strips& s) {
   const Window2d& win = g.win;
   for (int64_t k = 0; k < g.kg; ++k) {
     const int64_t ch = grp * g.cg + k / g.kk, i = (k / win.kw) % win.kh, j = k % win.kw;
     const int64_t col_off = j * win.dw - win.pad_left;
     int64_t lo, hi;
     valid_range(col_off, win.sw, g.w, g.ow, lo, hi);
-    A* dst = cols + k * b.cols(g);
-    for (int64_t img = b.n0; img < b.n0 + b.images; ++img) {
-      const T* src_plane = x + (img * g.c + ch) * g.plane;
-      for (int64_t r = b.r0; r < b.r1; ++r, dst += g.ow) {
+    for (int64_t img = 0; img < b.images; ++img) {
+      const T* src_plane = x + ((b.n0 + img) * g.c + ch) * g.plane;
+      for (int64_t r = b.r0; r < b.r1; ++r) {
         const int64_t ih = r * win.sh - win.pad_top + i * win.dh;
-        if (ih < 0 || ih >= g.h) {
-          std::fill(dst, dst + g.ow, A(0));
-          continue;
-        }
-        const T* src = src_plane + ih * g.w + col_off;
-        std::fill(dst, dst + lo, A(0));
-        if (win.sw == 1) {
-          for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q));
-        } else {
-          for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q * win.sw));
-        }
-        std::fill(dst + hi, dst + g.ow, A(0));
+        const bool inside = ih >= 0 && ih < g.h;
+        // Columns [lo, hi) read the image (row ih, from column col_off); the rest is padding.
+        const int64_t read_lo = inside ? lo : g.ow, read_hi = inside ? hi : g.ow;
+        const T* src = src_plane + (inside ? ih * g.w + col_off : 0);
+        write_run(cols, s, k, img * b.run(g) + (r - b.r0) * g.ow, g.ow, [&](A* dst, int64_t q0, int64_t q1) {
+          const int64_t a = std::clamp(read_lo, q0, q1), z = std::clamp(read_hi, a, q1);
+          std::fill(dst, dst + (a - q0), A(0));
+          if (win.sw == 1) {
+            for (int64_t q = a; q < z; ++q) dst[q - q0] = A(load(src, q));
+          } else {
+            for (int64_t q = a; q < z; ++q) dst[q - q0] = A(load(src, q * win.sw));
+          }
+          std::fill(dst + (z - q0), dst + (q1 - q0), A(0));
+        });
       }
     }
   }
 }
 
 // The adjoint of unfold for the rows of channels [c0, c1) of group grp
-// (`cols` starting at channel c0's first row): each value is added into the
-// input position its tap read. acc is [N, C, H, W].
+// (`cols` row-major [rows, block columns], starting at channel c0's first
+// row): each value is added into the input position its tap read. acc is
+// [N, C, H, W].
 template <class A>
 void fold(const Geometry& g, const A* cols, const Block& b, int64_t c0, int64_t c1, A* acc) {
   const Window2d& win = g.win;
@@ -175,42 +193,20 @@ void fold(const Geometry& g, const A* cols, const Block& b, int64_t c0, int64_t 
       }
 }
 
-// A matrix operand: `data` with leading dimension `ld`.
-template <class A>
-struct Mat {
-  const A* data;
-  int64_t ld;
-};
-
-// Group grp's unfolded input over block b: the input itself where the
-// window is the identity (and no conversion is needed), else unfolded into
-// scratch slot 0.
+// Rows [row0, row0 + rows) of the channels of group grp of an
+// [N, channels, OH*OW] tensor over block b, into `m` (strips or row-major),
+// converted to A.
 template <class T, class A>
-Mat<A> unfolded(const Geometry& g, const T* x, const Block& b, int64_t grp) {
-  if constexpr (std::is_same_v<T, A>) {
-    if (g.unit) return {x + b.at(g, g.c, grp * g.cg), g.l};
-  }
-  A* cols = scratch<A>(0, g.kg * b.cols(g));
-  unfold(g, x, b, grp, cols);
-  return {cols, b.cols(g)};
-}
-
-// Group grp's output-gradient rows over block b, as [og, cols]: read in place
-// from one image, else gathered (and converted) into scratch slot 1.
-template <class T, class A>
-Mat<A> gradient_rows(const Geometry& g, const T* dy, const Block& b, int64_t grp) {
-  if constexpr (std::is_same_v<T, A>) {
-    if (b.images == 1) return {dy + b.at(g, g.o, grp * g.og), g.l};
-  }
-  const int64_t ncols = b.cols(g), run = (b.r1 - b.r0) * g.ow;
-  A* rows = scratch<A>(1, g.og * ncols);
-  for (int64_t oc = 0; oc < g.og; ++oc)
+void gather_rows(const Geometry& g, const T* t, int64_t channels, const Block& b, int64_t first_channel,
+                 int64_t rows, A* m, const Strips& s) {
+  const int64_t run = b.run(g);
+  for (int64_t row = 0; row < rows; ++row)
     for (int64_t img = 0; img < b.images; ++img) {
-      const T* src = dy + ((b.n0 + img) * g.o + grp * g.og + oc) * g.l + b.r0 * g.ow;
-      A* dst = rows + oc * ncols + img * run;
-      for (int64_t q = 0; q < run; ++q) dst[q] = A(load(src, q));
+      const T* src = t + b.at(g, img, channels, first_channel + row);
+      write_run(m, s, row, img * run, run, [&](A* dst, int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) dst[q - q0] = A(load(src, q));
+      });
     }
-  return {rows, ncols};
 }
 
 // The weight in the arithmetic type: itself, or a converted copy in `keep`.
@@ -230,26 +226,32 @@ void conv_forward(const Geometry& g, const T* x, const T* w_in, T* y) {
   using A = acc_t<T>;
   std::vector<A> w_keep;
   const A* w = weight_as<T, A>(w_in, g.o * g.kg, w_keep);
+  // Each group's weight packed once, for every block.
+  const int64_t packed_size = block_gemm_packed_size<A>(g.og, g.kg);
+  std::vector<A> packed(size_t(g.groups * packed_size));
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    block_gemm_pack(g.og, g.kg, w + grp * g.og * g.kg, g.kg, packed.data() + grp * packed_size);
   const std::vector<Block> blocks = plan_blocks(g, sizeof(A));
   parallel_for(int64_t(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t bi = begin; bi < end; ++bi) {
       const Block& b = blocks[size_t(bi)];
-      const int64_t ncols = b.cols(g), run = (b.r1 - b.r0) * g.ow;
+      const int64_t ncols = b.cols(g), run = b.run(g);
+      const Strips s{g.kg, block_gemm_strip<A>(ncols)};
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const Mat<A> cols = unfolded<T, A>(g, x, b, grp);
-        const A* wg = w + grp * g.og * g.kg;
+        A* cols = scratch<A>(kCols, s.size(ncols));
+        unfold(g, x, b, grp, cols, s);
+        const A* wg = packed.data() + grp * packed_size;
         if constexpr (std::is_same_v<T, A>) {
           if (b.images == 1) {  // straight into y's rows
-            gemm<A>(false, false, g.og, ncols, g.kg, wg, g.kg, cols.data, cols.ld, A(0), y + b.at(g, g.o, grp * g.og),
-                    g.l);
+            block_gemm_nn(g.og, ncols, g.kg, wg, cols, false, y + b.at(g, 0, g.o, grp * g.og), g.l);
             continue;
           }
         }
-        A* out = scratch<A>(1, g.og * ncols);
-        gemm<A>(false, false, g.og, ncols, g.kg, wg, g.kg, cols.data, cols.ld, A(0), out, ncols);
+        A* out = scratch<A>(kOut, g.og * ncols);
+        block_gemm_nn(g.og, ncols, g.kg, wg, cols, false, out, ncols);
         for (int64_t oc = 0; oc < g.og; ++oc)
           for (int64_t img = 0; img < b.images; ++img) {
-            T* dst = y + ((b.n0 + img) * g.o + grp * g.og + oc) * g.l + b.r0 * g.ow;
+            T* dst = y + b.at(g, img, g.o, grp * g.og + oc);
             const A* src = out + oc * ncols + img * run;
             for (int64_t q = 0; q < run; ++q) store(dst, q, src[q]);
           }
@@ -262,41 +264,60 @@ template <class T>
 void conv_backward_weight(const Geometry& g, const T* x, const T* dy, T* dw) {
   using A = acc_t<T>;
   const std::vector<Block> blocks = plan_blocks(g, sizeof(A));
+  // Parts of the batch, each summing its blocks into its own buffer; the
+  // parts are added in order after. A part holds each group's dW^T
+  // [kg, og]: the unfolded block is the product's large operand, read row
+  // by row in place.
   const int64_t size = g.o * g.kg;
-  // Parts of the batch, each summed into its own buffer (part 0 into dw
-  // itself where the types allow); the parts are added in order after.
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads(), int64_t(blocks.size())));
-  constexpr bool in_place = std::is_same_v<T, A>;
-  std::vector<A> partials(size_t((parts - (in_place ? 1 : 0)) * size));
-  auto partial = [&](int64_t p) -> A* {
-    if constexpr (in_place) {
-      return p == 0 ? dw : partials.data() + (p - 1) * size;
-    } else {
-      return partials.data() + p * size;
-    }
-  };
+  std::vector<A> partials(size_t(parts * size));
   parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      A* acc = partial(p);
+      A* acc = partials.data() + p * size;
       const int64_t b0 = int64_t(blocks.size()) * p / parts, b1 = int64_t(blocks.size()) * (p + 1) / parts;
       if (b0 == b1) std::fill(acc, acc + size, A(0));
       for (int64_t bi = b0; bi < b1; ++bi) {
         const Block& b = blocks[size_t(bi)];
+        const int64_t ncols = b.cols(g);
+        const Strips rows{g.kg, ncols}, grad_rows{g.og, ncols};  // row-major
         for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const Mat<A> cols = unfolded<T, A>(g, x, b, grp);
-          const Mat<A> grad = gradient_rows<T, A>(g, dy, b, grp);
-          gemm<A>(false, true, g.og, g.kg, b.cols(g), grad.data, grad.ld, cols.data, cols.ld, bi == b0 ? A(0) : A(1),
-                  acc + grp * g.og * g.kg, g.kg);
+          const A *cols = nullptr, *grad = nullptr;
+          int64_t ld_cols = ncols, ld_grad = ncols;
+          if constexpr (std::is_same_v<T, A>) {
+            if (g.unit && b.images == 1) {  // the input's rows are the unfolded ones
+              cols = x + b.at(g, 0, g.c, grp * g.cg);
+              ld_cols = g.l;
+            }
+            if (b.images == 1) {
+              grad = dy + b.at(g, 0, g.o, grp * g.og);
+              ld_grad = g.l;
+            }
+          }
+          if (!cols) {
+            A* buf = scratch<A>(kCols, g.kg * ncols);
+            unfold(g, x, b, grp, buf, rows);
+            cols = buf;
+          }
+          if (!grad) {
+            A* buf = scratch<A>(kGrad, g.og * ncols);
+            gather_rows(g, dy, g.o, b, grp * g.og, g.og, buf, grad_rows);
+            grad = buf;
+          }
+          block_gemm_nt(g.kg, g.og, ncols, cols, ld_cols, grad, ld_grad, bi > b0, acc + grp * g.kg * g.og, g.og);
         }
       }
     }
   });
-  if (parts == 1 && in_place) return;
-  parallel_for(size, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      A s = partial(0)[i];
-      for (int64_t p = 1; p < parts; ++p) s += partial(p)[i];
-      store(dw, i, s);
+  // dw[grp, o, k] = sum over parts of dW^T[grp, k, o]
+  parallel_for(g.groups * g.og, std::max<int64_t>(1, kElementwiseGrain / g.kg), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t grp = row / g.og, oc = row % g.og;
+      for (int64_t k = 0; k < g.kg; ++k) {
+        const int64_t at = grp * g.kg * g.og + k * g.og + oc;
+        A s = partials[size_t(at)];
+        for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + at)];
+        store(dw, row * g.kg + k, s);
+      }
     }
   });
 }
@@ -315,12 +336,12 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
   const int64_t units = int64_t(unit_start.size());
   unit_start.push_back(int64_t(blocks.size()));
   // Fewer units than threads (a small batch): each unit's channels are split
-  // too, each part with its rows of the GEMM and its planes of dx.
+  // too, each part with its rows of the product and its planes of dx.
   const int64_t threads = num_threads();
-  const int64_t parts = units >= threads ? 1 : std::min<int64_t>(g.c, (threads + units - 1) / std::max<int64_t>(units, 1));
+  const int64_t parts = units >= threads ? 1 : std::min<int64_t>(g.c, (threads + units - 1) / units);
   constexpr bool same = std::is_same_v<T, A>;
-  // The unit window's GEMM writes dx whole (beta 0); other windows add taps
-  // into a zeroed accumulator: dx itself, or float32 for 16-bit types.
+  // The unit window's product is dx itself (written whole); other windows
+  // add taps into a zeroed accumulator: dx, or float32 for 16-bit types.
   const bool direct = same && g.unit;
   std::vector<A> acc_keep(same ? 0 : size_t(g.n * g.c * g.plane));
   A* acc = same ? reinterpret_cast<A*>(dx) : acc_keep.data();
@@ -335,20 +356,29 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
       for (int64_t bi = unit_start[size_t(u)]; bi < unit_start[size_t(u) + 1]; ++bi) {
         const Block& b = blocks[size_t(bi)];
         const int64_t ncols = b.cols(g);
-        for (int64_t grp = c0 / std::max<int64_t>(g.cg, 1); grp < g.groups && grp * g.cg < c1; ++grp) {
+        const Strips s{g.og, block_gemm_strip<A>(ncols)};
+        for (int64_t grp = c0 / g.cg; grp < g.groups && grp * g.cg < c1; ++grp) {
           const int64_t gc0 = std::max(c0, grp * g.cg), gc1 = std::min(c1, (grp + 1) * g.cg);
           if (gc0 >= gc1) continue;
-          const Mat<A> grad = gradient_rows<T, A>(g, dy, b, grp);
+          A* grad = scratch<A>(kGrad, s.size(ncols));
+          gather_rows(g, dy, g.o, b, grp * g.og, g.og, grad, s);
           // Rows (channel, tap) of channels [gc0, gc1): columns of W_g.
           const A* wg = w + grp * g.og * g.kg + (gc0 - grp * g.cg) * g.kk;
           const int64_t rows = (gc1 - gc0) * g.kk;
-          if (direct) {
-            gemm<A>(true, false, rows, ncols, g.og, wg, g.kg, grad.data, grad.ld, A(0), acc + b.at(g, g.c, gc0), g.l);
+          if (direct && b.images == 1) {
+            block_gemm_tn(rows, ncols, g.og, wg, g.kg, grad, false, acc + b.at(g, 0, g.c, gc0), g.l);
             continue;
           }
-          A* cols = scratch<A>(0, rows * ncols);
-          gemm<A>(true, false, rows, ncols, g.og, wg, g.kg, grad.data, grad.ld, A(0), cols, ncols);
-          fold(g, cols, b, gc0, gc1, acc);
+          A* cols = scratch<A>(kCols, rows * ncols);
+          block_gemm_tn(rows, ncols, g.og, wg, g.kg, grad, false, cols, ncols);
+          if (direct) {  // several images: each one's rows are its dx planes
+            for (int64_t row = 0; row < rows; ++row)
+              for (int64_t img = 0; img < b.images; ++img)
+                std::copy(cols + row * ncols + img * b.run(g), cols + row * ncols + (img + 1) * b.run(g),
+                          acc + b.at(g, img, g.c, gc0 + row));
+          } else {
+            fold(g, cols, b, gc0, gc1, acc);
+          }
         }
       }
     }
@@ -370,7 +400,8 @@ void conv2d_kernel(const Primitive& prim, const std::vector<ConstArg>& in, const
     return;
   }
   LUCID_DISPATCH_FLOAT(ym.dtype, "conv2d", [&] {
-    conv_forward<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data), static_cast<T*>(out[0].data));
+    conv_forward<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+                    static_cast<T*>(out[0].data));
   });
 }
 LUCID_REGISTER_KERNEL(Conv2d, CPU, conv2d_kernel);
