@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lucid/backend/cpu/blas.h"
+#include "lucid/core/error.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
@@ -29,9 +30,10 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
 }
 
 #if LUCID_BLOCK_GEMM_SIMD
-// One register tile: kRows rows of C by kVecs vectors of columns, held in
-// registers over the whole reduction (24 or 12 accumulators: the FMA
-// latency covered, the register file not exceeded).
+// A register tile holds kAccumulators vectors of C (R rows by NV vectors,
+// NV <= kMaxVecs) over the whole reduction: enough to cover the FMA
+// latency, with the B vectors and a broadcast still in registers (32 on
+// AVX-512, 16 on AVX2).
 template <class T>
 struct Simd;
 #if defined(__AVX512F__)
@@ -39,7 +41,7 @@ template <>
 struct Simd<float> {
   using V = __m512;
   using Mask = __mmask16;
-  static constexpr int kLanes = 16, kRows = 12, kVecs = 2;
+  static constexpr int kLanes = 16, kAccumulators = 24, kMaxVecs = 4;
   static Mask mask(int64_t n) { return n >= kLanes ? Mask(0xFFFF) : Mask((1u << std::max<int64_t>(n, 0)) - 1u); }
   static V zero() { return _mm512_setzero_ps(); }
   static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
@@ -52,7 +54,7 @@ template <>
 struct Simd<double> {
   using V = __m512d;
   using Mask = __mmask8;
-  static constexpr int kLanes = 8, kRows = 12, kVecs = 2;
+  static constexpr int kLanes = 8, kAccumulators = 24, kMaxVecs = 4;
   static Mask mask(int64_t n) { return n >= kLanes ? Mask(0xFF) : Mask((1u << std::max<int64_t>(n, 0)) - 1u); }
   static V zero() { return _mm512_setzero_pd(); }
   static V broadcast(const double* p) { return _mm512_set1_pd(*p); }
@@ -66,7 +68,7 @@ template <>
 struct Simd<float> {
   using V = __m256;
   using Mask = __m256i;
-  static constexpr int kLanes = 8, kRows = 6, kVecs = 2;
+  static constexpr int kLanes = 8, kAccumulators = 12, kMaxVecs = 3;
   static Mask mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::clamp<int64_t>(n, 0, kLanes))),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -82,7 +84,7 @@ template <>
 struct Simd<double> {
   using V = __m256d;
   using Mask = __m256i;
-  static constexpr int kLanes = 4, kRows = 6, kVecs = 2;
+  static constexpr int kLanes = 4, kAccumulators = 12, kMaxVecs = 3;
   static Mask mask(int64_t n) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(std::clamp<int64_t>(n, 0, kLanes)), _mm256_setr_epi64x(0, 1, 2, 3));
   }
@@ -99,33 +101,47 @@ struct Simd<double> {
 // (kChunk rows) stays in L1 while every row tile of A goes over it.
 constexpr int64_t kChunk = 256;
 
-// C[rows, cols] (+)= sum over kk < k of A(r, kk) B(kk, :), for the tile's
-// kRows rows and kVecs vectors of columns (the valid ones stored). B's rows
-// are `ldb` apart. A(r, kk) lies at a[kk * step + r] (packed: a tile's rows
-// side by side) or, kByRows, at a[r * step + kk] (rows of a row-major
-// matrix); every row the tile reads, valid or not, must be readable.
-template <class T, bool kByRows, bool kFull>
-void tile(const T* a, int64_t step, const T* b, int64_t ldb, int64_t k, T* c, int64_t ldc, int64_t rows, int64_t cols,
+// Where a register tile reads A(r, kk), r < R (every row it reads, valid or
+// not, must be readable; rows past the valid ones are computed and dropped):
+//   Packed   a[kk * step + r]      a tile's rows side by side (packed, or A^T in place)
+//   ByRows   a[r * step + kk]      rows of a row-major matrix
+//   Shifted  a[off[kk] + r]        one buffer read at a shift per kk (a direct convolution)
+enum class AMode { Packed, ByRows, Shifted };
+template <class T>
+struct AView {
+  const T* a;
+  int64_t step;
+  const int64_t* off;
+};
+
+// C[rows, cols] (+)= sum over kk < k of A(r, kk) B(kk, :), for a tile of R
+// rows by NV vectors of columns held in registers over the whole reduction.
+// B's rows are `ldb` apart and readable for all NV vectors; C's valid rows
+// and columns are stored.
+template <class T, AMode kMode, int R, int NV>
+void tile(AView<T> av, int64_t k0, const T* b, int64_t ldb, int64_t k, T* c, int64_t ldc, int64_t rows, int64_t cols,
           bool accumulate) {
   using S = Simd<T>;
   using V = typename S::V;
-  constexpr int R = S::kRows, NV = S::kVecs, L = S::kLanes;
+  constexpr int L = S::kLanes;
   typename S::Mask mask[NV];
   for (int v = 0; v < NV; ++v) mask[v] = S::mask(cols - v * L);
   V acc[R][NV];
-#pragma GCC unroll 12
+#pragma GCC unroll 24
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = accumulate && r < rows ? S::load(c + r * ldc + v * L, mask[v]) : S::zero();
-  for (int64_t kk = 0; kk < k; ++kk, b += ldb) {
+  const T* a = av.a;
+  for (int64_t kk = k0; kk < k0 + k; ++kk, b += ldb) {
     V bv[NV];
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) bv[v] = kFull ? S::load(b + v * L) : S::load(b + v * L, mask[v]);
-#pragma GCC unroll 12
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = S::load(b + v * L);
+    const T* ak = kMode == AMode::Packed ? a + kk * av.step : kMode == AMode::ByRows ? a + kk : a + av.off[kk];
+#pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
-      const V av = S::broadcast(kByRows ? a + r * step + kk : a + kk * step + r);
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(av, bv[v], acc[r][v]);
+      const V x = S::broadcast(kMode == AMode::ByRows ? ak + r * av.step : ak + r);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(x, bv[v], acc[r][v]);
     }
   }
   for (int r = 0; r < R; ++r)
@@ -133,13 +149,43 @@ void tile(const T* a, int64_t step, const T* b, int64_t ldb, int64_t k, T* c, in
       for (int v = 0; v < NV; ++v) S::store(c + r * ldc + v * L, acc[r][v], mask[v]);
 }
 
-template <class T, bool kByRows>
-void tile_any(const T* a, int64_t step, const T* b, int64_t ldb, int64_t k, T* c, int64_t ldc, int64_t rows,
-              int64_t cols, bool accumulate) {
-  if (cols == Simd<T>::kLanes * Simd<T>::kVecs)
-    tile<T, kByRows, true>(a, step, b, ldb, k, c, ldc, rows, cols, accumulate);
-  else
-    tile<T, kByRows, false>(a, step, b, ldb, k, c, ldc, rows, cols, accumulate);
+template <class T>
+constexpr int rows_for(int nv) {
+  return Simd<T>::kAccumulators / nv;
+}
+
+// C[m, n] (+)= A B over register tiles: columns in tiles of up to kMaxVecs
+// vectors (always that many for packed A, whose tiles have its rows), rows
+// in tiles of rows_for(vectors), the reduction in chunks. A tile at row i0
+// reads A from a.a + i0 * row_step; B's column tile j0 (a multiple of the
+// tile width W) starts at b + (j0 / W) * b_strip, its rows `ldb` apart.
+template <class T, AMode kMode>
+void product(int64_t m, int64_t n, int64_t k, AView<T> a, int64_t row_step, const T* b, int64_t ldb, int64_t b_strip,
+             bool accumulate, T* c, int64_t ldc) {
+  constexpr int64_t L = Simd<T>::kLanes, W = Simd<T>::kMaxVecs * L;
+  for (int64_t j0 = 0; j0 < n; j0 += W) {
+    const int64_t cols = std::min(W, n - j0);
+    const int64_t nv = kMode == AMode::Packed ? Simd<T>::kMaxVecs : (cols + L - 1) / L;
+    const T* bj = b + (j0 / W) * b_strip;
+    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+      const int64_t kc = std::min(kChunk, k - k0);
+      auto run = [&](auto nv_const) {
+        constexpr int NV = decltype(nv_const)::value, R = rows_for<T>(NV);
+        for (int64_t i0 = 0; i0 < m; i0 += R) {
+          AView<T> at = a;
+          at.a += i0 * row_step;
+          tile<T, kMode, R, NV>(at, k0, bj + k0 * ldb, ldb, kc, c + i0 * ldc + j0, ldc, std::min<int64_t>(R, m - i0),
+                                cols, accumulate || k0 > 0);
+        }
+      };
+      switch (nv) {
+        case 1: run(std::integral_constant<int, 1>()); break;
+        case 2: run(std::integral_constant<int, 2>()); break;
+        case 3: run(std::integral_constant<int, 3>()); break;
+        default: run(std::integral_constant<int, Simd<T>::kMaxVecs>()); break;
+      }
+    }
+  }
 }
 
 // Per-thread buffers, 64-byte aligned (a vector load never straddles two
@@ -154,58 +200,53 @@ T* buffer(int slot, int64_t n) {
   return b.data() + ((64 - at % 64) % 64) / sizeof(T);
 }
 
-constexpr int64_t kPanel = 0;  // buffer slots
-constexpr int64_t kEdge = 1;
+constexpr int kPanel = 0;  // buffer slots
+constexpr int kEdge = 1;
 
-// C = A' B for B [k, n] in strips, with A'(r, kk) at
-// a[(r / kRows) * tile_stride + kk * step + r % kRows]: tiles of kRows rows
-// side by side for each kk (a packed A, or A^T of a row-major A). Where
-// `padded`, rows up to a whole tile are readable (zeros); else a last tile
-// of fewer rows is read from a zero-padded copy.
+// Rows of packed A per tile: those of a tile of kMaxVecs vectors.
 template <class T>
-void gemm_tiled_a(int64_t m, int64_t n, int64_t k, const T* a, int64_t step, int64_t tile_stride, bool padded,
-                  const T* b, bool accumulate, T* c, int64_t ldc) {
-  constexpr int64_t R = Simd<T>::kRows, NR = Simd<T>::kLanes * Simd<T>::kVecs;
-  const int64_t full = padded ? m : m / R * R;
-  T* edge = nullptr;
-  if (full < m) {
-    edge = buffer<T>(kEdge, k * R);
-    const T* src = a + (full / R) * tile_stride;
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t r = 0; r < R; ++r) edge[kk * R + r] = r < m - full ? src[kk * step + r] : T(0);
-  }
-  for (int64_t j0 = 0; j0 < n; j0 += NR) {
-    const int64_t cols = std::min(NR, n - j0);
-    const T* strip = b + (j0 / NR) * k * NR;
-    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
-      const int64_t kc = std::min(kChunk, k - k0);
-      for (int64_t i0 = 0; i0 < m; i0 += R) {
-        const bool in_edge = i0 >= full;
-        tile_any<T, false>(in_edge ? edge + k0 * R : a + (i0 / R) * tile_stride + k0 * step, in_edge ? R : step,
-                           strip + k0 * NR, NR, kc, c + i0 * ldc + j0, ldc, std::min(R, m - i0), cols,
-                           accumulate || k0 > 0);
-      }
-    }
-  }
+constexpr int64_t packed_rows() {
+  return rows_for<T>(Simd<T>::kMaxVecs);
 }
 #endif  // LUCID_BLOCK_GEMM_SIMD
 
 }  // namespace
 
+bool block_gemm_simd() { return LUCID_BLOCK_GEMM_SIMD; }
+
 template <class T>
-int64_t block_gemm_strip(int64_t n) {
+int64_t block_gemm_width(int64_t n) {
 #if LUCID_BLOCK_GEMM_SIMD
-  return Simd<T>::kLanes * Simd<T>::kVecs;
+  constexpr int64_t L = Simd<T>::kLanes;
+  return (n + L - 1) / L * L;
 #else
   return n;
 #endif
 }
 
-// Packed A: tiles of kRows rows, each [k][kRows] (rows past m zero).
+template <class T>
+int64_t block_gemm_tile_rows() {
+#if LUCID_BLOCK_GEMM_SIMD
+  return Simd<T>::kAccumulators;
+#else
+  return 0;
+#endif
+}
+
+template <class T>
+int64_t block_gemm_strip(int64_t n) {
+#if LUCID_BLOCK_GEMM_SIMD
+  return Simd<T>::kLanes * Simd<T>::kMaxVecs;
+#else
+  return n;
+#endif
+}
+
+// Packed A: tiles of packed_rows() rows, each [k][rows] (rows past m zero).
 template <class T>
 int64_t block_gemm_packed_size(int64_t m, int64_t k) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t R = Simd<T>::kRows;
+  constexpr int64_t R = packed_rows<T>();
   return (m + R - 1) / R * R * k;
 #else
   return m * k;  // a row-major copy, for the BLAS
@@ -215,7 +256,7 @@ int64_t block_gemm_packed_size(int64_t m, int64_t k) {
 template <class T>
 void block_gemm_pack(int64_t m, int64_t k, const T* a, int64_t lda, T* packed) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t R = Simd<T>::kRows;
+  constexpr int64_t R = packed_rows<T>();
   const int64_t tiles = (m + R - 1) / R;
   for (int64_t t = 0; t < tiles; ++t)
     for (int64_t r = 0; r < R; ++r) {
@@ -232,8 +273,9 @@ template <class T>
 void block_gemm_nn(int64_t m, int64_t n, int64_t k, const T* packed_a, const T* b, bool accumulate, T* c,
                    int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t R = Simd<T>::kRows;
-  gemm_tiled_a(m, n, k, packed_a, R, k * R, true, b, accumulate, c, ldc);
+  // Packed tiles: the one at row i0 at packed_a + i0 * k, element (r, kk) at + kk * R + r.
+  constexpr int64_t R = packed_rows<T>(), W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  product<T, AMode::Packed>(m, n, k, {packed_a, R, nullptr}, k, b, W, k * W, accumulate, c, ldc);
 #else
   blas_gemm(false, false, m, n, k, packed_a, k, b, n, accumulate, c, ldc);
 #endif
@@ -243,10 +285,39 @@ template <class T>
 void block_gemm_tn(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, bool accumulate, T* c,
                    int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t R = Simd<T>::kRows;
-  gemm_tiled_a(m, n, k, a, lda, R, false, b, accumulate, c, ldc);  // A^T(r, kk) = a[kk * lda + r]
+  // A^T(r, kk) = a[kk * lda + r]: packed-like in place, but for a last tile
+  // of fewer rows (read from a zero-padded copy: its rows past m may not exist).
+  constexpr int64_t R = packed_rows<T>(), W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  const int64_t full = m / R * R;
+  if (full > 0) product<T, AMode::Packed>(full, n, k, {a, lda, nullptr}, 1, b, W, k * W, accumulate, c, ldc);
+  if (full < m) {
+    T* edge = buffer<T>(kEdge, k * R);
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t r = 0; r < R; ++r) edge[kk * R + r] = full + r < m ? a[kk * lda + full + r] : T(0);
+    product<T, AMode::Packed>(m - full, n, k, {edge, R, nullptr}, 0, b, W, k * W, accumulate, c + full * ldc, ldc);
+  }
 #else
   blas_gemm(true, false, m, n, k, a, lda, b, n, accumulate, c, ldc);
+#endif
+}
+
+template <class T>
+void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
+                     T* c, int64_t ldc) {
+#if LUCID_BLOCK_GEMM_SIMD
+  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  // A's last rows, when fewer than the widest tile, from a zero-padded copy
+  // (the rows past m may not exist).
+  const int64_t rows = Simd<T>::kAccumulators, full = m / rows * rows;
+  if (full > 0) product<T, AMode::ByRows>(full, n, k, {a, lda, nullptr}, lda, b, ldb, W, accumulate, c, ldc);
+  if (full < m) {
+    T* edge = buffer<T>(kEdge, rows * k);
+    std::fill(edge, edge + rows * k, T(0));
+    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
+    product<T, AMode::ByRows>(m - full, n, k, {edge, k, nullptr}, k, b, ldb, W, accumulate, c + full * ldc, ldc);
+  }
+#else
+  blas_gemm(false, false, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 #endif
 }
 
@@ -254,45 +325,43 @@ template <class T>
 void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
                    T* c, int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t R = Simd<T>::kRows, NR = Simd<T>::kLanes * Simd<T>::kVecs;
-  // B^T [k, n], the small operand, copied once into strips.
-  const int64_t strips = (n + NR - 1) / NR;
-  T* bt = buffer<T>(kPanel, strips * k * NR);
-  for (int64_t j = 0; j < n; ++j) {
-    T* dst = bt + (j / NR) * k * NR + j % NR;
-    const T* src = b + j * ldb;
-    for (int64_t kk = 0; kk < k; ++kk) dst[kk * NR] = src[kk];
+  // B^T [k, n], the small operand, copied once (its rows padded with zeros
+  // to whole vectors).
+  const int64_t width = block_gemm_width<T>(n);
+  T* bt = buffer<T>(kPanel, k * width);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t j = 0; j < n; ++j) bt[kk * width + j] = b[j * ldb + kk];
+    std::fill(bt + kk * width + n, bt + (kk + 1) * width, T(0));
   }
-  // A's last rows, when fewer than a tile, from a zero-padded copy.
-  const int64_t full = m / R * R;
-  T* edge = nullptr;
-  if (full < m) {
-    edge = buffer<T>(kEdge, R * k);
-    std::fill(edge, edge + R * k, T(0));
-    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
-  }
-  for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
-    const int64_t kc = std::min(kChunk, k - k0);
-    for (int64_t i0 = 0; i0 < m; i0 += R) {
-      const bool in_edge = i0 >= full;
-      for (int64_t j0 = 0; j0 < n; j0 += NR)
-        tile_any<T, true>(in_edge ? edge + k0 : a + i0 * lda + k0, in_edge ? k : lda, bt + (j0 / NR) * k * NR + k0 * NR,
-                          NR, kc, c + i0 * ldc + j0, ldc, std::min(R, m - i0), std::min(NR, n - j0),
-                          accumulate || k0 > 0);
-    }
-  }
+  block_gemm_rows(m, n, k, a, lda, bt, width, accumulate, c, ldc);
 #else
   blas_gemm(false, true, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 #endif
 }
 
-#define LUCID_BLOCK_GEMM_INSTANTIATE(T)                                                                              \
-  template int64_t block_gemm_strip<T>(int64_t);                                                                     \
-  template int64_t block_gemm_packed_size<T>(int64_t, int64_t);                                                      \
-  template void block_gemm_pack<T>(int64_t, int64_t, const T*, int64_t, T*);                                          \
-  template void block_gemm_nn<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, T*, int64_t);                   \
-  template void block_gemm_tn<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, bool, T*, int64_t);          \
-  template void block_gemm_nt<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t);
+template <class T>
+void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* x, const int64_t* off, const T* b, int64_t ldb,
+                        bool accumulate, T* c, int64_t ldc) {
+#if LUCID_BLOCK_GEMM_SIMD
+  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  product<T, AMode::Shifted>(m, n, k, {x, 0, off}, 1, b, ldb, W, accumulate, c, ldc);
+#else
+  fail<Error>("internal: block_gemm_shifted without SIMD tiles");
+#endif
+}
+
+#define LUCID_BLOCK_GEMM_INSTANTIATE(T)                                                                               \
+  template int64_t block_gemm_width<T>(int64_t);                                                                      \
+  template int64_t block_gemm_tile_rows<T>();                                                                         \
+  template int64_t block_gemm_strip<T>(int64_t);                                                                      \
+  template int64_t block_gemm_packed_size<T>(int64_t, int64_t);                                                       \
+  template void block_gemm_pack<T>(int64_t, int64_t, const T*, int64_t, T*);                                           \
+  template void block_gemm_nn<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, T*, int64_t);                    \
+  template void block_gemm_tn<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, bool, T*, int64_t);           \
+  template void block_gemm_nt<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t);  \
+  template void block_gemm_rows<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t); \
+  template void block_gemm_shifted<T>(int64_t, int64_t, int64_t, const T*, const int64_t*, const T*, int64_t, bool, T*, \
+                                      int64_t);
 LUCID_BLOCK_GEMM_INSTANTIATE(float)
 LUCID_BLOCK_GEMM_INSTANTIATE(double)
 #undef LUCID_BLOCK_GEMM_INSTANTIATE

@@ -1,23 +1,37 @@
 #pragma once
-// Matrix products over blocks that sit in cache (a convolution's unfolded
-// input block, a band of output gradient), for the convolution kernels.
-// BLAS copies both operands into packed panels on every call; when the
-// large operand was just written into cache for this product alone, its
-// producer can write it in the layout the register tiles read (column
-// strips), and that copy is saved. Register tiles on AVX-512 or AVX2+FMA
-// where the compiler targets them; elsewhere these call the BLAS (and
-// strips are whole rows). Row-major, single-threaded (the caller splits the
-// work), float or double.
+// Matrix products over blocks that sit in cache, for the convolution
+// kernels. BLAS copies both operands into packed panels on every call; here
+// the large operand is read where its producer wrote it — an unfolded input
+// block written in column strips, a band of input read at each kernel tap's
+// shift (a direct convolution), rows read in place — and only small
+// operands (weights, a transposed gradient block) are ever copied. Register
+// tiles on AVX-512 or AVX2+FMA where the compiler targets them
+// (block_gemm_simd()); elsewhere the strip products call the BLAS (strips
+// are then whole rows) and the direct forms are absent. Row-major,
+// single-threaded (the caller splits the work), float or double.
 #include <cstdint>
 
 namespace lucid::cpu {
 
-// The column-strip width the products read B in: B[k, n] is stored as
-// strips of `width` columns, strip s holding rows 0..k-1 of columns
+// Whether the register tiles are built (and so the direct forms below exist).
+bool block_gemm_simd();
+
+// A row of B or C holds whole vectors: n columns rounded up to
+// block_gemm_width(n), the extra ones zero in B (and written, with garbage,
+// in C) where a product says so.
+template <class T>
+int64_t block_gemm_width(int64_t n);
+// Rows (positions) a tile computes at once, at most: a direct product reads
+// its buffer up to this many positions past the last one.
+template <class T>
+int64_t block_gemm_tile_rows();
+
+// The column-strip width the strip products read B in: B[k, n] is stored
+// as strips of `width` columns, strip s holding rows 0..k-1 of columns
 // [s * width, s * width + width) one after the other, so element (kk, j)
-// lies at b[(j / width) * (k * width) + kk * width + j % width] (the last
-// strip has its full width). It is n itself — B plain row-major — where
-// the products call the BLAS.
+// lies at b[(j / width) * (k * width) + kk * width + j % width]; the last
+// strip is allocated whole, its extra columns readable. It is n itself — B
+// plain row-major — where the products call the BLAS.
 template <class T>
 int64_t block_gemm_strip(int64_t n);
 
@@ -42,5 +56,19 @@ void block_gemm_tn(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, con
 template <class T>
 void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
                    T* c, int64_t ldc);
+
+// Direct forms (only where block_gemm_simd()):
+// C[e, j] (+)= sum over kk < k of x[off[kk] + e] B[kk, j] for e < m, j < n:
+// one buffer read at a shift per reduction step (a stride-1 convolution's
+// taps over a band of input). B's rows (`ldb` apart) readable to
+// block_gemm_width(n); C's rows (`ldc` apart) written to that width.
+template <class T>
+void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* x, const int64_t* off, const T* b, int64_t ldb,
+                        bool accumulate, T* c, int64_t ldc);
+// C[m, n] (+)= A B: A [m, k] read row by row in place (rows `lda` apart),
+// B [k, n] row-major, readable to block_gemm_width(n); C written to that width.
+template <class T>
+void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
+                     T* c, int64_t ldc);
 
 }  // namespace lucid::cpu

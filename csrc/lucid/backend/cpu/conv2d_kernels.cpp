@@ -390,6 +390,220 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
   }
 }
 
+// ------------------------------------------------------------ direct path
+// Stride-1 convolutions skip the unfold where the register tiles are built
+// (block_gemm_simd()): a band of output rows is computed from the input
+// rows it reads, each kernel tap a shifted read of them
+// (block_gemm_shifted), on an output grid as wide as the padded input — the
+// extra columns are computed and dropped. The rows are read in place, or
+// from a zero-padded copy (padding, 16-bit types). Backward-input is the
+// same forward on the output gradient with the weight flipped and
+// transposed; backward-weight sums, tap by tap, the band's input rows times
+// the band's gradient (block_gemm_rows). Results come out position-major
+// ([positions, channels]) and are transposed into NCHW in cache.
+bool use_direct(const Geometry& g) { return block_gemm_simd() && g.win.sh == 1 && g.win.sw == 1; }
+
+// Channels [c0, c0 + count) of image img of `t` [N, channels, rows, cols],
+// over rows [top, top + band_rows) and columns [left, left + width) of it,
+// zero outside t: element (c, row, col) at data[c * channel_stride + row *
+// width + col], readable `slack` elements past the last.
+template <class A>
+struct Band {
+  const A* data;
+  int64_t channel_stride;
+};
+struct Plane4 {
+  int64_t n, channels, rows, cols;
+};
+template <class T, class A>
+Band<A> band_of(const T* t, const Plane4& d, int64_t img, int64_t c0, int64_t count, int64_t top, int64_t band_rows,
+                int64_t left, int64_t width, int64_t slack) {
+  const int64_t plane = d.rows * d.cols;
+  const T* first = t + (img * d.channels + c0) * plane;
+  if constexpr (std::is_same_v<T, A>) {
+    const int64_t last_read = (img * d.channels + c0 + count - 1) * plane + (top + band_rows) * d.cols + slack;
+    if (left == 0 && width == d.cols && top >= 0 && top + band_rows <= d.rows && last_read <= d.n * d.channels * plane)
+      return {first + top * d.cols, plane};
+  }
+  const int64_t stride = band_rows * width;
+  A* buf = scratch<A>(kCols, count * stride + slack);
+  const int64_t lo = std::clamp<int64_t>(-left, 0, width), hi = std::clamp<int64_t>(d.cols - left, lo, width);
+  for (int64_t c = 0; c < count; ++c)
+    for (int64_t row = 0; row < band_rows; ++row) {
+      A* dst = buf + c * stride + row * width;
+      const int64_t src_row = top + row;
+      if (src_row < 0 || src_row >= d.rows) {
+        std::fill(dst, dst + width, A(0));
+        continue;
+      }
+      const T* src = first + c * plane + src_row * d.cols + left;
+      std::fill(dst, dst + lo, A(0));
+      for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q));
+      std::fill(dst + hi, dst + width, A(0));
+    }
+  std::fill(buf + count * stride, buf + count * stride + slack, A(0));
+  return {buf, stride};
+}
+
+// Output rows per band: the band's input rows (`channels` wide rows of
+// `width`) within the block budget, and at least one item per thread.
+int64_t band_rows_for(int64_t out_rows, int64_t reach, int64_t channels, int64_t width, int64_t images,
+                      int64_t elem_bytes) {
+  const int64_t row_bytes = std::max<int64_t>(1, channels * width * elem_bytes);
+  int64_t rows = std::max<int64_t>(1, kBlockBytes / row_bytes - reach);
+  const int64_t threads = num_threads();
+  if (images < threads) rows = std::min(rows, std::max<int64_t>(1, out_rows * images / threads));
+  return std::min(rows, std::max<int64_t>(out_rows, 1));
+}
+
+// out [band positions, ldo] (position (r, q) at r * width + q) into
+// channels [first, first + count) of image img of y [N, channels_total, rows(all), ow],
+// output rows [r0, r1), the first `ow` columns of each.
+template <class T, class A>
+void scatter_positions(const A* out, int64_t ldo, int64_t width, int64_t r0, int64_t r1, int64_t ow, T* y,
+                       int64_t img, int64_t channels_total, int64_t rows_total, int64_t first, int64_t count) {
+  constexpr int64_t kRun = 16;  // positions per pass: their rows of `out` stay in L1
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t q0 = 0; q0 < ow; q0 += kRun) {
+      const int64_t q1 = std::min(ow, q0 + kRun);
+      const A* src = out + ((r - r0) * width) * ldo;
+      for (int64_t c = 0; c < count; ++c) {
+        T* dst = y + ((img * channels_total + first + c) * rows_total + r) * ow;
+        for (int64_t q = q0; q < q1; ++q) store(dst, q, src[q * ldo + c]);
+      }
+    }
+}
+
+template <class T>
+void conv_forward_direct(const Geometry& g, const T* x, const T* w_in, T* y) {
+  using A = acc_t<T>;
+  const Window2d& win = g.win;
+  const int64_t width = g.w + win.pad_left + win.pad_right, reach = (win.kh - 1) * win.dh;
+  const int64_t ogw = block_gemm_width<A>(g.og);
+  // B of each group: [kg, ogw], the weight transposed (extra columns zero).
+  std::vector<A> wt(size_t(g.groups * g.kg * ogw), A(0));
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t oc = 0; oc < g.og; ++oc)
+      for (int64_t k = 0; k < g.kg; ++k)
+        wt[size_t((grp * g.kg + k) * ogw + oc)] = A(load(w_in, (grp * g.og + oc) * g.kg + k));
+  const int64_t rows = band_rows_for(g.oh, reach, g.c, width, g.n, sizeof(A));
+  const int64_t bands = (g.oh + rows - 1) / rows;
+  const int64_t slack = (win.kw - 1) * win.dw + block_gemm_tile_rows<A>();
+  parallel_for(g.n * bands, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(size_t(g.kg));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t img = item / bands, r0 = g.oh * (item % bands) / bands, r1 = g.oh * (item % bands + 1) / bands;
+      const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, img, 0, g.c, r0 - win.pad_top, r1 - r0 + reach,
+                                         -win.pad_left, width, slack);
+      for (int64_t k = 0; k < g.kg; ++k)
+        off[size_t(k)] = (k / g.kk) * band.channel_stride + (k / win.kw % win.kh) * win.dh * width + (k % win.kw) * win.dw;
+      const int64_t positions = (r1 - r0) * width;
+      A* out = scratch<A>(kOut, positions * ogw);
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        block_gemm_shifted(positions, g.og, g.kg, band.data + grp * g.cg * band.channel_stride, off.data(),
+                           wt.data() + grp * g.kg * ogw, ogw, false, out, ogw);
+        scatter_positions(out, ogw, width, r0, r1, g.ow, y, img, g.o, g.oh, grp * g.og, g.og);
+      }
+    }
+  });
+}
+
+// dx[c, h, w] = sum over o, i', j' of w[o, c, kh-1-i', kw-1-j'] dy[o, h + i' dh - top, w + j' dw - left],
+// top = (kh-1) dh - pad_top, left = (kw-1) dw - pad_left: a stride-1 forward of dy.
+template <class T>
+void conv_backward_input_direct(const Geometry& g, const T* dy, const T* w_in, T* dx) {
+  using A = acc_t<T>;
+  const Window2d& win = g.win;
+  const int64_t reach_h = (win.kh - 1) * win.dh, reach_w = (win.kw - 1) * win.dw;
+  const int64_t top = reach_h - win.pad_top, left = reach_w - win.pad_left, width = g.w + reach_w;
+  const int64_t cgw = block_gemm_width<A>(g.cg), kt = g.og * g.kk;  // the reduction: (o, i', j')
+  std::vector<A> wt(size_t(g.groups * kt * cgw), A(0));
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t oc = 0; oc < g.og; ++oc)
+      for (int64_t c = 0; c < g.cg; ++c)
+        for (int64_t t = 0; t < g.kk; ++t)
+          wt[size_t((grp * kt + oc * g.kk + t) * cgw + c)] =
+              A(load(w_in, (grp * g.og + oc) * g.kg + c * g.kk + (g.kk - 1 - t)));
+  const int64_t rows = band_rows_for(g.h, reach_h, g.o, width, g.n, sizeof(A));
+  const int64_t bands = (g.h + rows - 1) / rows;
+  const int64_t slack = reach_w + block_gemm_tile_rows<A>();
+  parallel_for(g.n * bands, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(static_cast<size_t>(kt));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t img = item / bands, h0 = g.h * (item % bands) / bands, h1 = g.h * (item % bands + 1) / bands;
+      const Band<A> band =
+          band_of<T, A>(dy, {g.n, g.o, g.oh, g.ow}, img, 0, g.o, h0 - top, h1 - h0 + reach_h, -left, width, slack);
+      for (int64_t k = 0; k < kt; ++k)
+        off[size_t(k)] = (k / g.kk) * band.channel_stride + (k / win.kw % win.kh) * win.dh * width + (k % win.kw) * win.dw;
+      const int64_t positions = (h1 - h0) * width;
+      A* out = scratch<A>(kOut, positions * cgw);
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        block_gemm_shifted(positions, g.cg, kt, band.data + grp * g.og * band.channel_stride, off.data(),
+                           wt.data() + grp * kt * cgw, cgw, false, out, cgw);
+        scatter_positions(out, cgw, width, h0, h1, g.w, dx, img, g.c, g.h, grp * g.cg, g.cg);
+      }
+    }
+  });
+}
+
+template <class T>
+void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* dw) {
+  using A = acc_t<T>;
+  const Window2d& win = g.win;
+  const int64_t width = g.w + win.pad_left + win.pad_right, reach = (win.kh - 1) * win.dh;
+  const int64_t ogw = block_gemm_width<A>(g.og);
+  const int64_t rows = band_rows_for(g.oh, reach, g.c, width, g.n, sizeof(A));
+  const int64_t bands = (g.oh + rows - 1) / rows, items = g.n * bands;
+  const int64_t slack = (win.kw - 1) * win.dw;
+  // Parts of the batch, each summing its bands into its own buffer
+  // [groups, taps, cg, ogw]; the parts are added in order after.
+  const int64_t size = g.groups * g.kk * g.cg * ogw;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads(), items));
+  std::vector<A> partials(size_t(parts * size));
+  parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      A* acc = partials.data() + p * size;
+      const int64_t i0 = items * p / parts, i1 = items * (p + 1) / parts;
+      if (i0 == i1) std::fill(acc, acc + size, A(0));
+      for (int64_t item = i0; item < i1; ++item) {
+        const int64_t img = item / bands, r0 = g.oh * (item % bands) / bands, r1 = g.oh * (item % bands + 1) / bands;
+        const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, img, 0, g.c, r0 - win.pad_top, r1 - r0 + reach,
+                                           -win.pad_left, width, slack);
+        const int64_t positions = (r1 - r0) * width;
+        A* grad = scratch<A>(kGrad, positions * ogw);  // [positions, ogw]: dy^T, zero off the output grid
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          std::fill(grad, grad + positions * ogw, A(0));
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t q0 = 0; q0 < g.ow; q0 += 16)
+              for (int64_t oc = 0; oc < g.og; ++oc) {
+                const T* src = dy + ((img * g.o + grp * g.og + oc) * g.oh + r) * g.ow;
+                for (int64_t q = q0; q < std::min(g.ow, q0 + 16); ++q)
+                  grad[((r - r0) * width + q) * ogw + oc] = A(load(src, q));
+              }
+          for (int64_t t = 0; t < g.kk; ++t)
+            block_gemm_rows(g.cg, g.og, positions,
+                            band.data + grp * g.cg * band.channel_stride + (t / win.kw) * win.dh * width +
+                                (t % win.kw) * win.dw,
+                            band.channel_stride, grad, ogw, item > i0, acc + (grp * g.kk + t) * g.cg * ogw, ogw);
+        }
+      }
+    }
+  });
+  // dw[grp, o, c, t] = sum over parts of acc[grp, t, c, o]
+  parallel_for(g.o, std::max<int64_t>(1, kElementwiseGrain / g.kg), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t grp = row / g.og, oc = row % g.og;
+      for (int64_t c = 0; c < g.cg; ++c)
+        for (int64_t t = 0; t < g.kk; ++t) {
+          const int64_t at = ((grp * g.kk + t) * g.cg + c) * ogw + oc;
+          A s = partials[size_t(at)];
+          for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + at)];
+          store(dw, row * g.kg + c * g.kk + t, s);
+        }
+    }
+  });
+}
+
 void conv2d_kernel(const Primitive& prim, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const auto& p = static_cast<const Conv2d&>(prim);
   const TensorMeta& ym = *out[0].meta;
@@ -400,8 +614,9 @@ void conv2d_kernel(const Primitive& prim, const std::vector<ConstArg>& in, const
     return;
   }
   LUCID_DISPATCH_FLOAT(ym.dtype, "conv2d", [&] {
-    conv_forward<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-                    static_cast<T*>(out[0].data));
+    const T *x = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
+    T* y = static_cast<T*>(out[0].data);
+    use_direct(g) ? conv_forward_direct<T>(g, x, w, y) : conv_forward<T>(g, x, w, y);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2d, CPU, conv2d_kernel);
@@ -417,8 +632,9 @@ void conv2d_backward_input_kernel(const Primitive& prim, const std::vector<Const
     return;
   }
   LUCID_DISPATCH_FLOAT(xm.dtype, "conv2d_backward_input", [&] {
-    conv_backward_input<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-                           static_cast<T*>(out[0].data));
+    const T *dy = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
+    T* dx = static_cast<T*>(out[0].data);
+    use_direct(g) ? conv_backward_input_direct<T>(g, dy, w, dx) : conv_backward_input<T>(g, dy, w, dx);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardInput, CPU, conv2d_backward_input_kernel);
@@ -434,8 +650,9 @@ void conv2d_backward_weight_kernel(const Primitive& prim, const std::vector<Cons
     return;
   }
   LUCID_DISPATCH_FLOAT(wm.dtype, "conv2d_backward_weight", [&] {
-    conv_backward_weight<T>(g, static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-                            static_cast<T*>(out[0].data));
+    const T *x = static_cast<const T*>(in[0].data), *dy = static_cast<const T*>(in[1].data);
+    T* dw = static_cast<T*>(out[0].data);
+    use_direct(g) ? conv_backward_weight_direct<T>(g, x, dy, dw) : conv_backward_weight<T>(g, x, dy, dw);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CPU, conv2d_backward_weight_kernel);
