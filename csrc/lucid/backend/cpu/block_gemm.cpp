@@ -41,7 +41,7 @@ template <>
 struct Simd<float> {
   using V = __m512;
   using Mask = __mmask16;
-  static constexpr int kLanes = 16, kAccumulators = 24, kMaxVecs = 4;
+  static constexpr int kLanes = 16, kAccumulators = 24, kMaxVecs = 4, kDotRows = 4, kDotCols = 6;
   static Mask mask(int64_t n) { return n >= kLanes ? Mask(0xFFFF) : Mask((1u << std::max<int64_t>(n, 0)) - 1u); }
   static V zero() { return _mm512_setzero_ps(); }
   static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
@@ -49,12 +49,13 @@ struct Simd<float> {
   static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static void store(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };
 template <>
 struct Simd<double> {
   using V = __m512d;
   using Mask = __mmask8;
-  static constexpr int kLanes = 8, kAccumulators = 24, kMaxVecs = 4;
+  static constexpr int kLanes = 8, kAccumulators = 24, kMaxVecs = 4, kDotRows = 4, kDotCols = 6;
   static Mask mask(int64_t n) { return n >= kLanes ? Mask(0xFF) : Mask((1u << std::max<int64_t>(n, 0)) - 1u); }
   static V zero() { return _mm512_setzero_pd(); }
   static V broadcast(const double* p) { return _mm512_set1_pd(*p); }
@@ -62,13 +63,18 @@ struct Simd<double> {
   static V load(const double* p, Mask m) { return _mm512_maskz_loadu_pd(m, p); }
   static void store(double* p, V v, Mask m) { _mm512_mask_storeu_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static double sum(V v) {  // (GCC 12's _mm512_reduce_add_pd warns of an uninitialised register)
+    alignas(64) double t[8];
+    _mm512_store_pd(t, v);
+    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+  }
 };
 #else  // AVX2 + FMA: 16 registers
 template <>
 struct Simd<float> {
   using V = __m256;
   using Mask = __m256i;
-  static constexpr int kLanes = 8, kAccumulators = 12, kMaxVecs = 3;
+  static constexpr int kLanes = 8, kAccumulators = 12, kMaxVecs = 3, kDotRows = 3, kDotCols = 4;
   static Mask mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::clamp<int64_t>(n, 0, kLanes))),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -79,12 +85,17 @@ struct Simd<float> {
   static V load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
   static void store(float* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(V v) {
+    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+  }
 };
 template <>
 struct Simd<double> {
   using V = __m256d;
   using Mask = __m256i;
-  static constexpr int kLanes = 4, kAccumulators = 12, kMaxVecs = 3;
+  static constexpr int kLanes = 4, kAccumulators = 12, kMaxVecs = 3, kDotRows = 3, kDotCols = 4;
   static Mask mask(int64_t n) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(std::clamp<int64_t>(n, 0, kLanes)), _mm256_setr_epi64x(0, 1, 2, 3));
   }
@@ -94,23 +105,33 @@ struct Simd<double> {
   static V load(const double* p, Mask m) { return _mm256_maskload_pd(p, m); }
   static void store(double* p, V v, Mask m) { _mm256_maskstore_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static double sum(V v) {
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  }
 };
 #endif
 
 // Reduction steps per pass over B's rows: a chunk of a column strip of B
 // (kChunk rows) stays in L1 while every row tile of A goes over it.
-constexpr int64_t kChunk = 256;
+constexpr int64_t kChunk = 128;
 
 // Where a register tile reads A(r, kk), r < R (every row it reads, valid or
 // not, must be readable; rows past the valid ones are computed and dropped):
 //   Packed   a[kk * step + r]      a tile's rows side by side (packed, or A^T in place)
 //   ByRows   a[r * step + kk]      rows of a row-major matrix
-//   Shifted  a[off[kk] + r]        one buffer read at a shift per kk (a direct convolution)
-enum class AMode { Packed, ByRows, Shifted };
+enum class AMode { Packed, ByRows };
 template <class T>
 struct AView {
   const T* a;
   int64_t step;
+};
+// Where it reads B's row kk: b + kk * ldb, or (`off` given) b + off[kk] —
+// one buffer read at a shift per kk, a direct convolution's taps.
+template <class T>
+struct BView {
+  const T* b;
+  int64_t ldb;
   const int64_t* off;
 };
 
@@ -118,8 +139,8 @@ struct AView {
 // rows by NV vectors of columns held in registers over the whole reduction.
 // B's rows are `ldb` apart and readable for all NV vectors; C's valid rows
 // and columns are stored.
-template <class T, AMode kMode, int R, int NV>
-void tile(AView<T> av, int64_t k0, const T* b, int64_t ldb, int64_t k, T* c, int64_t ldc, int64_t rows, int64_t cols,
+template <class T, AMode kMode, bool kShiftedB, int R, int NV>
+void tile(AView<T> av, int64_t k0, BView<T> bv_, int64_t k, T* c, int64_t ldc, int64_t rows, int64_t cols,
           bool accumulate) {
   using S = Simd<T>;
   using V = typename S::V;
@@ -132,11 +153,13 @@ void tile(AView<T> av, int64_t k0, const T* b, int64_t ldb, int64_t k, T* c, int
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = accumulate && r < rows ? S::load(c + r * ldc + v * L, mask[v]) : S::zero();
   const T* a = av.a;
-  for (int64_t kk = k0; kk < k0 + k; ++kk, b += ldb) {
+  const T* b = bv_.b + (kShiftedB ? 0 : k0 * bv_.ldb);
+  for (int64_t kk = k0; kk < k0 + k; ++kk, b += kShiftedB ? 0 : bv_.ldb) {
+    const T* bk = kShiftedB ? b + bv_.off[kk] : b;
     V bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = S::load(b + v * L);
-    const T* ak = kMode == AMode::Packed ? a + kk * av.step : kMode == AMode::ByRows ? a + kk : a + av.off[kk];
+    for (int v = 0; v < NV; ++v) bv[v] = S::load(bk + v * L);
+    const T* ak = kMode == AMode::Packed ? a + kk * av.step : a + kk;
 #pragma GCC unroll 24
     for (int r = 0; r < R; ++r) {
       const V x = S::broadcast(kMode == AMode::ByRows ? ak + r * av.step : ak + r);
@@ -159,14 +182,15 @@ constexpr int rows_for(int nv) {
 // in tiles of rows_for(vectors), the reduction in chunks. A tile at row i0
 // reads A from a.a + i0 * row_step; B's column tile j0 (a multiple of the
 // tile width W) starts at b + (j0 / W) * b_strip, its rows `ldb` apart.
-template <class T, AMode kMode>
-void product(int64_t m, int64_t n, int64_t k, AView<T> a, int64_t row_step, const T* b, int64_t ldb, int64_t b_strip,
+template <class T, AMode kMode, bool kShiftedB = false>
+void product(int64_t m, int64_t n, int64_t k, AView<T> a, int64_t row_step, BView<T> b, int64_t b_strip,
              bool accumulate, T* c, int64_t ldc) {
   constexpr int64_t L = Simd<T>::kLanes, W = Simd<T>::kMaxVecs * L;
   for (int64_t j0 = 0; j0 < n; j0 += W) {
     const int64_t cols = std::min(W, n - j0);
     const int64_t nv = kMode == AMode::Packed ? Simd<T>::kMaxVecs : (cols + L - 1) / L;
-    const T* bj = b + (j0 / W) * b_strip;
+    BView<T> bj = b;
+    bj.b += (j0 / W) * b_strip;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int64_t kc = std::min(kChunk, k - k0);
       auto run = [&](auto nv_const) {
@@ -174,8 +198,8 @@ void product(int64_t m, int64_t n, int64_t k, AView<T> a, int64_t row_step, cons
         for (int64_t i0 = 0; i0 < m; i0 += R) {
           AView<T> at = a;
           at.a += i0 * row_step;
-          tile<T, kMode, R, NV>(at, k0, bj + k0 * ldb, ldb, kc, c + i0 * ldc + j0, ldc, std::min<int64_t>(R, m - i0),
-                                cols, accumulate || k0 > 0);
+          tile<T, kMode, kShiftedB, R, NV>(at, k0, bj, kc, c + i0 * ldc + j0, ldc, std::min<int64_t>(R, m - i0), cols,
+                                           accumulate || k0 > 0);
         }
       };
       switch (nv) {
@@ -208,30 +232,29 @@ template <class T>
 constexpr int64_t packed_rows() {
   return rows_for<T>(Simd<T>::kMaxVecs);
 }
+// C[m, n] (+)= A B, A [m, k] read row by row in place, B [k, n] row-major
+// with rows readable to whole vectors.
+template <class T>
+void rows_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
+                     T* c, int64_t ldc) {
+  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  // A's last rows, when fewer than the widest tile, from a zero-padded copy
+  // (the rows past m may not exist).
+  const int64_t rows = Simd<T>::kAccumulators, full = m / rows * rows;
+  if (full > 0) product<T, AMode::ByRows>(full, n, k, {a, lda}, lda, {b, ldb, nullptr}, W, accumulate, c, ldc);
+  if (full < m) {
+    T* edge = buffer<T>(kEdge, rows * k);
+    std::fill(edge, edge + rows * k, T(0));
+    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
+    product<T, AMode::ByRows>(m - full, n, k, {edge, k}, k, {b, ldb, nullptr}, W, accumulate, c + full * ldc, ldc);
+  }
+}
+
 #endif  // LUCID_BLOCK_GEMM_SIMD
 
 }  // namespace
 
 bool block_gemm_simd() { return LUCID_BLOCK_GEMM_SIMD; }
-
-template <class T>
-int64_t block_gemm_width(int64_t n) {
-#if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t L = Simd<T>::kLanes;
-  return (n + L - 1) / L * L;
-#else
-  return n;
-#endif
-}
-
-template <class T>
-int64_t block_gemm_tile_rows() {
-#if LUCID_BLOCK_GEMM_SIMD
-  return Simd<T>::kAccumulators;
-#else
-  return 0;
-#endif
-}
 
 template <class T>
 int64_t block_gemm_strip(int64_t n) {
@@ -275,7 +298,7 @@ void block_gemm_nn(int64_t m, int64_t n, int64_t k, const T* packed_a, const T* 
 #if LUCID_BLOCK_GEMM_SIMD
   // Packed tiles: the one at row i0 at packed_a + i0 * k, element (r, kk) at + kk * R + r.
   constexpr int64_t R = packed_rows<T>(), W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
-  product<T, AMode::Packed>(m, n, k, {packed_a, R, nullptr}, k, b, W, k * W, accumulate, c, ldc);
+  product<T, AMode::Packed>(m, n, k, {packed_a, R}, k, {b, W, nullptr}, k * W, accumulate, c, ldc);
 #else
   blas_gemm(false, false, m, n, k, packed_a, k, b, n, accumulate, c, ldc);
 #endif
@@ -289,35 +312,15 @@ void block_gemm_tn(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, con
   // of fewer rows (read from a zero-padded copy: its rows past m may not exist).
   constexpr int64_t R = packed_rows<T>(), W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
   const int64_t full = m / R * R;
-  if (full > 0) product<T, AMode::Packed>(full, n, k, {a, lda, nullptr}, 1, b, W, k * W, accumulate, c, ldc);
+  if (full > 0) product<T, AMode::Packed>(full, n, k, {a, lda}, 1, {b, W, nullptr}, k * W, accumulate, c, ldc);
   if (full < m) {
     T* edge = buffer<T>(kEdge, k * R);
     for (int64_t kk = 0; kk < k; ++kk)
       for (int64_t r = 0; r < R; ++r) edge[kk * R + r] = full + r < m ? a[kk * lda + full + r] : T(0);
-    product<T, AMode::Packed>(m - full, n, k, {edge, R, nullptr}, 0, b, W, k * W, accumulate, c + full * ldc, ldc);
+    product<T, AMode::Packed>(m - full, n, k, {edge, R}, 0, {b, W, nullptr}, k * W, accumulate, c + full * ldc, ldc);
   }
 #else
   blas_gemm(true, false, m, n, k, a, lda, b, n, accumulate, c, ldc);
-#endif
-}
-
-template <class T>
-void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
-                     T* c, int64_t ldc) {
-#if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
-  // A's last rows, when fewer than the widest tile, from a zero-padded copy
-  // (the rows past m may not exist).
-  const int64_t rows = Simd<T>::kAccumulators, full = m / rows * rows;
-  if (full > 0) product<T, AMode::ByRows>(full, n, k, {a, lda, nullptr}, lda, b, ldb, W, accumulate, c, ldc);
-  if (full < m) {
-    T* edge = buffer<T>(kEdge, rows * k);
-    std::fill(edge, edge + rows * k, T(0));
-    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
-    product<T, AMode::ByRows>(m - full, n, k, {edge, k, nullptr}, k, b, ldb, W, accumulate, c + full * ldc, ldc);
-  }
-#else
-  blas_gemm(false, false, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 #endif
 }
 
@@ -327,41 +330,101 @@ void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, con
 #if LUCID_BLOCK_GEMM_SIMD
   // B^T [k, n], the small operand, copied once (its rows padded with zeros
   // to whole vectors).
-  const int64_t width = block_gemm_width<T>(n);
+  const int64_t width = (n + Simd<T>::kLanes - 1) / Simd<T>::kLanes * Simd<T>::kLanes;
   T* bt = buffer<T>(kPanel, k * width);
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int64_t j = 0; j < n; ++j) bt[kk * width + j] = b[j * ldb + kk];
     std::fill(bt + kk * width + n, bt + (kk + 1) * width, T(0));
   }
-  block_gemm_rows(m, n, k, a, lda, bt, width, accumulate, c, ldc);
+  rows_product(m, n, k, a, lda, bt, width, accumulate, c, ldc);
 #else
   blas_gemm(false, true, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 #endif
 }
 
 template <class T>
-void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* x, const int64_t* off, const T* b, int64_t ldb,
+void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* packed_a, const T* x, const int64_t* off,
                         bool accumulate, T* c, int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
-  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
-  product<T, AMode::Shifted>(m, n, k, {x, 0, off}, 1, b, ldb, W, accumulate, c, ldc);
+  constexpr int64_t R = packed_rows<T>(), W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  product<T, AMode::Packed, true>(m, n, k, {packed_a, R}, k, {x, 0, off}, W, accumulate, c, ldc);
 #else
   fail<Error>("internal: block_gemm_shifted without SIMD tiles");
 #endif
 }
 
+#if LUCID_BLOCK_GEMM_SIMD
+namespace {
+// C[rows, cols] (+)= sum over kk < k of A(r, kk) B(j, kk): dot products of
+// R rows of A with NB rows of B, the vectors along the reduction, summed
+// across lanes at the end. Rows past the valid ones read the last valid row.
+template <class T, int R, int NB>
+void dot_tile(const T* a, int64_t lda, const T* x, const int64_t* off, int64_t k, T* c, int64_t ldc, int64_t rows,
+              int64_t cols, bool accumulate) {
+  using S = Simd<T>;
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  const T* ar[R];
+  const T* br[NB];
+  for (int r = 0; r < R; ++r) ar[r] = a + std::min<int64_t>(r, rows - 1) * lda;
+  for (int j = 0; j < NB; ++j) br[j] = x + off[std::min<int64_t>(j, cols - 1)];
+  V acc[R][NB];
+#pragma GCC unroll 24
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) acc[r][j] = S::zero();
+  auto step = [&](int64_t kk, auto load) {
+    V av[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) av[r] = load(ar[r] + kk);
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) {
+      const V bv = load(br[j] + kk);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][j] = S::fma(av[r], bv, acc[r][j]);
+    }
+  };
+  int64_t kk = 0;
+  for (; kk + L <= k; kk += L) step(kk, [](const T* p) { return S::load(p); });
+  if (kk < k) {
+    const typename S::Mask m = S::mask(k - kk);
+    step(kk, [m](const T* p) { return S::load(p, m); });
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NB; ++j)
+      if (r < rows && j < cols) {
+        T& out = c[r * ldc + j];
+        out = (accumulate ? out : T(0)) + S::sum(acc[r][j]);
+      }
+}
+}  // namespace
+#endif
+
+template <class T>
+void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* x, const int64_t* off,
+                            bool accumulate, T* c, int64_t ldc) {
+#if LUCID_BLOCK_GEMM_SIMD
+  constexpr int64_t R = Simd<T>::kDotRows, NB = Simd<T>::kDotCols;
+  for (int64_t i0 = 0; i0 < m; i0 += R)
+    for (int64_t j0 = 0; j0 < n; j0 += NB)
+      dot_tile<T, R, NB>(a + i0 * lda, lda, x, off + j0, k, c + i0 * ldc + j0, ldc, std::min(R, m - i0),
+                         std::min(NB, n - j0), accumulate);
+#else
+  fail<Error>("internal: block_gemm_dot_shifted without SIMD tiles");
+#endif
+}
+
 #define LUCID_BLOCK_GEMM_INSTANTIATE(T)                                                                               \
-  template int64_t block_gemm_width<T>(int64_t);                                                                      \
-  template int64_t block_gemm_tile_rows<T>();                                                                         \
   template int64_t block_gemm_strip<T>(int64_t);                                                                      \
   template int64_t block_gemm_packed_size<T>(int64_t, int64_t);                                                       \
   template void block_gemm_pack<T>(int64_t, int64_t, const T*, int64_t, T*);                                           \
   template void block_gemm_nn<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, T*, int64_t);                    \
   template void block_gemm_tn<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, bool, T*, int64_t);           \
   template void block_gemm_nt<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t);  \
-  template void block_gemm_rows<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t); \
-  template void block_gemm_shifted<T>(int64_t, int64_t, int64_t, const T*, const int64_t*, const T*, int64_t, bool, T*, \
-                                      int64_t);
+  template void block_gemm_shifted<T>(int64_t, int64_t, int64_t, const T*, const T*, const int64_t*, bool, T*,      \
+                                      int64_t);                                                                       \
+  template void block_gemm_dot_shifted<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, const int64_t*, bool, \
+                                          T*, int64_t);
 LUCID_BLOCK_GEMM_INSTANTIATE(float)
 LUCID_BLOCK_GEMM_INSTANTIATE(double)
 #undef LUCID_BLOCK_GEMM_INSTANTIATE

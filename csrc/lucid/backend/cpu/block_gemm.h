@@ -16,16 +16,6 @@ namespace lucid::cpu {
 // Whether the register tiles are built (and so the direct forms below exist).
 bool block_gemm_simd();
 
-// A row of B or C holds whole vectors: n columns rounded up to
-// block_gemm_width(n), the extra ones zero in B (and written, with garbage,
-// in C) where a product says so.
-template <class T>
-int64_t block_gemm_width(int64_t n);
-// Rows (positions) a tile computes at once, at most: a direct product reads
-// its buffer up to this many positions past the last one.
-template <class T>
-int64_t block_gemm_tile_rows();
-
 // The column-strip width the strip products read B in: B[k, n] is stored
 // as strips of `width` columns, strip s holding rows 0..k-1 of columns
 // [s * width, s * width + width) one after the other, so element (kk, j)
@@ -57,18 +47,18 @@ template <class T>
 void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
                    T* c, int64_t ldc);
 
-// Direct forms (only where block_gemm_simd()):
-// C[e, j] (+)= sum over kk < k of x[off[kk] + e] B[kk, j] for e < m, j < n:
-// one buffer read at a shift per reduction step (a stride-1 convolution's
-// taps over a band of input). B's rows (`ldb` apart) readable to
-// block_gemm_width(n); C's rows (`ldc` apart) written to that width.
+// Direct forms (only where block_gemm_simd()), for stride-1 convolutions:
+// B's rows are one buffer read at a shift per row, B(kk, j) = x[off[kk] + j]
+// (a convolution's taps over a band of input).
+// C[m, n] = A B (+ C): A packed (block_gemm_pack); x readable to
+// block_gemm_strip(n) columns past each row's last.
 template <class T>
-void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* x, const int64_t* off, const T* b, int64_t ldb,
+void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* packed_a, const T* x, const int64_t* off,
                         bool accumulate, T* c, int64_t ldc);
-// C[m, n] (+)= A B: A [m, k] read row by row in place (rows `lda` apart),
-// B [k, n] row-major, readable to block_gemm_width(n); C written to that width.
+// C[m, n] = A B^T (+ C), A [m, k] row-major, B(j, kk) = x[off[j] + kk]:
+// dot products along the rows (the reduction is a band's positions).
 template <class T>
-void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
-                     T* c, int64_t ldc);
+void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* x, const int64_t* off,
+                            bool accumulate, T* c, int64_t ldc);
 
 }  // namespace lucid::cpu

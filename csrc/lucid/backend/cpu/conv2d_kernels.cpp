@@ -17,6 +17,7 @@
 // matrix: its blocks are copied, not unfolded, and its input gradient is the
 // product itself. 16-bit floats compute in float32 and are rounded once.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -117,15 +118,37 @@ struct Strips {
   int64_t size(int64_t cols) const { return (cols + width - 1) / width * rows * width; }
 };
 
-// Writes `count` consecutive columns of row `row`, from column `col`, as
-// value(q) for q in [0, count): each piece within one strip is a contiguous run.
-template <class A, class F>
-void write_run(A* m, const Strips& s, int64_t row, int64_t col, int64_t count, F&& value_run) {
-  for (int64_t q = 0; q < count;) {
-    const int64_t lane = (col + q) % s.width, piece = std::min(count - q, s.width - lane);
-    value_run(m + s.at(row, col + q), q, q + piece);
-    q += piece;
+// The block's output rows cut where strips end: a run of consecutive
+// positions (one output row of one image, within one strip), the same for
+// every row of the matrix. `dst` is the run's first position in row 0.
+struct Run {
+  int64_t dst, img, r, q0, count;
+};
+std::vector<Run> runs_of(const Geometry& g, const Block& b, const Strips& s) {
+  std::vector<Run> runs;
+  for (int64_t img = 0, col = 0; img < b.images; ++img)
+    for (int64_t r = b.r0; r < b.r1; ++r)
+      for (int64_t q = 0; q < g.ow;) {
+        const int64_t lane = col % s.width, count = std::min(g.ow - q, s.width - lane);
+        runs.push_back({s.at(0, col), b.n0 + img, r, q, count});
+        q += count;
+        col += count;
+      }
+  return runs;
+}
+
+// dst[q] for q < count: the source values src[q * step] for q in [lo, hi), zero elsewhere.
+template <class T, class A>
+inline void copy_run(A* dst, const T* src, int64_t step, int64_t count, int64_t lo, int64_t hi) {
+  lo = std::clamp<int64_t>(lo, 0, count);
+  hi = std::clamp<int64_t>(hi, lo, count);
+  for (int64_t q = 0; q < lo; ++q) dst[q] = A(0);
+  if (step == 1) {
+    for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q));
+  } else {
+    for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q * step));
   }
+  for (int64_t q = hi; q < count; ++q) dst[q] = A(0);
 }
 
 // Group grp's unfolded input over block b, in strips: row (channel, i, j)
@@ -134,31 +157,22 @@ void write_run(A* m, const Strips& s, int64_t row, int64_t col, int64_t count, F
 template <class T, class A>
 void unfold(const Geometry& g, const T* x, const Block& b, int64_t grp, A* cols, const Strips& s) {
   const Window2d& win = g.win;
-  for (int64_t k = 0; k < g.kg; ++k) {
-    const int64_t ch = grp * g.cg + k / g.kk, i = (k / win.kw) % win.kh, j = k % win.kw;
-    const int64_t col_off = j * win.dw - win.pad_left;
-    int64_t lo, hi;
-    valid_range(col_off, win.sw, g.w, g.ow, lo, hi);
-    for (int64_t img = 0; img < b.images; ++img) {
-      const T* src_plane = x + ((b.n0 + img) * g.c + ch) * g.plane;
-      for (int64_t r = b.r0; r < b.r1; ++r) {
-        const int64_t ih = r * win.sh - win.pad_top + i * win.dh;
-        const bool inside = ih >= 0 && ih < g.h;
-        // Columns [lo, hi) read the image (row ih, from column col_off); the rest is padding.
-        const int64_t read_lo = inside ? lo : g.ow, read_hi = inside ? hi : g.ow;
-        const T* src = src_plane + (inside ? ih * g.w + col_off : 0);
-        write_run(cols, s, k, img * b.run(g) + (r - b.r0) * g.ow, g.ow, [&](A* dst, int64_t q0, int64_t q1) {
-          const int64_t a = std::clamp(read_lo, q0, q1), z = std::clamp(read_hi, a, q1);
-          std::fill(dst, dst + (a - q0), A(0));
-          if (win.sw == 1) {
-            for (int64_t q = a; q < z; ++q) dst[q - q0] = A(load(src, q));
-          } else {
-            for (int64_t q = a; q < z; ++q) dst[q - q0] = A(load(src, q * win.sw));
-          }
-          std::fill(dst + (z - q0), dst + (q1 - q0), A(0));
-        });
+  const std::vector<Run> runs = runs_of(g, b, s);
+  for (int64_t c = 0, k = 0; c < g.cg; ++c) {
+    const T* channel = x + (grp * g.cg + c) * g.plane;
+    for (int64_t i = 0; i < win.kh; ++i)
+      for (int64_t j = 0; j < win.kw; ++j, ++k) {
+        const int64_t col_off = j * win.dw - win.pad_left, row_off = i * win.dh - win.pad_top;
+        int64_t lo, hi;  // the output columns whose tap lies inside the image
+        valid_range(col_off, win.sw, g.w, g.ow, lo, hi);
+        A* row = cols + k * s.width;
+        for (const Run& run : runs) {
+          const int64_t ih = run.r * win.sh + row_off;
+          const bool inside = ih >= 0 && ih < g.h;
+          const T* src = channel + run.img * g.c * g.plane + (inside ? ih * g.w + col_off + run.q0 * win.sw : 0);
+          copy_run(row + run.dst, src, win.sw, run.count, inside ? lo - run.q0 : run.count, hi - run.q0);
+        }
       }
-    }
   }
 }
 
@@ -193,20 +207,16 @@ void fold(const Geometry& g, const A* cols, const Block& b, int64_t c0, int64_t 
       }
 }
 
-// Rows [row0, row0 + rows) of the channels of group grp of an
-// [N, channels, OH*OW] tensor over block b, into `m` (strips or row-major),
-// converted to A.
+// Rows [first_channel, first_channel + rows) of an [N, channels, OH*OW]
+// tensor over block b, into `m` (strips or row-major), converted to A.
 template <class T, class A>
 void gather_rows(const Geometry& g, const T* t, int64_t channels, const Block& b, int64_t first_channel,
                  int64_t rows, A* m, const Strips& s) {
-  const int64_t run = b.run(g);
+  const std::vector<Run> runs = runs_of(g, b, s);
   for (int64_t row = 0; row < rows; ++row)
-    for (int64_t img = 0; img < b.images; ++img) {
-      const T* src = t + b.at(g, img, channels, first_channel + row);
-      write_run(m, s, row, img * run, run, [&](A* dst, int64_t q0, int64_t q1) {
-        for (int64_t q = q0; q < q1; ++q) dst[q - q0] = A(load(src, q));
-      });
-    }
+    for (const Run& run : runs)
+      copy_run(m + row * s.width + run.dst, t + (run.img * channels + first_channel + row) * g.l + run.r * g.ow + run.q0,
+               1, run.count, 0, run.count);
 }
 
 // The weight in the arithmetic type: itself, or a converted copy in `keep`.
@@ -392,214 +402,269 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
 
 // ------------------------------------------------------------ direct path
 // Stride-1 convolutions skip the unfold where the register tiles are built
-// (block_gemm_simd()): a band of output rows is computed from the input
-// rows it reads, each kernel tap a shifted read of them
-// (block_gemm_shifted), on an output grid as wide as the padded input — the
-// extra columns are computed and dropped. The rows are read in place, or
-// from a zero-padded copy (padding, 16-bit types). Backward-input is the
-// same forward on the output gradient with the weight flipped and
-// transposed; backward-weight sums, tap by tap, the band's input rows times
-// the band's gradient (block_gemm_rows). Results come out position-major
-// ([positions, channels]) and are transposed into NCHW in cache.
-bool use_direct(const Geometry& g) { return block_gemm_simd() && g.win.sh == 1 && g.win.sw == 1; }
+// (block_gemm_simd()). A block's input rows — the padded rows its output
+// rows read, image after image — are one band, and each kernel tap is the
+// band read at a shift (block_gemm_shifted): the output comes out on a grid
+// as wide as the padded input, whose extra columns (and the rows between
+// images) are computed and dropped as it is copied into NCHW. The rows are
+// read in place, or from a zero-padded copy (padding, 16-bit types, several
+// images). Backward-input is the same forward on the output gradient with
+// the weight flipped and transposed; backward-weight is, per tap, dot
+// products of the gradient's rows with the shifted band
+// (block_gemm_dot_shifted).
+//
+// Which path costs less is a matter of waste: the direct path computes its
+// grid's extra columns and rows (a fraction 1 - useful of the work), the
+// unfolding path writes and reads kg x positions elements besides the
+// product, costing about as much as a product of kUnfoldCost (output)
+// channels. A tiny reduction (the first layer's few taps) goes through the
+// unfold, which is then small.
+constexpr double kUnfoldCost = 48;
+enum class Pass { Forward, BackwardInput, BackwardWeight };
+bool use_direct(const Geometry& g, Pass pass) {
+  static const bool off = getenv("LUCID_CONV_EXPLICIT");  // TEMP
+  if (off || !block_gemm_simd() || g.win.sh != 1 || g.win.sw != 1) return false;
+  const Window2d& win = g.win;
+  const double reach_h = double((win.kh - 1) * win.dh), reach_w = double((win.kw - 1) * win.dw);
+  double useful, channels;
+  if (pass == Pass::BackwardInput) {  // dx's grid over dy padded by the kernel's reach
+    useful = double(g.oh * g.ow) / double((g.h + reach_h) * (g.w + reach_w));
+    channels = double(g.og);
+  } else {
+    useful = double(g.oh * g.ow) / double((g.oh + reach_h) * (g.ow + reach_w));
+    channels = double(g.og);
+    if (pass == Pass::Forward && g.kg < 32) return false;
+  }
+  return useful >= 1.0 / (1.0 + kUnfoldCost / channels);
+}
 
-// Channels [c0, c0 + count) of image img of `t` [N, channels, rows, cols],
-// over rows [top, top + band_rows) and columns [left, left + width) of it,
-// zero outside t: element (c, row, col) at data[c * channel_stride + row *
-// width + col], readable `slack` elements past the last.
+struct Dims {
+  int64_t n, channels, rows, cols;
+};
+
+// Rows [top, top + rows) and columns [left, left + width) of every channel
+// of images [n0, n0 + images) of `t` (zero outside it), stacked image after
+// image: element (c, img * rows + row, col) at data[c * channel_stride +
+// (img * rows + row) * width + col], readable `slack` elements past the last.
 template <class A>
 struct Band {
   const A* data;
   int64_t channel_stride;
 };
-struct Plane4 {
-  int64_t n, channels, rows, cols;
-};
 template <class T, class A>
-Band<A> band_of(const T* t, const Plane4& d, int64_t img, int64_t c0, int64_t count, int64_t top, int64_t band_rows,
-                int64_t left, int64_t width, int64_t slack) {
+Band<A> band_of(const T* t, const Dims& d, int64_t n0, int64_t images, int64_t top, int64_t rows, int64_t left,
+                int64_t width, int64_t slack) {
   const int64_t plane = d.rows * d.cols;
-  const T* first = t + (img * d.channels + c0) * plane;
-  if constexpr (std::is_same_v<T, A>) {
-    const int64_t last_read = (img * d.channels + c0 + count - 1) * plane + (top + band_rows) * d.cols + slack;
-    if (left == 0 && width == d.cols && top >= 0 && top + band_rows <= d.rows && last_read <= d.n * d.channels * plane)
-      return {first + top * d.cols, plane};
+  if constexpr (std::is_same_v<T, A>) {  // in place: one image, no padding, the reads inside t
+    const int64_t last_read = ((n0 + 1) * d.channels - 1) * plane + (top + rows) * d.cols + slack;
+    if (images == 1 && left == 0 && width == d.cols && top >= 0 && top + rows <= d.rows &&
+        last_read <= d.n * d.channels * plane)
+      return {t + n0 * d.channels * plane + top * d.cols, plane};
   }
-  const int64_t stride = band_rows * width;
-  A* buf = scratch<A>(kCols, count * stride + slack);
+  const int64_t stride = images * rows * width;
+  A* buf = scratch<A>(kCols, d.channels * stride + slack);
   const int64_t lo = std::clamp<int64_t>(-left, 0, width), hi = std::clamp<int64_t>(d.cols - left, lo, width);
-  for (int64_t c = 0; c < count; ++c)
-    for (int64_t row = 0; row < band_rows; ++row) {
-      A* dst = buf + c * stride + row * width;
-      const int64_t src_row = top + row;
-      if (src_row < 0 || src_row >= d.rows) {
-        std::fill(dst, dst + width, A(0));
-        continue;
+  for (int64_t c = 0; c < d.channels; ++c)
+    for (int64_t img = 0; img < images; ++img)
+      for (int64_t row = 0; row < rows; ++row) {
+        A* dst = buf + c * stride + (img * rows + row) * width;
+        const int64_t src_row = top + row;
+        if (src_row < 0 || src_row >= d.rows) {
+          std::fill(dst, dst + width, A(0));
+          continue;
+        }
+        const T* src = t + ((n0 + img) * d.channels + c) * plane + src_row * d.cols + left;
+        std::fill(dst, dst + lo, A(0));
+        for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q));
+        std::fill(dst + hi, dst + width, A(0));
       }
-      const T* src = first + c * plane + src_row * d.cols + left;
-      std::fill(dst, dst + lo, A(0));
-      for (int64_t q = lo; q < hi; ++q) dst[q] = A(load(src, q));
-      std::fill(dst + hi, dst + width, A(0));
-    }
-  std::fill(buf + count * stride, buf + count * stride + slack, A(0));
+  std::fill(buf + d.channels * stride, buf + d.channels * stride + slack, A(0));
   return {buf, stride};
 }
 
-// Output rows per band: the band's input rows (`channels` wide rows of
-// `width`) within the block budget, and at least one item per thread.
-int64_t band_rows_for(int64_t out_rows, int64_t reach, int64_t channels, int64_t width, int64_t images,
-                      int64_t elem_bytes) {
+// Blocks of output rows for the direct path: whole images (at least one
+// block per thread where the batch allows) when a padded image's band of
+// `channels` rows fits the budget, else bands of one image's rows.
+std::vector<Block> plan_direct_blocks(int64_t n, int64_t out_rows, int64_t reach, int64_t channels, int64_t width,
+                                      int64_t elem_bytes) {
+  std::vector<Block> blocks;
   const int64_t row_bytes = std::max<int64_t>(1, channels * width * elem_bytes);
-  int64_t rows = std::max<int64_t>(1, kBlockBytes / row_bytes - reach);
   const int64_t threads = num_threads();
-  if (images < threads) rows = std::min(rows, std::max<int64_t>(1, out_rows * images / threads));
-  return std::min(rows, std::max<int64_t>(out_rows, 1));
+  if ((out_rows + reach) * row_bytes <= kBlockBytes) {
+    const int64_t fit = kBlockBytes / ((out_rows + reach) * row_bytes);
+    const int64_t images = std::max<int64_t>(1, std::min(fit, (n + threads - 1) / threads));
+    for (int64_t n0 = 0; n0 < n; n0 += images) blocks.push_back({n0, std::min(images, n - n0), 0, out_rows});
+    return blocks;
+  }
+  int64_t bands = (out_rows + std::max<int64_t>(1, kBlockBytes / row_bytes - reach) - 1) /
+                  std::max<int64_t>(1, kBlockBytes / row_bytes - reach);
+  if (n < threads) bands = std::max(bands, (threads + n - 1) / n);
+  bands = std::clamp<int64_t>(bands, 1, std::max<int64_t>(out_rows, 1));
+  for (int64_t img = 0; img < n; ++img)
+    for (int64_t b = 0; b < bands; ++b) blocks.push_back({img, 1, out_rows * b / bands, out_rows * (b + 1) / bands});
+  return blocks;
 }
 
-// out [band positions, ldo] (position (r, q) at r * width + q) into
-// channels [first, first + count) of image img of y [N, channels_total, rows(all), ow],
-// output rows [r0, r1), the first `ow` columns of each.
+// Offsets of the taps of `channels` input channels in a band: tap (c, i, j)
+// at c * channel_stride + i * dh * width + j * dw.
+void tap_offsets(const Window2d& win, int64_t channels, int64_t channel_stride, int64_t width, int64_t* off) {
+  for (int64_t c = 0, k = 0; c < channels; ++c)
+    for (int64_t i = 0; i < win.kh; ++i)
+      for (int64_t j = 0; j < win.kw; ++j, ++k) off[k] = c * channel_stride + i * win.dh * width + j * win.dw;
+}
+
+// A direct block's positions: image img's row r (of [r0, r1)) starts at
+// (img * band_rows + r - r0) * width; `count` spans the last valid one.
+struct Positions {
+  int64_t band_rows, width, count;
+  Positions(const Block& b, int64_t reach, int64_t width)
+      : band_rows(b.r1 - b.r0 + reach), width(width), count(((b.images - 1) * band_rows + b.r1 - b.r0) * width) {}
+  int64_t at(const Block& b, int64_t img, int64_t r) const { return (img * band_rows + r - b.r0) * width; }
+};
+
+// Rows [first, first + count) of `out` ([count, ldo], on the band's grid)
+// into channels [first_channel, ...) of t [N, channels, rows, cols]: the
+// block's rows, their first `cols` columns.
 template <class T, class A>
-void scatter_positions(const A* out, int64_t ldo, int64_t width, int64_t r0, int64_t r1, int64_t ow, T* y,
-                       int64_t img, int64_t channels_total, int64_t rows_total, int64_t first, int64_t count) {
-  constexpr int64_t kRun = 16;  // positions per pass: their rows of `out` stay in L1
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t q0 = 0; q0 < ow; q0 += kRun) {
-      const int64_t q1 = std::min(ow, q0 + kRun);
-      const A* src = out + ((r - r0) * width) * ldo;
-      for (int64_t c = 0; c < count; ++c) {
-        T* dst = y + ((img * channels_total + first + c) * rows_total + r) * ow;
-        for (int64_t q = q0; q < q1; ++q) store(dst, q, src[q * ldo + c]);
+void copy_out(const A* out, int64_t ldo, int64_t count, const Positions& pos, const Block& b, T* t, const Dims& d,
+              int64_t first_channel) {
+  for (int64_t c = 0; c < count; ++c)
+    for (int64_t img = 0; img < b.images; ++img)
+      for (int64_t r = b.r0; r < b.r1; ++r) {
+        const A* src = out + c * ldo + pos.at(b, img, r);
+        T* dst = t + (((b.n0 + img) * d.channels + first_channel + c) * d.rows + r) * d.cols;
+        if constexpr (std::is_same_v<T, A>) {
+          std::copy(src, src + d.cols, dst);
+        } else {
+          for (int64_t q = 0; q < d.cols; ++q) store(dst, q, src[q]);
+        }
       }
-    }
 }
 
-template <class T>
-void conv_forward_direct(const Geometry& g, const T* x, const T* w_in, T* y) {
-  using A = acc_t<T>;
-  const Window2d& win = g.win;
-  const int64_t width = g.w + win.pad_left + win.pad_right, reach = (win.kh - 1) * win.dh;
-  const int64_t ogw = block_gemm_width<A>(g.og);
-  // B of each group: [kg, ogw], the weight transposed (extra columns zero).
-  std::vector<A> wt(size_t(g.groups * g.kg * ogw), A(0));
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    for (int64_t oc = 0; oc < g.og; ++oc)
-      for (int64_t k = 0; k < g.kg; ++k)
-        wt[size_t((grp * g.kg + k) * ogw + oc)] = A(load(w_in, (grp * g.og + oc) * g.kg + k));
-  const int64_t rows = band_rows_for(g.oh, reach, g.c, width, g.n, sizeof(A));
-  const int64_t bands = (g.oh + rows - 1) / rows;
-  const int64_t slack = (win.kw - 1) * win.dw + block_gemm_tile_rows<A>();
-  parallel_for(g.n * bands, 1, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> off(size_t(g.kg));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t img = item / bands, r0 = g.oh * (item % bands) / bands, r1 = g.oh * (item % bands + 1) / bands;
-      const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, img, 0, g.c, r0 - win.pad_top, r1 - r0 + reach,
-                                         -win.pad_left, width, slack);
-      for (int64_t k = 0; k < g.kg; ++k)
-        off[size_t(k)] = (k / g.kk) * band.channel_stride + (k / win.kw % win.kh) * win.dh * width + (k % win.kw) * win.dw;
-      const int64_t positions = (r1 - r0) * width;
-      A* out = scratch<A>(kOut, positions * ogw);
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        block_gemm_shifted(positions, g.og, g.kg, band.data + grp * g.cg * band.channel_stride, off.data(),
-                           wt.data() + grp * g.kg * ogw, ogw, false, out, ogw);
-        scatter_positions(out, ogw, width, r0, r1, g.ow, y, img, g.o, g.oh, grp * g.og, g.og);
+// Each group's [m, k] weight matrix, row (row) column (col) = weight(grp, row, col), packed.
+template <class A, class F>
+std::vector<A> pack_groups(int64_t groups, int64_t m, int64_t k, F&& weight) {
+  const int64_t size = block_gemm_packed_size<A>(m, k);
+  std::vector<A> packed(size_t(groups * size)), rows(size_t(m * k));
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < k; ++c) rows[size_t(r * k + c)] = weight(grp, r, c);
+    block_gemm_pack(m, k, rows.data(), k, packed.data() + grp * size);
+  }
+  return packed;
+}
+
+// y = the stride-1 convolution of x: [N, C, H, W] -> [N, O, OH, OW] (forward),
+// or of dy with the flipped, transposed weight (backward-input). `in`/`out`
+// dims; pad_top/left: the zero rows/columns before the input; `packed` the
+// groups' [out_g, in_g * kk] weights.
+template <class T, class A>
+void direct_forward(const Window2d& win, int64_t groups, const T* x, const Dims& in, int64_t pad_top,
+                    int64_t pad_left, const std::vector<A>& packed, T* y, const Dims& out) {
+  const int64_t reach = (win.kh - 1) * win.dh, width = out.cols + (win.kw - 1) * win.dw;
+  const int64_t cg = in.channels / groups, og = out.channels / groups, kg = cg * win.kh * win.kw;
+  const int64_t packed_size = block_gemm_packed_size<A>(og, kg);
+  const std::vector<Block> blocks = plan_direct_blocks(out.n, out.rows, reach, in.channels, width, sizeof(A));
+  const int64_t slack = (win.kw - 1) * win.dw + block_gemm_strip<A>(1);
+  parallel_for(int64_t(blocks.size()), 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(static_cast<size_t>(kg));
+    for (int64_t bi = begin; bi < end; ++bi) {
+      const Block& b = blocks[size_t(bi)];
+      const Positions pos(b, reach, width);
+      const Band<A> band = band_of<T, A>(x, in, b.n0, b.images, b.r0 - pad_top, pos.band_rows, -pad_left, width, slack);
+      tap_offsets(win, cg, band.channel_stride, width, off.data());
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        const A* a = packed.data() + grp * packed_size;
+        const A* xg = band.data + grp * cg * band.channel_stride;
+        if constexpr (std::is_same_v<T, A>) {
+          if (b.images == 1 && width == out.cols) {  // the grid is y's: straight into its rows
+            block_gemm_shifted(og, pos.count, kg, a, xg, off.data(), false,
+                               y + ((b.n0 * out.channels + grp * og) * out.rows + b.r0) * out.cols,
+                               out.rows * out.cols);
+            continue;
+          }
+        }
+        A* grid = scratch<A>(kOut, og * pos.count);
+        block_gemm_shifted(og, pos.count, kg, a, xg, off.data(), false, grid, pos.count);
+        copy_out(grid, pos.count, og, pos, b, y, out, grp * og);
       }
     }
   });
+}
+
+template <class T>
+void conv_forward_direct(const Geometry& g, const T* x, const T* w, T* y) {
+  using A = acc_t<T>;
+  const auto packed = pack_groups<A>(g.groups, g.og, g.kg, [&](int64_t grp, int64_t oc, int64_t k) {
+    return A(load(w, (grp * g.og + oc) * g.kg + k));
+  });
+  direct_forward<T, A>(g.win, g.groups, x, {g.n, g.c, g.h, g.w}, g.win.pad_top, g.win.pad_left, packed, y,
+                       {g.n, g.o, g.oh, g.ow});
 }
 
 // dx[c, h, w] = sum over o, i', j' of w[o, c, kh-1-i', kw-1-j'] dy[o, h + i' dh - top, w + j' dw - left],
 // top = (kh-1) dh - pad_top, left = (kw-1) dw - pad_left: a stride-1 forward of dy.
 template <class T>
-void conv_backward_input_direct(const Geometry& g, const T* dy, const T* w_in, T* dx) {
+void conv_backward_input_direct(const Geometry& g, const T* dy, const T* w, T* dx) {
   using A = acc_t<T>;
   const Window2d& win = g.win;
-  const int64_t reach_h = (win.kh - 1) * win.dh, reach_w = (win.kw - 1) * win.dw;
-  const int64_t top = reach_h - win.pad_top, left = reach_w - win.pad_left, width = g.w + reach_w;
-  const int64_t cgw = block_gemm_width<A>(g.cg), kt = g.og * g.kk;  // the reduction: (o, i', j')
-  std::vector<A> wt(size_t(g.groups * kt * cgw), A(0));
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    for (int64_t oc = 0; oc < g.og; ++oc)
-      for (int64_t c = 0; c < g.cg; ++c)
-        for (int64_t t = 0; t < g.kk; ++t)
-          wt[size_t((grp * kt + oc * g.kk + t) * cgw + c)] =
-              A(load(w_in, (grp * g.og + oc) * g.kg + c * g.kk + (g.kk - 1 - t)));
-  const int64_t rows = band_rows_for(g.h, reach_h, g.o, width, g.n, sizeof(A));
-  const int64_t bands = (g.h + rows - 1) / rows;
-  const int64_t slack = reach_w + block_gemm_tile_rows<A>();
-  parallel_for(g.n * bands, 1, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> off(static_cast<size_t>(kt));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t img = item / bands, h0 = g.h * (item % bands) / bands, h1 = g.h * (item % bands + 1) / bands;
-      const Band<A> band =
-          band_of<T, A>(dy, {g.n, g.o, g.oh, g.ow}, img, 0, g.o, h0 - top, h1 - h0 + reach_h, -left, width, slack);
-      for (int64_t k = 0; k < kt; ++k)
-        off[size_t(k)] = (k / g.kk) * band.channel_stride + (k / win.kw % win.kh) * win.dh * width + (k % win.kw) * win.dw;
-      const int64_t positions = (h1 - h0) * width;
-      A* out = scratch<A>(kOut, positions * cgw);
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        block_gemm_shifted(positions, g.cg, kt, band.data + grp * g.og * band.channel_stride, off.data(),
-                           wt.data() + grp * kt * cgw, cgw, false, out, cgw);
-        scatter_positions(out, cgw, width, h0, h1, g.w, dx, img, g.c, g.h, grp * g.cg, g.cg);
-      }
-    }
+  const int64_t kt = g.og * g.kk;  // the reduction: (o, i', j')
+  const auto packed = pack_groups<A>(g.groups, g.cg, kt, [&](int64_t grp, int64_t c, int64_t k) {
+    return A(load(w, (grp * g.og + k / g.kk) * g.kg + c * g.kk + (g.kk - 1 - k % g.kk)));
   });
+  direct_forward<T, A>(win, g.groups, dy, {g.n, g.o, g.oh, g.ow}, (win.kh - 1) * win.dh - win.pad_top,
+                       (win.kw - 1) * win.dw - win.pad_left, packed, dx, {g.n, g.c, g.h, g.w});
 }
 
 template <class T>
 void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* dw) {
   using A = acc_t<T>;
   const Window2d& win = g.win;
-  const int64_t width = g.w + win.pad_left + win.pad_right, reach = (win.kh - 1) * win.dh;
-  const int64_t ogw = block_gemm_width<A>(g.og);
-  const int64_t rows = band_rows_for(g.oh, reach, g.c, width, g.n, sizeof(A));
-  const int64_t bands = (g.oh + rows - 1) / rows, items = g.n * bands;
+  const int64_t reach = (win.kh - 1) * win.dh, width = g.w + win.pad_left + win.pad_right;
+  const std::vector<Block> blocks = plan_direct_blocks(g.n, g.oh, reach, g.c, width, sizeof(A));
   const int64_t slack = (win.kw - 1) * win.dw;
-  // Parts of the batch, each summing its bands into its own buffer
-  // [groups, taps, cg, ogw]; the parts are added in order after.
-  const int64_t size = g.groups * g.kk * g.cg * ogw;
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads(), items));
+  // Parts of the batch, each summing its blocks into its own dW; the parts
+  // are added in order after.
+  const int64_t size = g.o * g.kg;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads(), int64_t(blocks.size())));
   std::vector<A> partials(size_t(parts * size));
   parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(static_cast<size_t>(g.kg));
     for (int64_t p = begin; p < end; ++p) {
       A* acc = partials.data() + p * size;
-      const int64_t i0 = items * p / parts, i1 = items * (p + 1) / parts;
-      if (i0 == i1) std::fill(acc, acc + size, A(0));
-      for (int64_t item = i0; item < i1; ++item) {
-        const int64_t img = item / bands, r0 = g.oh * (item % bands) / bands, r1 = g.oh * (item % bands + 1) / bands;
-        const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, img, 0, g.c, r0 - win.pad_top, r1 - r0 + reach,
-                                           -win.pad_left, width, slack);
-        const int64_t positions = (r1 - r0) * width;
-        A* grad = scratch<A>(kGrad, positions * ogw);  // [positions, ogw]: dy^T, zero off the output grid
+      const int64_t b0 = int64_t(blocks.size()) * p / parts, b1 = int64_t(blocks.size()) * (p + 1) / parts;
+      if (b0 == b1) std::fill(acc, acc + size, A(0));
+      for (int64_t bi = b0; bi < b1; ++bi) {
+        const Block& b = blocks[size_t(bi)];
+        const Positions pos(b, reach, width);
+        const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, b.n0, b.images, b.r0 - win.pad_top,
+                                           pos.band_rows, -win.pad_left, width, slack);
+        tap_offsets(win, g.cg, band.channel_stride, width, off.data());
+        // The group's gradient rows on the band's grid, zero off the output.
+        const int64_t ld = (pos.count + 15) / 16 * 16;
+        A* grad = scratch<A>(kGrad, g.og * ld);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
-          std::fill(grad, grad + positions * ogw, A(0));
-          for (int64_t r = r0; r < r1; ++r)
-            for (int64_t q0 = 0; q0 < g.ow; q0 += 16)
-              for (int64_t oc = 0; oc < g.og; ++oc) {
-                const T* src = dy + ((img * g.o + grp * g.og + oc) * g.oh + r) * g.ow;
-                for (int64_t q = q0; q < std::min(g.ow, q0 + 16); ++q)
-                  grad[((r - r0) * width + q) * ogw + oc] = A(load(src, q));
+          for (int64_t oc = 0; oc < g.og; ++oc) {
+            A* row = grad + oc * ld;
+            std::fill(row, row + ld, A(0));
+            for (int64_t img = 0; img < b.images; ++img)
+              for (int64_t r = b.r0; r < b.r1; ++r) {
+                const T* src = dy + (((b.n0 + img) * g.o + grp * g.og + oc) * g.oh + r) * g.ow;
+                A* dst = row + pos.at(b, img, r);
+                for (int64_t q = 0; q < g.ow; ++q) dst[q] = A(load(src, q));
               }
-          for (int64_t t = 0; t < g.kk; ++t)
-            block_gemm_rows(g.cg, g.og, positions,
-                            band.data + grp * g.cg * band.channel_stride + (t / win.kw) * win.dh * width +
-                                (t % win.kw) * win.dw,
-                            band.channel_stride, grad, ogw, item > i0, acc + (grp * g.kk + t) * g.cg * ogw, ogw);
+          }
+          block_gemm_dot_shifted(g.og, g.kg, pos.count, grad, ld, band.data + grp * g.cg * band.channel_stride,
+                                 off.data(), bi > b0, acc + grp * g.og * g.kg, g.kg);
         }
       }
     }
   });
-  // dw[grp, o, c, t] = sum over parts of acc[grp, t, c, o]
-  parallel_for(g.o, std::max<int64_t>(1, kElementwiseGrain / g.kg), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t grp = row / g.og, oc = row % g.og;
-      for (int64_t c = 0; c < g.cg; ++c)
-        for (int64_t t = 0; t < g.kk; ++t) {
-          const int64_t at = ((grp * g.kk + t) * g.cg + c) * ogw + oc;
-          A s = partials[size_t(at)];
-          for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + at)];
-          store(dw, row * g.kg + c * g.kk + t, s);
-        }
+  parallel_for(size, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      A s = partials[size_t(i)];
+      for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + i)];
+      store(dw, i, s);
     }
   });
 }
@@ -616,7 +681,7 @@ void conv2d_kernel(const Primitive& prim, const std::vector<ConstArg>& in, const
   LUCID_DISPATCH_FLOAT(ym.dtype, "conv2d", [&] {
     const T *x = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
     T* y = static_cast<T*>(out[0].data);
-    use_direct(g) ? conv_forward_direct<T>(g, x, w, y) : conv_forward<T>(g, x, w, y);
+    use_direct(g, Pass::Forward) ? conv_forward_direct<T>(g, x, w, y) : conv_forward<T>(g, x, w, y);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2d, CPU, conv2d_kernel);
@@ -634,7 +699,7 @@ void conv2d_backward_input_kernel(const Primitive& prim, const std::vector<Const
   LUCID_DISPATCH_FLOAT(xm.dtype, "conv2d_backward_input", [&] {
     const T *dy = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
     T* dx = static_cast<T*>(out[0].data);
-    use_direct(g) ? conv_backward_input_direct<T>(g, dy, w, dx) : conv_backward_input<T>(g, dy, w, dx);
+    use_direct(g, Pass::BackwardInput) ? conv_backward_input_direct<T>(g, dy, w, dx) : conv_backward_input<T>(g, dy, w, dx);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardInput, CPU, conv2d_backward_input_kernel);
@@ -652,7 +717,7 @@ void conv2d_backward_weight_kernel(const Primitive& prim, const std::vector<Cons
   LUCID_DISPATCH_FLOAT(wm.dtype, "conv2d_backward_weight", [&] {
     const T *x = static_cast<const T*>(in[0].data), *dy = static_cast<const T*>(in[1].data);
     T* dw = static_cast<T*>(out[0].data);
-    use_direct(g) ? conv_backward_weight_direct<T>(g, x, dy, dw) : conv_backward_weight<T>(g, x, dy, dw);
+    use_direct(g, Pass::BackwardWeight) ? conv_backward_weight_direct<T>(g, x, dy, dw) : conv_backward_weight<T>(g, x, dy, dw);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CPU, conv2d_backward_weight_kernel);
