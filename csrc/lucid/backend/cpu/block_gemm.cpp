@@ -178,8 +178,8 @@ constexpr int rows_for(int nv) {
 }
 
 // C[m, n] (+)= A B over register tiles: columns in tiles of up to kMaxVecs
-// vectors (always that many for packed A, whose tiles have its rows), rows
-// in tiles of rows_for(vectors), the reduction in chunks. A tile at row i0
+// vectors, rows in tiles of rows_for(vectors) (for packed A, those of the
+// widest tile, its layout's), the reduction in chunks. A tile at row i0
 // reads A from a.a + i0 * row_step; B's column tile j0 (a multiple of the
 // tile width W) starts at b + (j0 / W) * b_strip, its rows `ldb` apart.
 template <class T, AMode kMode, bool kShiftedB = false>
@@ -188,13 +188,15 @@ void product(int64_t m, int64_t n, int64_t k, AView<T> a, int64_t row_step, BVie
   constexpr int64_t L = Simd<T>::kLanes, W = Simd<T>::kMaxVecs * L;
   for (int64_t j0 = 0; j0 < n; j0 += W) {
     const int64_t cols = std::min(W, n - j0);
-    const int64_t nv = kMode == AMode::Packed ? Simd<T>::kMaxVecs : (cols + L - 1) / L;
+    const int64_t nv = (cols + L - 1) / L;
     BView<T> bj = b;
     bj.b += (j0 / W) * b_strip;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int64_t kc = std::min(kChunk, k - k0);
       auto run = [&](auto nv_const) {
-        constexpr int NV = decltype(nv_const)::value, R = rows_for<T>(NV);
+        // Packed A's tiles have the rows of the widest tile, whatever the width.
+        constexpr int NV = decltype(nv_const)::value;
+        constexpr int R = kMode == AMode::Packed ? rows_for<T>(Simd<T>::kMaxVecs) : rows_for<T>(NV);
         for (int64_t i0 = 0; i0 < m; i0 += R) {
           AView<T> at = a;
           at.a += i0 * row_step;
@@ -232,29 +234,20 @@ template <class T>
 constexpr int64_t packed_rows() {
   return rows_for<T>(Simd<T>::kMaxVecs);
 }
-// C[m, n] (+)= A B, A [m, k] read row by row in place, B [k, n] row-major
-// with rows readable to whole vectors.
-template <class T>
-void rows_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
-                     T* c, int64_t ldc) {
-  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
-  // A's last rows, when fewer than the widest tile, from a zero-padded copy
-  // (the rows past m may not exist).
-  const int64_t rows = Simd<T>::kAccumulators, full = m / rows * rows;
-  if (full > 0) product<T, AMode::ByRows>(full, n, k, {a, lda}, lda, {b, ldb, nullptr}, W, accumulate, c, ldc);
-  if (full < m) {
-    T* edge = buffer<T>(kEdge, rows * k);
-    std::fill(edge, edge + rows * k, T(0));
-    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
-    product<T, AMode::ByRows>(m - full, n, k, {edge, k}, k, {b, ldb, nullptr}, W, accumulate, c + full * ldc, ldc);
-  }
-}
-
 #endif  // LUCID_BLOCK_GEMM_SIMD
 
 }  // namespace
 
 bool block_gemm_simd() { return LUCID_BLOCK_GEMM_SIMD; }
+
+template <class T>
+int64_t block_gemm_lanes() {
+#if LUCID_BLOCK_GEMM_SIMD
+  return Simd<T>::kLanes;
+#else
+  return 1;
+#endif
+}
 
 template <class T>
 int64_t block_gemm_strip(int64_t n) {
@@ -325,6 +318,26 @@ void block_gemm_tn(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, con
 }
 
 template <class T>
+void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
+                     T* c, int64_t ldc) {
+#if LUCID_BLOCK_GEMM_SIMD
+  constexpr int64_t W = Simd<T>::kLanes * Simd<T>::kMaxVecs;
+  // A's last rows, when fewer than the widest tile, from a zero-padded copy
+  // (the rows past m may not exist).
+  const int64_t rows = Simd<T>::kAccumulators, full = m / rows * rows;
+  if (full > 0) product<T, AMode::ByRows>(full, n, k, {a, lda}, lda, {b, ldb, nullptr}, W, accumulate, c, ldc);
+  if (full < m) {
+    T* edge = buffer<T>(kEdge, rows * k);
+    std::fill(edge, edge + rows * k, T(0));
+    for (int64_t r = full; r < m; ++r) std::copy(a + r * lda, a + r * lda + k, edge + (r - full) * k);
+    product<T, AMode::ByRows>(m - full, n, k, {edge, k}, k, {b, ldb, nullptr}, W, accumulate, c + full * ldc, ldc);
+  }
+#else
+  blas_gemm(false, false, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+#endif
+}
+
+template <class T>
 void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
                    T* c, int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
@@ -336,7 +349,7 @@ void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, con
     for (int64_t j = 0; j < n; ++j) bt[kk * width + j] = b[j * ldb + kk];
     std::fill(bt + kk * width + n, bt + (kk + 1) * width, T(0));
   }
-  rows_product(m, n, k, a, lda, bt, width, accumulate, c, ldc);
+  block_gemm_rows(m, n, k, a, lda, bt, width, accumulate, c, ldc);
 #else
   blas_gemm(false, true, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 #endif
@@ -359,8 +372,8 @@ namespace {
 // R rows of A with NB rows of B, the vectors along the reduction, summed
 // across lanes at the end. Rows past the valid ones read the last valid row.
 template <class T, int R, int NB>
-void dot_tile(const T* a, int64_t lda, const T* x, const int64_t* off, int64_t k, T* c, int64_t ldc, int64_t rows,
-              int64_t cols, bool accumulate) {
+void dot_tile(const T* a, int64_t lda, const T* x, const int64_t* off, const Segments& seg, T* c, int64_t ldc,
+              int64_t rows, int64_t cols, bool accumulate) {
   using S = Simd<T>;
   using V = typename S::V;
   constexpr int L = S::kLanes;
@@ -384,11 +397,14 @@ void dot_tile(const T* a, int64_t lda, const T* x, const int64_t* off, int64_t k
       for (int r = 0; r < R; ++r) acc[r][j] = S::fma(av[r], bv, acc[r][j]);
     }
   };
-  int64_t kk = 0;
-  for (; kk + L <= k; kk += L) step(kk, [](const T* p) { return S::load(p); });
-  if (kk < k) {
-    const typename S::Mask m = S::mask(k - kk);
-    step(kk, [m](const T* p) { return S::load(p, m); });
+  for (int64_t s = 0; s < seg.count; ++s) {
+    const int64_t k0 = s * seg.stride, k1 = k0 + seg.length;
+    int64_t kk = k0;
+    for (; kk + L <= k1; kk += L) step(kk, [](const T* p) { return S::load(p); });
+    if (kk < k1) {
+      const typename S::Mask m = S::mask(k1 - kk);
+      step(kk, [m](const T* p) { return S::load(p, m); });
+    }
   }
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < NB; ++j)
@@ -401,8 +417,8 @@ void dot_tile(const T* a, int64_t lda, const T* x, const int64_t* off, int64_t k
 #endif
 
 template <class T>
-void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* x, const int64_t* off,
-                            bool accumulate, T* c, int64_t ldc) {
+void block_gemm_dot_shifted(int64_t m, int64_t n, const Segments& k, const T* a, int64_t lda, const T* x,
+                            const int64_t* off, bool accumulate, T* c, int64_t ldc) {
 #if LUCID_BLOCK_GEMM_SIMD
   constexpr int64_t R = Simd<T>::kDotRows, NB = Simd<T>::kDotCols;
   for (int64_t i0 = 0; i0 < m; i0 += R)
@@ -415,7 +431,9 @@ void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t
 }
 
 #define LUCID_BLOCK_GEMM_INSTANTIATE(T)                                                                               \
+  template int64_t block_gemm_lanes<T>();                                                                             \
   template int64_t block_gemm_strip<T>(int64_t);                                                                      \
+  template void block_gemm_rows<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t); \
   template int64_t block_gemm_packed_size<T>(int64_t, int64_t);                                                       \
   template void block_gemm_pack<T>(int64_t, int64_t, const T*, int64_t, T*);                                           \
   template void block_gemm_nn<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, T*, int64_t);                    \
@@ -423,8 +441,8 @@ void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t
   template void block_gemm_nt<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t);  \
   template void block_gemm_shifted<T>(int64_t, int64_t, int64_t, const T*, const T*, const int64_t*, bool, T*,      \
                                       int64_t);                                                                       \
-  template void block_gemm_dot_shifted<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, const int64_t*, bool, \
-                                          T*, int64_t);
+  template void block_gemm_dot_shifted<T>(int64_t, int64_t, const Segments&, const T*, int64_t, const T*,            \
+                                          const int64_t*, bool, T*, int64_t);
 LUCID_BLOCK_GEMM_INSTANTIATE(float)
 LUCID_BLOCK_GEMM_INSTANTIATE(double)
 #undef LUCID_BLOCK_GEMM_INSTANTIATE

@@ -16,6 +16,11 @@ namespace lucid::cpu {
 // Whether the register tiles are built (and so the direct forms below exist).
 bool block_gemm_simd();
 
+// Elements per vector register: rows of B or C read or written by whole
+// vectors where a product says so (1 where the products call the BLAS).
+template <class T>
+int64_t block_gemm_lanes();
+
 // The column-strip width the strip products read B in: B[k, n] is stored
 // as strips of `width` columns, strip s holding rows 0..k-1 of columns
 // [s * width, s * width + width) one after the other, so element (kk, j)
@@ -47,6 +52,12 @@ template <class T>
 void block_gemm_nt(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
                    T* c, int64_t ldc);
 
+// C[m, n] = A B (+ C): A [m, k] row-major, large, read row by row in place
+// (rows `lda` apart); B [k, n] row-major, rows readable to whole vectors.
+template <class T>
+void block_gemm_rows(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, bool accumulate,
+                     T* c, int64_t ldc);
+
 // Direct forms (only where block_gemm_simd()), for stride-1 convolutions:
 // B's rows are one buffer read at a shift per row, B(kk, j) = x[off[kk] + j]
 // (a convolution's taps over a band of input).
@@ -56,9 +67,13 @@ template <class T>
 void block_gemm_shifted(int64_t m, int64_t n, int64_t k, const T* packed_a, const T* x, const int64_t* off,
                         bool accumulate, T* c, int64_t ldc);
 // C[m, n] = A B^T (+ C), A [m, k] row-major, B(j, kk) = x[off[j] + kk]:
-// dot products along the rows (the reduction is a band's positions).
+// dot products along the rows, the reduction over the segments of k (a
+// band's positions, image by image, skipping the rows between images).
+struct Segments {
+  int64_t count, stride, length;  // kk in [s * stride, s * stride + length) for s < count
+};
 template <class T>
-void block_gemm_dot_shifted(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* x, const int64_t* off,
-                            bool accumulate, T* c, int64_t ldc);
+void block_gemm_dot_shifted(int64_t m, int64_t n, const Segments& k, const T* a, int64_t lda, const T* x,
+                            const int64_t* off, bool accumulate, T* c, int64_t ldc);
 
 }  // namespace lucid::cpu

@@ -420,6 +420,11 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
 // channels. A tiny reduction (the first layer's few taps) goes through the
 // unfold, which is then small.
 constexpr double kUnfoldCost = 48;
+// Input channels from which backward-weight puts them along a tile's rows
+// and the output channels along its vectors (with fewer, or fewer output
+// channels than a vector holds: the taps and output channels along the
+// rows, the positions along the vectors).
+constexpr int64_t kMinChannelRows = 8;
 enum class Pass { Forward, BackwardInput, BackwardWeight };
 bool use_direct(const Geometry& g, Pass pass) {
   static const bool off = getenv("LUCID_CONV_EXPLICIT");  // TEMP
@@ -428,10 +433,10 @@ bool use_direct(const Geometry& g, Pass pass) {
   const double reach_h = double((win.kh - 1) * win.dh), reach_w = double((win.kw - 1) * win.dw);
   double useful, channels;
   if (pass == Pass::BackwardInput) {  // dx's grid over dy padded by the kernel's reach
-    useful = double(g.oh * g.ow) / double((g.h + reach_h) * (g.w + reach_w));
+    useful = double(g.oh * g.ow) / double(g.h * (g.w + reach_w));
     channels = double(g.og);
   } else {
-    useful = double(g.oh * g.ow) / double((g.oh + reach_h) * (g.ow + reach_w));
+    useful = double(g.ow) / double(g.ow + reach_w);
     channels = double(g.og);
     if (pass == Pass::Forward && g.kg < 32) return false;
   }
@@ -482,15 +487,20 @@ Band<A> band_of(const T* t, const Dims& d, int64_t n0, int64_t images, int64_t t
   return {buf, stride};
 }
 
-// Blocks of output rows for the direct path: whole images (at least one
-// block per thread where the batch allows) when a padded image's band of
-// `channels` rows fits the budget, else bands of one image's rows.
+// Blocks of output rows for the direct path: whole images (several only
+// where `several`, at least one block per thread where the batch allows)
+// when a padded image's band of `channels` rows fits the budget, else bands
+// of one image's rows.
 std::vector<Block> plan_direct_blocks(int64_t n, int64_t out_rows, int64_t reach, int64_t channels, int64_t width,
-                                      int64_t elem_bytes) {
+                                      int64_t elem_bytes, bool several) {
   std::vector<Block> blocks;
   const int64_t row_bytes = std::max<int64_t>(1, channels * width * elem_bytes);
   const int64_t threads = num_threads();
   if ((out_rows + reach) * row_bytes <= kBlockBytes) {
+    if (!several) {
+      for (int64_t img = 0; img < n; ++img) blocks.push_back({img, 1, 0, out_rows});
+      return blocks;
+    }
     const int64_t fit = kBlockBytes / ((out_rows + reach) * row_bytes);
     const int64_t images = std::max<int64_t>(1, std::min(fit, (n + threads - 1) / threads));
     for (int64_t n0 = 0; n0 < n; n0 += images) blocks.push_back({n0, std::min(images, n - n0), 0, out_rows});
@@ -564,7 +574,8 @@ void direct_forward(const Window2d& win, int64_t groups, const T* x, const Dims&
   const int64_t reach = (win.kh - 1) * win.dh, width = out.cols + (win.kw - 1) * win.dw;
   const int64_t cg = in.channels / groups, og = out.channels / groups, kg = cg * win.kh * win.kw;
   const int64_t packed_size = block_gemm_packed_size<A>(og, kg);
-  const std::vector<Block> blocks = plan_direct_blocks(out.n, out.rows, reach, in.channels, width, sizeof(A));
+  // One image a block: the rows between images would be computed and dropped.
+  const std::vector<Block> blocks = plan_direct_blocks(out.n, out.rows, reach, in.channels, width, sizeof(A), false);
   const int64_t slack = (win.kw - 1) * win.dw + block_gemm_strip<A>(1);
   parallel_for(int64_t(blocks.size()), 1, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> off(static_cast<size_t>(kg));
@@ -621,7 +632,8 @@ void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* 
   using A = acc_t<T>;
   const Window2d& win = g.win;
   const int64_t reach = (win.kh - 1) * win.dh, width = g.w + win.pad_left + win.pad_right;
-  const std::vector<Block> blocks = plan_direct_blocks(g.n, g.oh, reach, g.c, width, sizeof(A));
+  // Several images a block: the dot products' sums across lanes come once a block.
+  const std::vector<Block> blocks = plan_direct_blocks(g.n, g.oh, reach, g.c, width, sizeof(A), true);
   const int64_t slack = (win.kw - 1) * win.dw;
   // Parts of the batch, each summing its blocks into its own dW; the parts
   // are added in order after.
@@ -654,7 +666,8 @@ void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* 
                 for (int64_t q = 0; q < g.ow; ++q) dst[q] = A(load(src, q));
               }
           }
-          block_gemm_dot_shifted(g.og, g.kg, pos.count, grad, ld, band.data + grp * g.cg * band.channel_stride,
+          const Segments images{b.images, pos.band_rows * width, (b.r1 - b.r0 - 1) * width + g.ow};
+          block_gemm_dot_shifted(g.og, g.kg, images, grad, ld, band.data + grp * g.cg * band.channel_stride,
                                  off.data(), bi > b0, acc + grp * g.og * g.kg, g.kg);
         }
       }
@@ -665,6 +678,68 @@ void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* 
       A s = partials[size_t(i)];
       for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + i)];
       store(dw, i, s);
+    }
+  });
+}
+
+// Backward-weight with the output channels along the vectors (for layers
+// with several input channels): per tap, the band's rows of the group's
+// channels (read in place, a channel stride apart) times the gradient
+// transposed to [positions, og] (zero off the output grid).
+template <class T>
+void conv_backward_weight_by_channels(const Geometry& g, const T* x, const T* dy, T* dw) {
+  using A = acc_t<T>;
+  const Window2d& win = g.win;
+  const int64_t width = g.w + win.pad_left + win.pad_right, reach = (win.kh - 1) * win.dh;
+  const int64_t lanes = block_gemm_lanes<A>(), ogw = (g.og + lanes - 1) / lanes * lanes;
+  const std::vector<Block> blocks = plan_direct_blocks(g.n, g.oh, reach, g.c, width, sizeof(A), false);
+  const int64_t slack = (win.kw - 1) * win.dw;
+  // Parts of the batch, each summing its blocks into its own buffer
+  // [groups, taps, cg, ogw]; the parts are added in order after.
+  const int64_t size = g.groups * g.kk * g.cg * ogw;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads(), int64_t(blocks.size())));
+  std::vector<A> partials(size_t(parts * size));
+  parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      A* acc = partials.data() + p * size;
+      const int64_t b0 = int64_t(blocks.size()) * p / parts, b1 = int64_t(blocks.size()) * (p + 1) / parts;
+      if (b0 == b1) std::fill(acc, acc + size, A(0));
+      for (int64_t bi = b0; bi < b1; ++bi) {
+        const Block& b = blocks[size_t(bi)];
+        const Positions pos(b, reach, width);
+        const Band<A> band = band_of<T, A>(x, {g.n, g.c, g.h, g.w}, b.n0, 1, b.r0 - win.pad_top, pos.band_rows,
+                                           -win.pad_left, width, slack);
+        A* grad = scratch<A>(kGrad, pos.count * ogw);
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          std::fill(grad, grad + pos.count * ogw, A(0));
+          constexpr int64_t kRun = 16;  // positions per pass: their rows of `grad` stay in L1
+          for (int64_t r = b.r0; r < b.r1; ++r)
+            for (int64_t q0 = 0; q0 < g.ow; q0 += kRun)
+              for (int64_t oc = 0; oc < g.og; ++oc) {
+                const T* src = dy + ((b.n0 * g.o + grp * g.og + oc) * g.oh + r) * g.ow;
+                A* dst = grad + pos.at(b, 0, r) * ogw + oc;
+                for (int64_t q = q0; q < std::min(g.ow, q0 + kRun); ++q) dst[q * ogw] = A(load(src, q));
+              }
+          for (int64_t t = 0; t < g.kk; ++t)
+            block_gemm_rows(g.cg, g.og, pos.count,
+                            band.data + grp * g.cg * band.channel_stride + (t / win.kw) * win.dh * width +
+                                (t % win.kw) * win.dw,
+                            band.channel_stride, grad, ogw, bi > b0, acc + (grp * g.kk + t) * g.cg * ogw, ogw);
+        }
+      }
+    }
+  });
+  // dw[grp, o, c, t] = sum over parts of acc[grp, t, c, o]
+  parallel_for(g.o, std::max<int64_t>(1, kElementwiseGrain / g.kg), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t grp = row / g.og, oc = row % g.og;
+      for (int64_t c = 0; c < g.cg; ++c)
+        for (int64_t t = 0; t < g.kk; ++t) {
+          const int64_t at = ((grp * g.kk + t) * g.cg + c) * ogw + oc;
+          A s = partials[size_t(at)];
+          for (int64_t p = 1; p < parts; ++p) s += partials[size_t(p * size + at)];
+          store(dw, row * g.kg + c * g.kk + t, s);
+        }
     }
   });
 }
@@ -717,7 +792,12 @@ void conv2d_backward_weight_kernel(const Primitive& prim, const std::vector<Cons
   LUCID_DISPATCH_FLOAT(wm.dtype, "conv2d_backward_weight", [&] {
     const T *x = static_cast<const T*>(in[0].data), *dy = static_cast<const T*>(in[1].data);
     T* dw = static_cast<T*>(out[0].data);
-    use_direct(g, Pass::BackwardWeight) ? conv_backward_weight_direct<T>(g, x, dy, dw) : conv_backward_weight<T>(g, x, dy, dw);
+    if (!use_direct(g, Pass::BackwardWeight))
+      conv_backward_weight<T>(g, x, dy, dw);
+    else if (g.cg >= kMinChannelRows && g.og >= block_gemm_lanes<acc_t<T>>())
+      conv_backward_weight_by_channels<T>(g, x, dy, dw);
+    else
+      conv_backward_weight_direct<T>(g, x, dy, dw);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CPU, conv2d_backward_weight_kernel);
