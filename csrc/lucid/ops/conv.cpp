@@ -247,6 +247,8 @@ static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight
   LUCID_CHECK_T(TypeError, x.dtype() == weight.dtype(), op, ": Input type (", dtype_name(x.dtype()),
                 ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   const int64_t c = x.shape()[1], o = weight.shape()[0];
+  LUCID_CHECK(o > 0, op, ": Given groups=", groups, ", expected weight to be at least 1 at dimension 0, but got weight "
+              "of size ", shape_str(user_weight_shape), " instead");
   LUCID_CHECK(o % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ", groups,
               " at dimension 0, but got weight of size ", shape_str(user_weight_shape), " instead");
   LUCID_CHECK(c == weight.shape()[1] * groups, op, ": Given groups=", groups, ", weight of size ",

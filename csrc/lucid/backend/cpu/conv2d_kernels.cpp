@@ -17,13 +17,14 @@
 // matrix: its blocks are copied, not unfolded, and its input gradient is the
 // product itself. 16-bit floats compute in float32 and are rounded once.
 #include <algorithm>
-#include <cstdlib>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "lucid/backend/cpu/block_gemm.h"
+#include "lucid/backend/cpu/conv2d_path.h"
 #include "lucid/backend/cpu/dispatch.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/backend/cpu/window.h"
@@ -426,9 +427,12 @@ constexpr double kUnfoldCost = 48;
 // rows, the positions along the vectors).
 constexpr int64_t kMinChannelRows = 8;
 enum class Pass { Forward, BackwardInput, BackwardWeight };
+std::atomic<ConvPath> pinned_path{ConvPath::Auto};
+
 bool use_direct(const Geometry& g, Pass pass) {
-  static const bool off = getenv("LUCID_CONV_EXPLICIT");  // TEMP
-  if (off || !block_gemm_simd() || g.win.sh != 1 || g.win.sw != 1) return false;
+  const ConvPath path = pinned_path.load(std::memory_order_relaxed);
+  if (path == ConvPath::Unfold || !block_gemm_simd() || g.win.sh != 1 || g.win.sw != 1) return false;
+  if (path == ConvPath::Direct) return true;
   const Window2d& win = g.win;
   const double reach_h = double((win.kh - 1) * win.dh), reach_w = double((win.kw - 1) * win.dw);
   double useful, channels;
@@ -803,5 +807,8 @@ void conv2d_backward_weight_kernel(const Primitive& prim, const std::vector<Cons
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CPU, conv2d_backward_weight_kernel);
 
 }  // namespace
+
+void set_conv_path(ConvPath path) { pinned_path.store(path, std::memory_order_relaxed); }
+ConvPath conv_path() { return pinned_path.load(std::memory_order_relaxed); }
 
 }  // namespace lucid::cpu
