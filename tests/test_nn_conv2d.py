@@ -75,8 +75,8 @@ def _id(g):
 def _tensors(g, seed=0, dtype=np.float64):
     n, c, h, w, o, (kh, kw), *_, groups = g
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((n, c, h, w)).astype(dtype), rng.standard_normal((o, c // groups, kh, kw)).astype(dtype),
-            rng.standard_normal(o).astype(dtype))
+    return (rng.standard_normal((n, c, h, w)).astype(dtype),
+            rng.standard_normal((o, c // groups, kh, kw)).astype(dtype), rng.standard_normal(o).astype(dtype))
 
 
 def _conv(lib, g, x, w, b):
@@ -250,8 +250,8 @@ def test_no_output_channels_is_an_error():
 def test_weight_gradient_is_deterministic(g, path, threads):
     threads(2)
     x, w, _ = _tensors(g, dtype=np.float32)
-    up = lucid.tensor(np.random.default_rng(1).standard_normal(tuple(_conv(lucid, g, lucid.tensor(x),
-                                                                       lucid.tensor(w), None).shape)).astype(np.float32))
+    out_shape = tuple(_conv(lucid, g, lucid.tensor(x), lucid.tensor(w), None).shape)
+    up = lucid.tensor(np.random.default_rng(1).standard_normal(out_shape).astype(np.float32))
     grads = []
     for _ in range(3):
         lw = lucid.tensor(w, requires_grad=True)

@@ -49,7 +49,13 @@ struct Simd<float> {
   static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static void store(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static float sum(V v) { return _mm512_reduce_add_ps(v); }
+  static float sum(V v) {  // (GCC 12's _mm512_reduce_add_ps warns of an uninitialised register)
+    alignas(64) float t[16];
+    _mm512_store_ps(t, v);
+    float s = 0;
+    for (int k = 0; k < 8; ++k) s += t[k] + t[k + 8];
+    return s;
+  }
 };
 template <>
 struct Simd<double> {
@@ -433,7 +439,8 @@ void block_gemm_dot_shifted(int64_t m, int64_t n, const Segments& k, const T* a,
 #define LUCID_BLOCK_GEMM_INSTANTIATE(T)                                                                               \
   template int64_t block_gemm_lanes<T>();                                                                             \
   template int64_t block_gemm_strip<T>(int64_t);                                                                      \
-  template void block_gemm_rows<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*, int64_t); \
+  template void block_gemm_rows<T>(int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, bool, T*,       \
+                                   int64_t);                                                                          \
   template int64_t block_gemm_packed_size<T>(int64_t, int64_t);                                                       \
   template void block_gemm_pack<T>(int64_t, int64_t, const T*, int64_t, T*);                                           \
   template void block_gemm_nn<T>(int64_t, int64_t, int64_t, const T*, const T*, bool, T*, int64_t);                    \

@@ -1,21 +1,29 @@
 // CPU kernels of the convolution primitives: Conv2d, Conv2dBackwardInput and
-// Conv2dBackwardWeight (ops/conv.h).
+// Conv2dBackwardWeight (ops/conv.h). Two ways to compute each, chosen per
+// shape by the work each would waste (use_direct), both with the register
+// tiles of block_gemm.h, which read the large operand where it lies:
 //
-// The batch's output positions are cut into blocks — a few whole images, or
-// a band of output rows of one image — small enough that a block's unfolded
-// input (its im2col columns, [C/g * kh * kw, block positions]) stays in cache
-// from being written to being read by the product (block_gemm.h, which reads
-// it in the column strips the unfold writes, with no packing pass). Each
+// Unfolding (any stride): the batch's output positions are cut into blocks
+// — a few whole images, or a band of output rows of one image — small
+// enough that a block's unfolded input (its im2col columns,
+// [C/g * kh * kw, block positions]) stays in cache from being written (in
+// the column strips the product reads, no packing pass) to being read. Each
 // block is unfolded, multiplied and written out in NCHW before the next, so
 // no batch-sized column matrix is ever made:
 //   forward          y_blk   = W_g cols
-//   backward-weight  dW_g^T += cols dy_blk^T (a sum per part of the batch,
-//                                            the parts added in order:
-//                                            deterministic)
+//   backward-weight  dW_g^T += cols dy_blk^T
 //   backward-input   cols    = W_g^T dy_blk, scattered (col2im) into dx
 // A 1x1 stride-1 convolution without padding has the input as its unfolded
-// matrix: its blocks are copied, not unfolded, and its input gradient is the
-// product itself. 16-bit floats compute in float32 and are rounded once.
+// matrix: its blocks are copied, not unfolded, and its input gradient is
+// the product itself.
+//
+// Direct (stride 1, where the SIMD tiles are built): no unfold; each tap is
+// a shifted read of the block's (padded) input rows (see "direct path").
+//
+// Weight gradients are summed per part of the batch, the parts added in
+// order: deterministic for a thread count. 16-bit floats compute in
+// float32 and are rounded once. Without the SIMD tiles (other CPUs), the
+// unfolding path's products are BLAS calls.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -216,8 +224,9 @@ void gather_rows(const Geometry& g, const T* t, int64_t channels, const Block& b
   const std::vector<Run> runs = runs_of(g, b, s);
   for (int64_t row = 0; row < rows; ++row)
     for (const Run& run : runs)
-      copy_run(m + row * s.width + run.dst, t + (run.img * channels + first_channel + row) * g.l + run.r * g.ow + run.q0,
-               1, run.count, 0, run.count);
+      copy_run(m + row * s.width + run.dst,
+               t + (run.img * channels + first_channel + row) * g.l + run.r * g.ow + run.q0, 1, run.count, 0,
+               run.count);
 }
 
 // The weight in the arithmetic type: itself, or a converted copy in `keep`.
@@ -339,32 +348,32 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
   std::vector<A> w_keep;
   const A* w = weight_as<T, A>(w_in, g.o * g.kg, w_keep);
   const std::vector<Block> blocks = plan_blocks(g, sizeof(A));
-  // Units: runs of blocks over the same images (one image's bands, or one
-  // block of whole images); a unit's input gradient is written by it alone.
-  std::vector<int64_t> unit_start;
+  // Spans: runs of blocks over the same images (one image's bands, or one
+  // block of whole images); a span's input gradient is written by it alone.
+  std::vector<int64_t> span_start;
   for (int64_t bi = 0; bi < int64_t(blocks.size()); ++bi)
-    if (bi == 0 || blocks[size_t(bi)].n0 != blocks[size_t(bi - 1)].n0) unit_start.push_back(bi);
-  const int64_t units = int64_t(unit_start.size());
-  unit_start.push_back(int64_t(blocks.size()));
-  // Fewer units than threads (a small batch): each unit's channels are split
+    if (bi == 0 || blocks[size_t(bi)].n0 != blocks[size_t(bi - 1)].n0) span_start.push_back(bi);
+  const int64_t spans = int64_t(span_start.size());
+  span_start.push_back(int64_t(blocks.size()));
+  // Fewer spans than threads (a small batch): each span's channels are split
   // too, each part with its rows of the product and its planes of dx.
   const int64_t threads = num_threads();
-  const int64_t parts = units >= threads ? 1 : std::min<int64_t>(g.c, (threads + units - 1) / units);
+  const int64_t parts = spans >= threads ? 1 : std::min<int64_t>(g.c, (threads + spans - 1) / spans);
   constexpr bool same = std::is_same_v<T, A>;
   // The unit window's product is dx itself (written whole); other windows
   // add taps into a zeroed accumulator: dx, or float32 for 16-bit types.
-  const bool direct = same && g.unit;
+  const bool product_is_dx = same && g.unit;
   std::vector<A> acc_keep(same ? 0 : size_t(g.n * g.c * g.plane));
   A* acc = same ? reinterpret_cast<A*>(dx) : acc_keep.data();
-  parallel_for(units * parts, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(spans * parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t u = item / parts, part = item % parts;
+      const int64_t sp = item / parts, part = item % parts;
       const int64_t c0 = g.c * part / parts, c1 = g.c * (part + 1) / parts;
-      const Block& first = blocks[size_t(unit_start[size_t(u)])];
-      if (!direct)
+      const Block& first = blocks[size_t(span_start[size_t(sp)])];
+      if (!product_is_dx)
         for (int64_t img = first.n0; img < first.n0 + first.images; ++img)
           std::fill(acc + (img * g.c + c0) * g.plane, acc + (img * g.c + c1) * g.plane, A(0));
-      for (int64_t bi = unit_start[size_t(u)]; bi < unit_start[size_t(u) + 1]; ++bi) {
+      for (int64_t bi = span_start[size_t(sp)]; bi < span_start[size_t(sp) + 1]; ++bi) {
         const Block& b = blocks[size_t(bi)];
         const int64_t ncols = b.cols(g);
         const Strips s{g.og, block_gemm_strip<A>(ncols)};
@@ -376,13 +385,13 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
           // Rows (channel, tap) of channels [gc0, gc1): columns of W_g.
           const A* wg = w + grp * g.og * g.kg + (gc0 - grp * g.cg) * g.kk;
           const int64_t rows = (gc1 - gc0) * g.kk;
-          if (direct && b.images == 1) {
+          if (product_is_dx && b.images == 1) {
             block_gemm_tn(rows, ncols, g.og, wg, g.kg, grad, false, acc + b.at(g, 0, g.c, gc0), g.l);
             continue;
           }
           A* cols = scratch<A>(kCols, rows * ncols);
           block_gemm_tn(rows, ncols, g.og, wg, g.kg, grad, false, cols, ncols);
-          if (direct) {  // several images: each one's rows are its dx planes
+          if (product_is_dx) {  // several images: each one's rows are its dx planes
             for (int64_t row = 0; row < rows; ++row)
               for (int64_t img = 0; img < b.images; ++img)
                 std::copy(cols + row * ncols + img * b.run(g), cols + row * ncols + (img + 1) * b.run(g),
@@ -410,9 +419,10 @@ void conv_backward_input(const Geometry& g, const T* dy, const T* w_in, T* dx) {
 // images) are computed and dropped as it is copied into NCHW. The rows are
 // read in place, or from a zero-padded copy (padding, 16-bit types, several
 // images). Backward-input is the same forward on the output gradient with
-// the weight flipped and transposed; backward-weight is, per tap, dot
-// products of the gradient's rows with the shifted band
-// (block_gemm_dot_shifted).
+// the weight flipped and transposed; backward-weight is, per tap, the
+// band's channel rows times the gradient transposed (block_gemm_rows), or
+// for few channels dot products of the gradient's rows with each tap's
+// shifted band (block_gemm_dot_shifted).
 //
 // Which path costs less is a matter of waste: the direct path computes its
 // grid's extra columns and rows (a fraction 1 - useful of the work), the
@@ -434,7 +444,7 @@ bool use_direct(const Geometry& g, Pass pass) {
   if (path == ConvPath::Unfold || !block_gemm_simd() || g.win.sh != 1 || g.win.sw != 1) return false;
   if (path == ConvPath::Direct) return true;
   const Window2d& win = g.win;
-  const double reach_h = double((win.kh - 1) * win.dh), reach_w = double((win.kw - 1) * win.dw);
+  const double reach_w = double((win.kw - 1) * win.dw);
   double useful, channels;
   if (pass == Pass::BackwardInput) {  // dx's grid over dy padded by the kernel's reach
     useful = double(g.oh * g.ow) / double(g.h * (g.w + reach_w));
@@ -631,8 +641,10 @@ void conv_backward_input_direct(const Geometry& g, const T* dy, const T* w, T* d
                        (win.kw - 1) * win.dw - win.pad_left, packed, dx, {g.n, g.c, g.h, g.w});
 }
 
+// Backward-weight as dot products along the positions (for few input or
+// output channels): each of the gradient's rows with each tap's shifted band.
 template <class T>
-void conv_backward_weight_direct(const Geometry& g, const T* x, const T* dy, T* dw) {
+void conv_backward_weight_by_dots(const Geometry& g, const T* x, const T* dy, T* dw) {
   using A = acc_t<T>;
   const Window2d& win = g.win;
   const int64_t reach = (win.kh - 1) * win.dh, width = g.w + win.pad_left + win.pad_right;
@@ -760,7 +772,10 @@ void conv2d_kernel(const Primitive& prim, const std::vector<ConstArg>& in, const
   LUCID_DISPATCH_FLOAT(ym.dtype, "conv2d", [&] {
     const T *x = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
     T* y = static_cast<T*>(out[0].data);
-    use_direct(g, Pass::Forward) ? conv_forward_direct<T>(g, x, w, y) : conv_forward<T>(g, x, w, y);
+    if (use_direct(g, Pass::Forward))
+      conv_forward_direct<T>(g, x, w, y);
+    else
+      conv_forward<T>(g, x, w, y);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2d, CPU, conv2d_kernel);
@@ -778,7 +793,10 @@ void conv2d_backward_input_kernel(const Primitive& prim, const std::vector<Const
   LUCID_DISPATCH_FLOAT(xm.dtype, "conv2d_backward_input", [&] {
     const T *dy = static_cast<const T*>(in[0].data), *w = static_cast<const T*>(in[1].data);
     T* dx = static_cast<T*>(out[0].data);
-    use_direct(g, Pass::BackwardInput) ? conv_backward_input_direct<T>(g, dy, w, dx) : conv_backward_input<T>(g, dy, w, dx);
+    if (use_direct(g, Pass::BackwardInput))
+      conv_backward_input_direct<T>(g, dy, w, dx);
+    else
+      conv_backward_input<T>(g, dy, w, dx);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardInput, CPU, conv2d_backward_input_kernel);
@@ -801,7 +819,7 @@ void conv2d_backward_weight_kernel(const Primitive& prim, const std::vector<Cons
     else if (g.cg >= kMinChannelRows && g.og >= block_gemm_lanes<acc_t<T>>())
       conv_backward_weight_by_channels<T>(g, x, dy, dw);
     else
-      conv_backward_weight_direct<T>(g, x, dy, dw);
+      conv_backward_weight_by_dots<T>(g, x, dy, dw);
   });
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CPU, conv2d_backward_weight_kernel);

@@ -511,7 +511,8 @@ PlanBuilder::V PlanBuilder::max_pool2d_gradient(V grad, V indices, const Shape& 
 namespace {
 // The output extent of a convolution over `in` (MPSGraph's explicit padding).
 Shape conv_output(MpsOp op, const Shape& x, const Shape& w, const PoolWindow& win) {
-  if (x.size() != 4 || w.size() != 4) plan_error(op, "NCHW source and OIHW weights, got ranks ", x.size(), " and ", w.size());
+  if (x.size() != 4 || w.size() != 4)
+    plan_error(op, "NCHW source and OIHW weights, got ranks ", x.size(), " and ", w.size());
   if (win.groups <= 0 || x[1] != w[1] * win.groups || w[0] % win.groups != 0 || w[2] != win.kh || w[3] != win.kw)
     plan_error(op, "weights ", shape_str(w), " do not fit source ", shape_str(x), " with groups=", win.groups);
   const Shape out{x[0], w[0], pooled_extent(x[2], win.kh, win.sh, win.dh, win.pad_top, win.pad_bottom),
@@ -522,7 +523,8 @@ Shape conv_output(MpsOp op, const Shape& x, const Shape& w, const PoolWindow& wi
 }  // namespace
 
 PlanBuilder::V PlanBuilder::conv2d(V x, V weights, const PoolWindow& w) {
-  if (!is_float_plan(dtype(x)) || dtype(weights) != dtype(x)) plan_error(MpsOp::Conv2d, "floating operands of one dtype");
+  if (!is_float_plan(dtype(x)) || dtype(weights) != dtype(x))
+    plan_error(MpsOp::Conv2d, "floating operands of one dtype");
   V r = op1(MpsOp::Conv2d, {x, weights}, dtype(x), conv_output(MpsOp::Conv2d, shape(x), shape(weights), w));
   p_.nodes.back().window = w;
   return r;
