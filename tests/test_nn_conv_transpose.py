@@ -1,5 +1,5 @@
-"""ConvTranspose1d/2d (the ConvTranspose2d primitive: its kernel and its VJP
-written with the convolution ops) against torch.nn: outputs, input, weight
+"""ConvTranspose1d/2d (the Conv2dBackwardInput primitive, whose VJP is the
+convolution and its weight gradient) against torch.nn: outputs, input, weight
 and bias gradients over strides, padding, output_padding, groups, dilation,
 dtypes and output_size; error messages; inside a compiled step."""
 import copy

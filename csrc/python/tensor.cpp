@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "bindings.h"
+#include "lucid/backend/cpu/conv2d_path.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/autograd/node.h"
 #include "lucid/core/autocast.h"
@@ -308,6 +309,14 @@ void init_tensor(py::module_& m) {
   m.def("set_autocast_state", [](bool enabled, DType dtype) { set_autocast_state({enabled, dtype}); });
   m.def("set_num_threads", &cpu::set_num_threads);
   m.def("get_num_threads", &cpu::num_threads);
+  // Tests pin the CPU convolution path ("auto", "unfold", "direct") to check each on every shape.
+  m.def("_set_cpu_conv_path", [](const std::string& path) {
+    static const std::pair<const char*, cpu::ConvPath> paths[] = {
+        {"auto", cpu::ConvPath::Auto}, {"unfold", cpu::ConvPath::Unfold}, {"direct", cpu::ConvPath::Direct}};
+    for (const auto& [name, value] : paths)
+      if (path == name) return cpu::set_conv_path(value);
+    fail<InvalidArgument>("_set_cpu_conv_path: expected 'auto', 'unfold' or 'direct', got '", path, "'");
+  });
   m.def("eager_dispatch_count", &eager_dispatch_count);
 }
 

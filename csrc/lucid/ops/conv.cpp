@@ -1,7 +1,8 @@
-// Im2Col / Col2Im (each the other's VJP) and the convolution and pooling ops:
-// conv = im2col + one GEMM, average pooling = im2col + a sum over the window
-// axis; max pooling is its own primitive (MaxPool2d, with MaxPool2dBackward
-// as its VJP), since an argmax + gather over im2col costs several passes.
+// The convolution primitives (Conv2d and its two VJPs), Im2Col / Col2Im
+// (each the other's VJP) and the convolution and pooling ops: average
+// pooling = im2col + a sum over the window axis; max pooling is its own
+// primitive (MaxPool2d, with MaxPool2dBackward as its VJP), since an argmax +
+// gather over im2col costs several passes.
 #include "lucid/core/autocast.h"
 #include "lucid/ops/conv.h"
 
@@ -130,18 +131,113 @@ std::vector<Tensor> MaxPool2dBackward::vjp(const std::vector<Tensor>& in, const 
 }
 
 // ------------------------------------------------------------ convolution
+// The family's shared checks: two 4-D operands of one floating dtype, a valid
+// window, a weight [O, C/groups, kh, kw] whose kernel is the window's.
+static void check_conv_operands(const char* op, const TensorMeta& a, const TensorMeta& b, const Window2d& win,
+                                int64_t groups) {
+  LUCID_CHECK(a.shape.size() == 4 && b.shape.size() == 4, op, ": expected 4-D operands, got ", shape_str(a.shape),
+              " and ", shape_str(b.shape));
+  LUCID_CHECK_T(TypeError, a.dtype == b.dtype && is_floating(a.dtype), op,
+                ": expected floating-point operands of one dtype, got ", dtype_name(a.dtype), " and ",
+                dtype_name(b.dtype));
+  check_window(op, win);
+  LUCID_CHECK(groups > 0, op, ": non-positive groups is not supported");
+}
+
+static void check_conv_weight(const char* op, const Shape& ws, const Window2d& win, int64_t groups) {
+  LUCID_CHECK(ws[2] == win.kh && ws[3] == win.kw && ws[0] % groups == 0, op, ": expected a weight [O, C/", groups,
+              ", ", win.kh, ", ", win.kw, "] with O divisible by ", groups, ", got ", shape_str(ws));
+}
+
+// The output grid of a convolution of an input [.., height, width]: `grad`
+// [N, O, OH, OW] must lie on it.
+static void check_conv_grid(const char* op, const Shape& grad, const Window2d& win, int64_t height, int64_t width) {
+  check_output(op, win, height, width);
+  LUCID_CHECK(grad[2] == win.out_h(height) && grad[3] == win.out_w(width), op,
+              ": expected a gradient of spatial size (", win.out_h(height), ", ", win.out_w(width),
+              ") for an input of size (", height, ", ", width, ") and ", win.str(), ", got ", shape_str(grad));
+}
+
+std::string Conv2d::name() const { return "conv2d"; }
+std::vector<TensorMeta> Conv2d::infer(const std::vector<TensorMeta>& in) const {
+  check_conv_operands("conv2d", in[0], in[1], win, groups);
+  const Shape &xs = in[0].shape, &ws = in[1].shape;
+  check_conv_weight("conv2d", ws, win, groups);
+  LUCID_CHECK(xs[1] == ws[1] * groups, "conv2d: input of ", xs[1], " channels does not match weight ", shape_str(ws),
+              " with groups=", groups);
+  check_output("conv2d", win, xs[2], xs[3]);
+  return {{{xs[0], ws[0], win.out_h(xs[2]), win.out_w(xs[3])}, in[0].dtype, in[0].device}};
+}
+std::vector<Tensor> Conv2d::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &x = in[0], &w = in[1], &g = cot[0];
+  return detail::grads_for(argnums, [&](int i) {
+    return i == 0 ? conv2d_backward_input(g, w, win, groups, x.shape()[2], x.shape()[3])
+                  : conv2d_backward_weight(x, g, win, groups);
+  });
+}
+
+std::string Conv2dBackwardInput::name() const { return "conv2d_backward_input"; }
+std::vector<TensorMeta> Conv2dBackwardInput::infer(const std::vector<TensorMeta>& in) const {
+  check_conv_operands("conv2d_backward_input", in[0], in[1], win, groups);
+  const Shape &gs = in[0].shape, &ws = in[1].shape;
+  check_conv_weight("conv2d_backward_input", ws, win, groups);
+  LUCID_CHECK(gs[1] == ws[0], "conv2d_backward_input: gradient of ", gs[1], " channels does not match weight ",
+              shape_str(ws));
+  check_conv_grid("conv2d_backward_input", gs, win, height, width);
+  return {{{gs[0], ws[1] * groups, height, width}, in[0].dtype, in[0].device}};
+}
+// Linear in each input: <G, dx(dy, w)> = <conv2d(G, w), dy> = <dw(G, dy), w>.
+std::vector<Tensor> Conv2dBackwardInput::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                             const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &dy = in[0], &w = in[1], &g = cot[0];
+  return detail::grads_for(argnums, [&](int i) {
+    return i == 0 ? conv2d_forward(g, w, win, groups) : conv2d_backward_weight(g, dy, win, groups);
+  });
+}
+
+std::string Conv2dBackwardWeight::name() const { return "conv2d_backward_weight"; }
+std::vector<TensorMeta> Conv2dBackwardWeight::infer(const std::vector<TensorMeta>& in) const {
+  check_conv_operands("conv2d_backward_weight", in[0], in[1], win, groups);
+  const Shape &xs = in[0].shape, &gs = in[1].shape;
+  LUCID_CHECK(xs[1] % groups == 0 && gs[1] % groups == 0 && xs[0] == gs[0], "conv2d_backward_weight: input ",
+              shape_str(xs), " and gradient ", shape_str(gs), " do not match groups=", groups);
+  check_conv_grid("conv2d_backward_weight", gs, win, xs[2], xs[3]);
+  return {{{gs[1], xs[1] / groups, win.kh, win.kw}, in[0].dtype, in[0].device}};
+}
+// Linear in each input: <G, dw(x, dy)> = <dx(dy, G), x> = <conv2d(x, G), dy>.
+std::vector<Tensor> Conv2dBackwardWeight::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                              const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
+  const Tensor &x = in[0], &dy = in[1], &g = cot[0];
+  return detail::grads_for(argnums, [&](int i) {
+    return i == 0 ? conv2d_backward_input(dy, g, win, groups, x.shape()[2], x.shape()[3])
+                  : conv2d_forward(x, g, win, groups);
+  });
+}
+
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Window2d& win, int64_t groups) {
+  return call<Conv2d>({x, w}, win, groups);
+}
+Tensor conv2d_backward_input(const Tensor& dy, const Tensor& w, const Window2d& win, int64_t groups, int64_t height,
+                             int64_t width) {
+  return call<Conv2dBackwardInput>({dy, w}, win, groups, height, width);
+}
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Window2d& win, int64_t groups) {
+  return call<Conv2dBackwardWeight>({x, dy}, win, groups);
+}
+
 static void check_conv_args(const char* op, int64_t groups) {
   LUCID_CHECK(groups > 0, op, ": non-positive groups is not supported");
 }
 
-// x [N, C, H, W], weight [O, C/groups, kh, kw]: the shared body of conv1d and
-// conv2d (which validate and reshape their own arguments).
 // Under autocast, convolution and linear run in the lower precision, with
 // input, weight and bias all cast (PyTorch's autocast list).
 static Tensor autocast_lower(const Tensor& t) {
   return t.defined() ? cast(t, autocast_lower_dtype(t.dtype())) : t;
 }
 
+// x [N, C, H, W], weight [O, C/groups, kh, kw]: the shared body of conv1d and
+// conv2d (which validate and reshape their own arguments).
 static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
                         const Window2d& win, int64_t groups, const Shape& user_weight_shape,
                         const Shape& user_input_shape) {
@@ -151,6 +247,8 @@ static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight
   LUCID_CHECK_T(TypeError, x.dtype() == weight.dtype(), op, ": Input type (", dtype_name(x.dtype()),
                 ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   const int64_t c = x.shape()[1], o = weight.shape()[0];
+  LUCID_CHECK(o > 0, op, ": Given groups=", groups, ", expected weight to be at least 1 at dimension 0, but got weight "
+              "of size ", shape_str(user_weight_shape), " instead");
   LUCID_CHECK(o % groups == 0, op, ": Given groups=", groups, ", expected weight to be divisible by ", groups,
               " at dimension 0, but got weight of size ", shape_str(user_weight_shape), " instead");
   LUCID_CHECK(c == weight.shape()[1] * groups, op, ": Given groups=", groups, ", weight of size ",
@@ -165,21 +263,10 @@ static Tensor conv_impl(const char* op, const Tensor& x_in, const Tensor& weight
   }
   check_window(op, win);
   check_output(op, win, x.shape()[2], x.shape()[3]);
-
-  const Tensor cols = im2col(x, win, 0.0);  // [C*kk, N, L]
-  const int64_t n = cols.shape()[1], l = cols.shape()[2];
-  Tensor out;
-  if (groups == 1) {
-    out = matmul(reshape(weight, {o, -1}), reshape(cols, {cols.shape()[0], n * l}));  // [O, N*L]
-  } else {
-    // Rows of group g's channels are contiguous in cols: one batched GEMM.
-    out = reshape(matmul(reshape(weight, {groups, o / groups, -1}), reshape(cols, {groups, -1, n * l})), {o, n * l});
-  }
-  // [O, N, L] -> [N, O, H, W] is a permuted view; the result is row-major
-  // memory as PyTorch's (x.view(n, -1) after a conv works): the bias add
-  // writes it, or a copy where there is no bias.
-  out = reshape(permute(reshape(out, {o, n, l}), {1, 0, 2}), {n, o, win.out_h(x.shape()[2]), win.out_w(x.shape()[3])});
-  if (!bias.defined()) return contiguous(out);
+  // Row-major [N, O, OH, OW], as PyTorch's (x.view(n, -1) after a conv works);
+  // the bias add keeps it so.
+  const Tensor out = conv2d_forward(x, weight, win, groups);
+  if (!bias.defined()) return out;
   RowMajorResults row_major;
   return add(out, reshape(bias, {1, o, 1, 1}));
 }

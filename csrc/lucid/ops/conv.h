@@ -1,8 +1,8 @@
 #pragma once
-// Sliding-window primitives — Im2Col and its adjoint Col2Im, MaxPool2d and
-// its VJP MaxPool2dBackward — and the convolution and pooling ops built on
-// them; also the dense layer, which shares their "one GEMM over the batch"
-// layout concern.
+// Sliding-window primitives — the convolution family (Conv2d and its two
+// VJPs), Im2Col and its adjoint Col2Im, MaxPool2d and its VJP
+// MaxPool2dBackward — and the convolution and pooling ops built on them;
+// also the dense layer, which shares their GEMM layout concerns.
 #include <array>
 #include <optional>
 #include <string>
@@ -90,6 +90,62 @@ struct MaxPool2dBackward final : Primitive {
   bool differentiable_input(int i) const override { return i == 0; }
   uint8_t saved() const override { return kSaveInputs; }  // the indices, for its own gradient
 };
+
+// ------------------------------------------------------------ convolution
+// A 2-D convolution and its two VJPs, each one primitive, so that a backend
+// sees a convolution whole: a kernel that unfolds the input block by block
+// in cache (CPU), a library call (cuDNN, MPSGraph's convolution). With
+// g = groups and (OH, OW) = (win.out_h(H), win.out_w(W)):
+//   Conv2d               x [N, C, H, W],     w [O, C/g, kh, kw] -> y  [N, O, OH, OW]
+//   Conv2dBackwardInput  dy [N, O, OH, OW],  w [O, C/g, kh, kw] -> dx [N, C, H, W]
+//   Conv2dBackwardWeight x [N, C, H, W],     dy [N, O, OH, OW]  -> dw [O, C/g, kh, kw]
+// y[n, o, p] = sum over c in o's group and taps t of x[n, c, p*stride - pad + t*dilation] * w[o, c, t];
+// out-of-image taps read zero. Each is linear in each input, so the family
+// is closed under differentiation: every VJP is another member (double
+// backward and create_graph need nothing else). Results are row-major.
+// Conv2dBackwardInput with weight [Cin, Cout/g, kh, kw] is also the
+// transposed convolution (conv_transpose2d).
+struct Conv2d final : Primitive {
+  Window2d win;
+  int64_t groups;
+  auto attrs() const { return std::tie(win, groups); }
+  Conv2d(Window2d win, int64_t groups) : Primitive(OpKind::Conv2d), win(win), groups(groups) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// (dy, w) -> dx [N, C, height, width]: the input's extent is an attribute,
+// as several extents share one output grid when the stride is above 1.
+struct Conv2dBackwardInput final : Primitive {
+  Window2d win;
+  int64_t groups, height, width;
+  auto attrs() const { return std::tie(win, groups, height, width); }
+  Conv2dBackwardInput(Window2d win, int64_t groups, int64_t height, int64_t width)
+      : Primitive(OpKind::Conv2dBackwardInput), win(win), groups(groups), height(height), width(width) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// (x, dy) -> dw [O, C/g, kh, kw] (the kernel extent is win's).
+struct Conv2dBackwardWeight final : Primitive {
+  Window2d win;
+  int64_t groups;
+  auto attrs() const { return std::tie(win, groups); }
+  Conv2dBackwardWeight(Window2d win, int64_t groups)
+      : Primitive(OpKind::Conv2dBackwardWeight), win(win), groups(groups) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return kSaveInputs; }
+};
+
+// The three primitives as ops (operands already validated by the public
+// ops below, which raise PyTorch's messages).
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Window2d& win, int64_t groups);
+Tensor conv2d_backward_input(const Tensor& dy, const Tensor& w, const Window2d& win, int64_t groups, int64_t height,
+                             int64_t width);
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Window2d& win, int64_t groups);
 
 Tensor im2col(const Tensor& x, const Window2d& win, double pad_value = 0);
 Tensor col2im(const Tensor& cols, const Window2d& win, int64_t height, int64_t width);

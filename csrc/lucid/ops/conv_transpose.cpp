@@ -1,63 +1,10 @@
-// ConvTranspose2d: shape rule, VJP and the public conv_transpose ops.
+// The public conv_transpose ops, on the Conv2dBackwardInput primitive.
 #include "lucid/ops/conv_transpose.h"
 
 #include "lucid/core/autocast.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
-
-using detail::call;
-
-// The tap grid of the transposed convolution is the input's H x W: output
-// position (r*sh - pad + i*dh) receives tap (i, j) of input position r.
-std::string ConvTranspose2d::name() const { return "conv_transpose2d"; }
-
-std::vector<TensorMeta> ConvTranspose2d::infer(const std::vector<TensorMeta>& in) const {
-  const Shape &xs = in[0].shape, &ws = in[1].shape;
-  LUCID_CHECK(xs.size() == 4, "conv_transpose2d: expected a 4-D input [N, C, H, W], got ", shape_str(xs));
-  LUCID_CHECK(ws.size() == 4 && ws[2] == win.kh && ws[3] == win.kw,
-              "conv_transpose2d: expected a weight [in_channels, out_channels/groups, ", win.kh, ", ", win.kw,
-              "], got ", shape_str(ws));
-  LUCID_CHECK(groups > 0 && xs[1] == ws[0] && xs[1] % groups == 0, "conv_transpose2d: input of ", xs[1],
-              " channels does not match weight ", shape_str(ws), " with groups=", groups);
-  LUCID_CHECK(out_h >= 1 && out_w >= 1, "conv_transpose2d: output size (", out_h, ", ", out_w, ") is too small");
-  LUCID_CHECK_T(TypeError, in[0].dtype == in[1].dtype && is_floating(in[0].dtype),
-                "conv_transpose2d: expected floating-point input and weight of one dtype, got ",
-                dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype));
-  return {{{xs[0], ws[1] * groups, out_h, out_w}, in[0].dtype, in[0].device}};
-}
-
-std::vector<Tensor> ConvTranspose2d::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
-                                         const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
-  const Tensor &x = in[0], &w = in[1], &g = cot[0];
-  const int64_t n = x.shape()[0], cin = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
-  const int64_t cout = w.shape()[1] * groups, kk = win.kh * win.kw;
-  // The taps of g over the grid the forward scattered from: im2col of g,
-  // cropped to H x W where output_padding >= stride made the grid larger.
-  auto taps = [&]() {
-    Tensor cols = im2col(g, win, 0.0);  // [Cout*kk, N, oh' * ow']
-    const int64_t gh = win.out_h(out_h), gw = win.out_w(out_w);
-    if (gh != h || gw != wd) {
-      cols = reshape(cols, {cout * kk, n, gh, gw});
-      cols = slice(cols, {0, 0, 0, 0}, {cout * kk, n, h, wd}, {1, 1, 1, 1});
-    }
-    return reshape(cols, {cout * kk, n * h * wd});
-  };
-  return detail::grads_for(argnums, [&](int i) -> Tensor {
-    if (i == 0) {
-      // d x = conv2d(g, w): the weight [Cin, Cout/groups, kh, kw] is a
-      // convolution weight from Cout to Cin channels.
-      Tensor cols = taps();  // [Cout*kk, N*H*W]
-      Tensor dx = reshape(matmul(reshape(w, {groups, cin / groups, -1}), reshape(cols, {groups, -1, n * h * wd})),
-                          {cin, n, h, wd});
-      return permute(dx, {1, 0, 2, 3});
-    }
-    // d w[ci, (co, i, j)] = sum over (n, h, w) of x[n, ci, h, w] * taps[(co, i, j), (n, h, w)]
-    Tensor xs = reshape(permute(x, {1, 0, 2, 3}), {groups, cin / groups, n * h * wd});
-    Tensor cols = reshape(taps(), {groups, cout / groups * kk, n * h * wd});
-    return reshape(matmul(xs, transpose(cols, 1, 2)), w.shape());
-  });
-}
 
 // ---------------------------------------------------------------- ops
 static Tensor autocast_lower(const Tensor& t) { return t.defined() ? cast(t, autocast_lower_dtype(t.dtype())) : t; }
@@ -103,7 +50,14 @@ Tensor conv_transpose2d(const Tensor& x_in, const Tensor& weight_in, const Tenso
               "). Calculated output size per channel: (", oh, " x ", ow, "). Output size is too small");
   const Window2d win{ws[2], ws[3], stride[0], stride[1], dilation[0], dilation[1],
                      padding[0], padding[0], padding[1], padding[1]};
-  Tensor out = call<ConvTranspose2d>({x, weight}, win, groups, oh, ow);
+  // The convolution whose adjoint this is maps an (oh, ow) image onto a grid
+  // of win.out_h(oh) x win.out_w(ow) positions: x's H x W, plus a last row or
+  // column when output_padding >= stride (allowed below the dilation), whose
+  // taps reach no output. Those read zeros.
+  const int64_t gh = win.out_h(oh), gw = win.out_w(ow);
+  LUCID_CHECK(gh >= h && gw >= w, "internal: conv_transpose2d grid (", gh, ", ", gw, ") smaller than its input");
+  const Tensor grid = gh == h && gw == w ? x : pad(x, {0, gw - w, 0, gh - h}, 0.0);
+  Tensor out = conv2d_backward_input(grid, weight, win, groups, oh, ow);
   if (bias.defined()) {
     LUCID_CHECK_T(TypeError, bias.dtype() == x.dtype(), "conv_transpose2d: Input type (", dtype_name(x.dtype()),
                   ") and bias type (", dtype_name(bias.dtype()), ") should be the same");

@@ -1,7 +1,7 @@
 #pragma once
 // Loops shared by the CPU kernels over 2-D sliding windows: which output
 // columns a kernel tap keeps inside the image, and the scatter-add of one
-// plane's taps (Col2Im, and the transposed convolution's second half).
+// plane's taps (Col2Im).
 #include <algorithm>
 #include <cstdint>
 

@@ -5,7 +5,7 @@
 // plain launches (its describe() says why). Each wants a device kernel:
 // ArgSort, TopK, NonZero (sorting/selection), Scan (cumsum/cumprod), Split,
 // ScatterReduce (scatter_reduce/index_reduce),
-// RecurrentCell(+Backward) and ConvTranspose2d; the decompositions and
+// RecurrentCell(+Backward); the decompositions and
 // solvers run LAPACK on the host (cuSOLVER would be their device form).
 #include <cstring>
 #include <vector>
@@ -53,7 +53,6 @@ LUCID_REGISTER_KERNEL(Split, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(ScatterReduce, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCell, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(RecurrentCellBackward, CUDA, host_fallback);
-LUCID_REGISTER_KERNEL(ConvTranspose2d, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(LuFactor, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(LuSolve, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Inverse, CUDA, host_fallback);

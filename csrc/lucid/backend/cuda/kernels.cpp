@@ -502,6 +502,36 @@ void layer_norm_backward_kernel(const Primitive& p, const std::vector<ConstArg>&
 LUCID_REGISTER_KERNEL(LayerNormBackward, CUDA, layer_norm_backward_kernel);
 
 // ----------------------------------------------------------------- matmul
+// Row-major C = op(A) op(B) (+ C where `accumulate`) for `op`, for `batch` operand sets
+// `stride_*` elements apart, A and B of dtype `dt`, C of `dt` or float32
+// (`c_float`, sums of 16-bit operands kept in float32): one cuBLAS call, as
+// the column-major C^T = op(B)^T op(A)^T.
+void gemm_batched(const char* op, DType dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                  const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b,
+                  bool accumulate, void* c, int64_t ldc, int64_t stride_c, int64_t batch, bool c_float = false) {
+  LUCID_CHECK_T(NotImplementedError, m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX &&
+                lda <= INT32_MAX && ldb <= INT32_MAX && ldc <= INT32_MAX,
+                op, " on the cuda device: dimensions beyond 2^31 are not supported");
+  Runtime& rt = Runtime::get();
+  int type = CUDA_R_32F, compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (dt == DType::Float64) type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F;
+  if (dt == DType::Float16) type = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F;
+  if (dt == DType::BFloat16) type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F;
+  const int c_type = c_float ? CUDA_R_32F : type;
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const void* alpha = dt == DType::Float64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* beta = dt == DType::Float64 ? static_cast<const void*>(accumulate ? &one_d : &zero_d)
+                                          : (accumulate ? &one_f : &zero_f);
+  std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
+  check_cublas(cublas().cublasGemmStridedBatchedEx(rt.blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), alpha,
+                                                   b, type, int(ldb), stride_b, a, type, int(lda), stride_a, beta, c,
+                                                   c_type, int(ldc), stride_c, int(batch), compute,
+                                                   CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+}
+
 struct MatmulArgs {
   const void* a;
   const void* b;
@@ -525,25 +555,8 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
         MatmulArgs{d[0], d[1], out[0].data, batch, m, n, k, mm.trans_a, mm.trans_b});
     return;
   }
-  LUCID_CHECK_T(NotImplementedError, m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX,
-                "matmul on the cuda device: dimensions beyond 2^31 are not supported");
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-  int type = CUDA_R_32F, compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (dt == DType::Float64) type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F;
-  if (dt == DType::Float16) type = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F;
-  if (dt == DType::BFloat16) type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F;
-  const float one_f = 1, zero_f = 0;
-  const double one_d = 1, zero_d = 0;
-  const void* alpha = dt == DType::Float64 ? static_cast<const void*>(&one_d) : &one_f;
-  const void* beta = dt == DType::Float64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  const int lda_b = int(mm.trans_b ? k : n), lda_a = int(mm.trans_a ? m : k);
-  std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
-  check_cublas(cublas().cublasGemmStridedBatchedEx(rt.blas(), mm.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                   mm.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k),
-                                                   alpha, d[1], type, lda_b, k * n, d[0], type, lda_a, m * k, beta,
-                                                   out[0].data, type, int(n), m * n, int(batch), compute,
-                                                   CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx");
+  gemm_batched("matmul", dt, mm.trans_a, mm.trans_b, m, n, k, d[0], mm.trans_a ? m : k, m * k, d[1],
+               mm.trans_b ? k : n, k * n, false, out[0].data, n, m * n, batch);
 }
 LUCID_REGISTER_KERNEL(Matmul, CUDA, matmul_kernel);
 
@@ -849,6 +862,145 @@ void max_pool2d_backward_kernel(const Primitive& p, const std::vector<ConstArg>&
       MaxPoolBackwardArgs{d[0], d[1], out[0].data, s[0] * s[1], s[2], s[3], gs[2], gs[3], window_of(prim.win)});
 }
 LUCID_REGISTER_KERNEL(MaxPool2dBackward, CUDA, max_pool2d_backward_kernel);
+
+// ------------------------------------------------------------ convolution
+// The convolution primitives (ops/conv.h) with the im2col/col2im kernels
+// and cuBLAS, a block of images at a time (the block's unfolded input capped
+// in size): per block, one GEMM batched over the groups between the unfolded
+// input [C*kh*kw, images, OH*OW] and the output gradient permuted to
+// [O, images, OH*OW], whose rows are the groups' channels.
+struct ConvDims {
+  int64_t n, c, h, w, o, oh, ow, groups, kk, kg, l;  // kg: rows of a group's unfolded input
+  ConvDims(const Window2d& win, int64_t groups, const Shape& x, const Shape& y)
+      : n(x[0]), c(x[1]), h(x[2]), w(x[3]), o(y[1]), oh(y[2]), ow(y[3]), groups(groups) {
+    kk = win.kh * win.kw;
+    kg = c / groups * kk;
+    l = oh * ow;
+  }
+  int64_t og() const { return o / groups; }
+  // Images per block: the unfolded input of a block within 256 MiB.
+  int64_t block(DType dt) const {
+    const int64_t per_image = std::max<int64_t>(1, c * kk * l * int64_t(itemsize(dt)));
+    return std::clamp<int64_t>((int64_t(256) << 20) / per_image, 1, std::max<int64_t>(n, 1));
+  }
+};
+
+Tensor device_scratch(int64_t n, DType dt, const Device& dev) { return Tensor::empty({n}, dt, dev); }
+
+// [images, O, L] <-> [O, images, L] (`to_channel_major`: the first into the second).
+void swap_image_channel(void* dst, const void* src, int64_t images, int64_t o, int64_t l, DType dt,
+                        bool to_channel_major) {
+  const Layout image_major{{images, o, l}, {o * l, l, 1}, 0};
+  const Layout channel_major_as_image{{images, o, l}, {l, images * l, 1}, 0};
+  if (to_channel_major)
+    copy_layouts(dst, channel_major_as_image, src, image_major, dt);
+  else
+    copy_layouts(dst, image_major, src, channel_major_as_image, dt);
+}
+
+void unfold_images(const void* x, void* cols, const ConvDims& d, const Window2d& win, int64_t images, DType dt) {
+  run("index", name_for_width("im2col", dt), Runtime::get().elementwise(d.c * d.kk * images * d.l),
+      Im2ColArgs{x, cols, images, d.c, d.h, d.w, d.oh, d.ow, window_of(win), 0});
+}
+
+void conv2d_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Conv2d&>(p);
+  const TensorMeta& ym = *out[0].meta;
+  if (!ym.numel()) return;
+  const DType dt = ym.dtype;
+  check_float(dt, "conv2d");
+  DeviceOperands ops(in);
+  const ConvDims d(prim.win, prim.groups, in[0].meta->shape, ym.shape);
+  // cuDNN first (cudnn.h), when loaded
+  Runtime& rt = Runtime::get();
+  if (d.kg == 0) {
+    rt.memset(out[0].data, 0, size_t(ym.numel()) * itemsize(dt));
+    return;
+  }
+  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, ym.device);
+  Tensor prod = device_scratch(d.o * nb * d.l, dt, ym.device);
+  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+    unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win, images,
+                  dt);
+    gemm_batched("conv2d", dt, false, false, og, span, d.kg, ops[1], d.kg, og * d.kg, cols.raw_data(), span,
+                 d.kg * span, false, prod.raw_data(), span, og * span, d.groups);
+    swap_image_channel(static_cast<char*>(out[0].data) + n0 * d.o * d.l * es, prod.raw_data(), images, d.o, d.l, dt,
+                       false);
+  }
+}
+LUCID_REGISTER_KERNEL(Conv2d, CUDA, conv2d_kernel);
+
+void conv2d_backward_input_kernel(const Primitive& p, const std::vector<ConstArg>& in,
+                                  const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Conv2dBackwardInput&>(p);
+  const TensorMeta& xm = *out[0].meta;
+  if (!xm.numel()) return;
+  const DType dt = xm.dtype;
+  check_float(dt, "conv2d_backward_input");
+  DeviceOperands ops(in);
+  const ConvDims d(prim.win, prim.groups, xm.shape, in[0].meta->shape);
+  // cuDNN first (cudnn.h), when loaded
+  Runtime& rt = Runtime::get();
+  if (d.o == 0) {
+    rt.memset(out[0].data, 0, size_t(xm.numel()) * itemsize(dt));
+    return;
+  }
+  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, xm.device);
+  Tensor grad = device_scratch(d.o * nb * d.l, dt, xm.device);
+  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+    swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[0]) + n0 * d.o * d.l * es, images, d.o, d.l, dt,
+                       true);
+    gemm_batched("conv2d_backward_input", dt, true, false, d.kg, span, og, ops[1], d.kg, og * d.kg, grad.raw_data(),
+                 span, og * span, false, cols.raw_data(), span, d.kg * span, d.groups);
+    run("index", name_for("col2im", dt), rt.elementwise(images * d.c * d.h * d.w),
+        Col2ImArgs{cols.raw_data(), static_cast<char*>(out[0].data) + n0 * d.c * d.h * d.w * es, images, d.c, d.h,
+                   d.w, d.oh, d.ow, window_of(prim.win)});
+  }
+}
+LUCID_REGISTER_KERNEL(Conv2dBackwardInput, CUDA, conv2d_backward_input_kernel);
+
+void conv2d_backward_weight_kernel(const Primitive& p, const std::vector<ConstArg>& in,
+                                   const std::vector<MutArg>& out) {
+  const auto& prim = static_cast<const Conv2dBackwardWeight&>(p);
+  const TensorMeta& wm = *out[0].meta;
+  if (!wm.numel()) return;
+  const DType dt = wm.dtype;
+  check_float(dt, "conv2d_backward_weight");
+  DeviceOperands ops(in);
+  const ConvDims d(prim.win, prim.groups, in[0].meta->shape, in[1].meta->shape);
+  // cuDNN first (cudnn.h), when loaded
+  Runtime& rt = Runtime::get();
+  if (d.n == 0) {
+    rt.memset(out[0].data, 0, size_t(wm.numel()) * itemsize(dt));
+    return;
+  }
+  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+  // Blocks add into one sum: float32 for 16-bit types, rounded once at the end.
+  const bool narrow = dt == DType::Float16 || dt == DType::BFloat16;
+  Tensor sum = narrow ? device_scratch(wm.numel(), DType::Float32, wm.device) : Tensor();
+  void* acc = narrow ? sum.raw_data() : out[0].data;
+  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, wm.device);
+  Tensor grad = device_scratch(d.o * nb * d.l, dt, wm.device);
+  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+    unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win, images,
+                  dt);
+    swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[1]) + n0 * d.o * d.l * es, images, d.o, d.l, dt,
+                       true);
+    gemm_batched("conv2d_backward_weight", dt, false, true, og, d.kg, span, grad.raw_data(), span, og * span,
+                 cols.raw_data(), span, d.kg * span, n0 > 0, acc, d.kg, og * d.kg, d.groups, narrow);
+  }
+  if (narrow) {
+    KernelName name = name_for("cast", DType::Float32);
+    name.name = name.name + "_" + type_suffix(int(dt));
+    run("elementwise", name, rt.elementwise(wm.numel()), CastArgs{acc, out[0].data, wm.numel()});
+  }
+}
+LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CUDA, conv2d_backward_weight_kernel);
 
 }  // namespace
 

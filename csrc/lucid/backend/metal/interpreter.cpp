@@ -604,6 +604,41 @@ std::vector<HostTensor> run_node(const PlanNode& n, const Plan& plan, const std:
       }
       return {r};
     }
+    case MpsOp::Conv2d: case MpsOp::Conv2dDataGradient: case MpsOp::Conv2dWeightsGradient: {
+      // One definition of the convolution, read three ways: y[n, o, p] =
+      // sum over c in o's group and taps t of x[n, c, p * stride - pad + t *
+      // dilation] w[o, c, t], and the gradients of sum(g * y) with respect
+      // to x and to w. Sums in double, rounded once.
+      const PoolWindow& w = n.window;
+      const bool fwd = n.op == MpsOp::Conv2d, data = n.op == MpsOp::Conv2dDataGradient;
+      const Shape xs = fwd ? in(0).shape : data ? n.a : in(1).shape;
+      const Shape ws = fwd ? in(1).shape : data ? in(1).shape : n.a;
+      const Shape ys = fwd ? plan.values[size_t(n.outputs[0])].shape : in(0).shape;
+      const HostTensor& a = in(0);  // x (forward) or the incoming gradient
+      const HostTensor& b = in(1);  // the weights, or the source (weights gradient)
+      const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], cg = ws[1], og = O / w.groups;
+      std::vector<double> r(size_t(numel(fwd ? ys : data ? xs : ws)), 0.0);
+      for (int64_t b0 = 0; b0 < N; ++b0)
+        for (int64_t o = 0; o < O; ++o)
+          for (int64_t oy = 0; oy < ys[2]; ++oy)
+            for (int64_t ox = 0; ox < ys[3]; ++ox) {
+              const int64_t yi = ((b0 * O + o) * ys[2] + oy) * ys[3] + ox;
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t i = 0; i < w.kh; ++i)
+                  for (int64_t j = 0; j < w.kw; ++j) {
+                    const int64_t y = oy * w.sh - w.pad_top + i * w.dh, x = ox * w.sw - w.pad_left + j * w.dw;
+                    if (y < 0 || y >= H || x < 0 || x >= W) continue;
+                    const int64_t xi = ((b0 * C + o / og * cg + c) * H + y) * W + x;
+                    const int64_t wi = ((o * cg + c) * w.kh + i) * w.kw + j;
+                    if (fwd) r[size_t(yi)] += a.f[size_t(xi)] * b.f[size_t(wi)];
+                    else if (data) r[size_t(xi)] += a.f[size_t(yi)] * b.f[size_t(wi)];
+                    else r[size_t(wi)] += a.f[size_t(yi)] * b.f[size_t(xi)];
+                  }
+            }
+      HostTensor out = make(a.dtype, fwd ? ys : data ? xs : ws);
+      for (size_t k = 0; k < r.size(); ++k) out.f[k] = round_to(out.dtype, r[k]);
+      return {out};
+    }
     case MpsOp::Count: break;
   }
   refuse(n, "unknown operation");

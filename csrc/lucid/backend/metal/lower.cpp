@@ -695,6 +695,33 @@ V lower_max_pool_backward(PlanBuilder& g, const MaxPool2dBackward& op, V grad, V
                                pool_window(op.win));
 }
 
+// ------------------------------------------------------------ convolution
+// MPSGraph's convolution and its two gradients, NCHW with OIHW weights and
+// the window's per-side padding; 16-bit floats convolve in float32 and round
+// once, as on the CPU.
+PoolWindow conv_window(const Window2d& w, int64_t groups) {
+  PoolWindow p = pool_window(w);
+  p.groups = groups;
+  return p;
+}
+
+V lower_conv2d(PlanBuilder& g, const Conv2d& op, V x, V w, const TensorMeta& xm) {
+  const DType ct = compute_type(xm.dtype);
+  return g.conv2d(g.cast(x, ct), g.cast(w, ct), conv_window(op.win, op.groups));
+}
+
+V lower_conv2d_backward_input(PlanBuilder& g, const Conv2dBackwardInput& op, V dy, V w, const TensorMeta& dym,
+                              const TensorMeta& out) {
+  const DType ct = compute_type(dym.dtype);
+  return g.conv2d_data_gradient(g.cast(dy, ct), g.cast(w, ct), out.shape, conv_window(op.win, op.groups));
+}
+
+V lower_conv2d_backward_weight(PlanBuilder& g, const Conv2dBackwardWeight& op, V x, V dy, const TensorMeta& xm,
+                               const TensorMeta& out) {
+  const DType ct = compute_type(xm.dtype);
+  return g.conv2d_weights_gradient(g.cast(dy, ct), g.cast(x, ct), out.shape, conv_window(op.win, op.groups));
+}
+
 // Each output is one slice of the input along the axis (Concat in reverse);
 // an output with no elements has no value.
 std::vector<V> lower_split(PlanBuilder& g, const Split& sp, V x, const TensorMeta& in,
@@ -778,14 +805,18 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::MaxPool2d: return lower_max_pool(g, static_cast<const MaxPool2d&>(p), in[0], im[0]);
     case OpKind::MaxPool2dBackward:
       return {lower_max_pool_backward(g, static_cast<const MaxPool2dBackward&>(p), in[0], in[1], im[0], om[0])};
+    case OpKind::Conv2d: return {lower_conv2d(g, static_cast<const Conv2d&>(p), in[0], in[1], im[0])};
+    case OpKind::Conv2dBackwardInput:
+      return {lower_conv2d_backward_input(g, static_cast<const Conv2dBackwardInput&>(p), in[0], in[1], im[0], om[0])};
+    case OpKind::Conv2dBackwardWeight:
+      return {lower_conv2d_backward_weight(g, static_cast<const Conv2dBackwardWeight&>(p), in[0], in[1], im[0], om[0])};
     case OpKind::AsStrided: case OpKind::StridedView: return {lower_view_read(g, p, in[0], im[0], om[0])};
     case OpKind::AsStridedScatter:
       return {lower_as_strided_scatter(g, static_cast<const AsStridedScatter&>(p), in[0], in[1], im[0], im[1])};
     case OpKind::Split: return lower_split(g, static_cast<const Split&>(p), in[0], im[0], om);
     case OpKind::Random: case OpKind::EngineUpdate: case OpKind::ViewScatter: case OpKind::ViewOfBase:
     case OpKind::ArgSort: case OpKind::TopK: case OpKind::NonZero: case OpKind::Scan: case OpKind::ScatterReduce:
-    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
-    case OpKind::DeviceCopy: case OpKind::Count:
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::DeviceCopy: case OpKind::Count:
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
     case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
     case OpKind::Svd:
@@ -840,7 +871,9 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Scan: return "Scan";
     case OpKind::RecurrentCell: return "RecurrentCell";
     case OpKind::RecurrentCellBackward: return "RecurrentCellBackward";
-    case OpKind::ConvTranspose2d: return "ConvTranspose2d";
+    case OpKind::Conv2d: return "Conv2d";
+    case OpKind::Conv2dBackwardInput: return "Conv2dBackwardInput";
+    case OpKind::Conv2dBackwardWeight: return "Conv2dBackwardWeight";
     case OpKind::Split: return "Split";
     case OpKind::DeviceCopy: return "DeviceCopy";
     case OpKind::LuFactor: return "LuFactor";
@@ -867,7 +900,8 @@ Lowering lowering_of(OpKind kind) {
     case OpKind::IndexSelect: case OpKind::IndexAdd: case OpKind::Softmax: case OpKind::SoftmaxBackward:
     case OpKind::Im2Col: case OpKind::Col2Im: case OpKind::MaxPool2d: case OpKind::MaxPool2dBackward:
     case OpKind::LayerNorm: case OpKind::LayerNormBackward: case OpKind::AsStrided: case OpKind::AsStridedScatter:
-    case OpKind::StridedView: case OpKind::Split:
+    case OpKind::StridedView: case OpKind::Split: case OpKind::Conv2d: case OpKind::Conv2dBackwardInput:
+    case OpKind::Conv2dBackwardWeight:
       return Lowering::Graph;
     case OpKind::Full: case OpKind::Arange: case OpKind::Random:
       return Lowering::HostFill;
@@ -894,10 +928,8 @@ Lowering lowering_of(OpKind kind) {
     // No Metal form yet (NotImplementedError naming the operator): the fused
     // recurrent cell and its backward would be a dozen graph operations each
     // (slices, sigmoid/tanh, products) with no case of the reference
-    // interpreter checking them, and a transposed convolution needs
-    // MPSGraph's convolutionTranspose2D or a matmul + col2im plan, neither
-    // written nor declared yet (docs/metal.md, "The op table").
-    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::ConvTranspose2d:
+    // interpreter checking them (docs/metal.md, "The op table").
+    case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward:
     // Decompositions and solvers: MPSGraph has none of LAPACK's (it has no
     // 64-bit floats either); NotImplementedError naming the operator.
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:

@@ -44,6 +44,25 @@ MPSGraphPooling2DOpDescriptor* pool_descriptor(const PoolWindow& w) {
   return d;
 }
 
+// NCHW source, OIHW weights, explicit per-side padding.
+MPSGraphConvolution2DOpDescriptor* conv_descriptor(const PoolWindow& w) {
+  MPSGraphConvolution2DOpDescriptor* d =
+      [MPSGraphConvolution2DOpDescriptor descriptorWithStrideInX:NSUInteger(w.sw)
+                                                       strideInY:NSUInteger(w.sh)
+                                                 dilationRateInX:NSUInteger(w.dw)
+                                                 dilationRateInY:NSUInteger(w.dh)
+                                                          groups:NSUInteger(w.groups)
+                                                     paddingLeft:NSUInteger(w.pad_left)
+                                                    paddingRight:NSUInteger(w.pad_right)
+                                                      paddingTop:NSUInteger(w.pad_top)
+                                                   paddingBottom:NSUInteger(w.pad_bottom)
+                                                    paddingStyle:MPSGraphPaddingStyleExplicit
+                                                      dataLayout:MPSGraphTensorNamedDataLayoutNCHW
+                                                   weightsLayout:MPSGraphTensorNamedDataLayoutOIHW];
+  if (d == nil) fail<Error>("metal: MPSGraph rejected the convolution window");
+  return d;
+}
+
 }  // namespace
 
 BuiltGraph build_graph(const Plan& plan, const char* what) {
@@ -203,6 +222,23 @@ BuiltGraph build_graph(const Plan& plan, const char* what) {
                                           outputShape:numbers(n.a)
                                            descriptor:pool_descriptor(n.window)
                                                  name:nil];
+        break;
+      case MpsOp::Conv2d:
+        r = [g convolution2DWithSourceTensor:in(0) weightsTensor:in(1) descriptor:conv_descriptor(n.window) name:nil];
+        break;
+      case MpsOp::Conv2dDataGradient:
+        r = [g convolution2DDataGradientWithIncomingGradientTensor:in(0)
+                                                     weightsTensor:in(1)
+                                                       outputShape:numbers(n.a)
+                                      forwardConvolutionDescriptor:conv_descriptor(n.window)
+                                                              name:nil];
+        break;
+      case MpsOp::Conv2dWeightsGradient:
+        r = [g convolution2DWeightsGradientWithIncomingGradientTensor:in(0)
+                                                         sourceTensor:in(1)
+                                                          outputShape:numbers(n.a)
+                                         forwardConvolutionDescriptor:conv_descriptor(n.window)
+                                                                 name:nil];
         break;
       case MpsOp::Count: fail<Error>("metal: invalid plan operation");
     }

@@ -508,6 +508,53 @@ PlanBuilder::V PlanBuilder::max_pool2d_gradient(V grad, V indices, const Shape& 
   return r;
 }
 
+namespace {
+// The output extent of a convolution over `in` (MPSGraph's explicit padding).
+Shape conv_output(MpsOp op, const Shape& x, const Shape& w, const PoolWindow& win) {
+  if (x.size() != 4 || w.size() != 4)
+    plan_error(op, "NCHW source and OIHW weights, got ranks ", x.size(), " and ", w.size());
+  if (win.groups <= 0 || x[1] != w[1] * win.groups || w[0] % win.groups != 0 || w[2] != win.kh || w[3] != win.kw)
+    plan_error(op, "weights ", shape_str(w), " do not fit source ", shape_str(x), " with groups=", win.groups);
+  const Shape out{x[0], w[0], pooled_extent(x[2], win.kh, win.sh, win.dh, win.pad_top, win.pad_bottom),
+                  pooled_extent(x[3], win.kw, win.sw, win.dw, win.pad_left, win.pad_right)};
+  if (out[2] <= 0 || out[3] <= 0) plan_error(op, "window larger than the padded source");
+  return out;
+}
+}  // namespace
+
+PlanBuilder::V PlanBuilder::conv2d(V x, V weights, const PoolWindow& w) {
+  if (!is_float_plan(dtype(x)) || dtype(weights) != dtype(x))
+    plan_error(MpsOp::Conv2d, "floating operands of one dtype");
+  V r = op1(MpsOp::Conv2d, {x, weights}, dtype(x), conv_output(MpsOp::Conv2d, shape(x), shape(weights), w));
+  p_.nodes.back().window = w;
+  return r;
+}
+
+PlanBuilder::V PlanBuilder::conv2d_data_gradient(V grad, V weights, const Shape& source_shape, const PoolWindow& w) {
+  if (!is_float_plan(dtype(grad)) || dtype(weights) != dtype(grad))
+    plan_error(MpsOp::Conv2dDataGradient, "floating operands of one dtype");
+  if (conv_output(MpsOp::Conv2dDataGradient, source_shape, shape(weights), w) != shape(grad))
+    plan_error(MpsOp::Conv2dDataGradient, "gradient ", shape_str(shape(grad)), " is not the output of a source ",
+               shape_str(source_shape));
+  V r = op1(MpsOp::Conv2dDataGradient, {grad, weights}, dtype(grad), source_shape);
+  p_.nodes.back().a = source_shape;
+  p_.nodes.back().window = w;
+  return r;
+}
+
+PlanBuilder::V PlanBuilder::conv2d_weights_gradient(V grad, V source, const Shape& weights_shape,
+                                                    const PoolWindow& w) {
+  if (!is_float_plan(dtype(grad)) || dtype(source) != dtype(grad))
+    plan_error(MpsOp::Conv2dWeightsGradient, "floating operands of one dtype");
+  if (conv_output(MpsOp::Conv2dWeightsGradient, shape(source), weights_shape, w) != shape(grad))
+    plan_error(MpsOp::Conv2dWeightsGradient, "gradient ", shape_str(shape(grad)), " is not the output of source ",
+               shape_str(shape(source)));
+  V r = op1(MpsOp::Conv2dWeightsGradient, {grad, source}, dtype(grad), weights_shape);
+  p_.nodes.back().a = weights_shape;
+  p_.nodes.back().window = w;
+  return r;
+}
+
 PlanBuilder::V PlanBuilder::fit(V x, const Shape& s) {
   const Shape want = graph_shape(s);
   if (shape(x) == want) return x;

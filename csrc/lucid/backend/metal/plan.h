@@ -96,7 +96,10 @@ namespace lucid::metal {
   X(ScatterAlongAxis, "scatterAlongAxis:withDataTensor:updatesTensor:indicesTensor:mode:name:")        \
   X(ScatterAlongAxisInto, "scatterAlongAxis:withUpdatesTensor:indicesTensor:shape:mode:name:")         \
   X(MaxPool2dWithIndices, "maxPooling2DReturnIndicesWithSourceTensor:descriptor:name:")                \
-  X(MaxPool2dGradient, "maxPooling2DGradientWithGradientTensor:indicesTensor:outputShape:descriptor:name:")
+  X(MaxPool2dGradient, "maxPooling2DGradientWithGradientTensor:indicesTensor:outputShape:descriptor:name:")        \
+  X(Conv2d, "convolution2DWithSourceTensor:weightsTensor:descriptor:name:")                                        \
+  X(Conv2dDataGradient, "convolution2DDataGradientWithIncomingGradientTensor:weightsTensor:outputShape:forwardConvolutionDescriptor:name:") \
+  X(Conv2dWeightsGradient, "convolution2DWeightsGradientWithIncomingGradientTensor:sourceTensor:outputShape:forwardConvolutionDescriptor:name:")
 
 enum class MpsOp : uint8_t {
 #define LUCID_MPS_OP_ENUM(name, selector) name,
@@ -109,11 +112,13 @@ const char* mps_op_selector(MpsOp op);  // "additionWithPrimaryTensor:secondaryT
 
 enum class ScatterMode : uint8_t { Add, Set };
 
-// A 2-D pooling window over NCHW, as MPSGraphPooling2DOpDescriptor takes it
-// (indices returned flattened over H*W, as int32).
+// A 2-D window over NCHW, as MPSGraphPooling2DOpDescriptor (indices
+// returned flattened over H*W, as int32) and
+// MPSGraphConvolution2DOpDescriptor (weights OIHW, with `groups`) take it.
 struct PoolWindow {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t groups = 1;
 };
 
 struct PlanValue {
@@ -227,6 +232,13 @@ class PlanBuilder {
   // NCHW max pooling: (values, int32 indices flattened over H*W).
   std::pair<V, V> max_pool2d_with_indices(V x, const PoolWindow& w);
   V max_pool2d_gradient(V grad, V indices, const Shape& out_shape, const PoolWindow& w);
+
+  // NCHW convolution with OIHW weights (w.groups groups), floating operands
+  // of one dtype; its gradients for the source (shape `a` = the source's)
+  // and for the weights (`a` = the weights' shape).
+  V conv2d(V x, V weights, const PoolWindow& w);
+  V conv2d_data_gradient(V grad, V weights, const Shape& source_shape, const PoolWindow& w);
+  V conv2d_weights_gradient(V grad, V source, const Shape& weights_shape, const PoolWindow& w);
 
   // `x` in exactly `shape` (0-d as [1]): reshaped when the element count
   // matches, broadcast otherwise.

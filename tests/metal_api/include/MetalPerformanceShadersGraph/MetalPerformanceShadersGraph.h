@@ -94,8 +94,10 @@ enum MPSGraphPaddingStyle : NSUInteger {
 };
 typedef enum MPSGraphPaddingStyle MPSGraphPaddingStyle LUCID_DOC_STRUCTURAL(11.0, "metalperformanceshadersgraph/mpsgraphpaddingstyle");
 
+// The values follow the objc2 crate's reference (NCHW, NHWC, OIHW, ... in order).
 enum MPSGraphTensorNamedDataLayout : NSUInteger {
   MPSGraphTensorNamedDataLayoutNCHW LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraphtensornameddatalayout/nchw"),
+  MPSGraphTensorNamedDataLayoutOIHW LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraphtensornameddatalayout/oihw") = 2,
 };
 typedef enum MPSGraphTensorNamedDataLayout MPSGraphTensorNamedDataLayout
     LUCID_DOC_STRUCTURAL(11.0, "metalperformanceshadersgraph/mpsgraphtensornameddatalayout");
@@ -129,6 +131,25 @@ LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraphpooling2dopdescriptor")
     LUCID_DOC(12.2, "metalperformanceshadersgraph/mpsgraphpooling2dopdescriptor/returnindicesmode");
 @property(readwrite) MPSDataType returnIndicesDataType
     LUCID_DOC_FAMILY(12.2, "metalperformanceshadersgraph/mpsgraphpooling2dopdescriptor/returnindicesdatatype");
+@end
+
+LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraphconvolution2dopdescriptor")
+@interface MPSGraphConvolution2DOpDescriptor : MPSGraphObject
++ (nullable instancetype)descriptorWithStrideInX:(NSUInteger)strideInX
+                                       strideInY:(NSUInteger)strideInY
+                                 dilationRateInX:(NSUInteger)dilationRateInX
+                                 dilationRateInY:(NSUInteger)dilationRateInY
+                                          groups:(NSUInteger)groups
+                                     paddingLeft:(NSUInteger)paddingLeft
+                                    paddingRight:(NSUInteger)paddingRight
+                                      paddingTop:(NSUInteger)paddingTop
+                                   paddingBottom:(NSUInteger)paddingBottom
+                                    paddingStyle:(MPSGraphPaddingStyle)paddingStyle
+                                      dataLayout:(MPSGraphTensorNamedDataLayout)dataLayout
+                                   weightsLayout:(MPSGraphTensorNamedDataLayout)weightsLayout
+    LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraphconvolution2dopdescriptor/init(strideinx:strideiny:"
+                    "dilationrateinx:dilationrateiny:groups:paddingleft:paddingright:paddingtop:paddingbottom:"
+                    "paddingstyle:datalayout:weightslayout:)");
 @end
 
 // ----------------------------------------------------------------- graph
@@ -411,6 +432,25 @@ LUCID_DOC_FAMILY(11.0, "metalperformanceshadersgraph/mpsgraph")
                                                descriptor:(MPSGraphPooling2DOpDescriptor*)descriptor
                                                      name:(nullable NSString*)name
     LUCID_DOC(13.0, "metalperformanceshadersgraph/mpsgraph/maxpooling2dgradient(withgradienttensor:indicestensor:outputshape:descriptor:name:)");
+
+// Convolution
+- (MPSGraphTensor*)convolution2DWithSourceTensor:(MPSGraphTensor*)source
+                                   weightsTensor:(MPSGraphTensor*)weights
+                                      descriptor:(MPSGraphConvolution2DOpDescriptor*)descriptor
+                                            name:(nullable NSString*)name
+    LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraph/convolution2d(_:weights:descriptor:name:)");
+- (MPSGraphTensor*)convolution2DDataGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient
+                                                         weightsTensor:(MPSGraphTensor*)weights
+                                                           outputShape:(MPSShape*)outputShape
+                                          forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)descriptor
+                                                                  name:(nullable NSString*)name
+    LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraph/convolution2ddatagradient(_:weights:outputshape:forwardconvolutiondescriptor:name:)");
+- (MPSGraphTensor*)convolution2DWeightsGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient
+                                                             sourceTensor:(MPSGraphTensor*)source
+                                                              outputShape:(MPSShape*)outputShape
+                                             forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)descriptor
+                                                                     name:(nullable NSString*)name
+    LUCID_DOC(11.0, "metalperformanceshadersgraph/mpsgraph/convolution2dweightsgradient(_:source:outputshape:forwardconvolutiondescriptor:name:)");
 @end
 
 #pragma clang assume_nonnull end
