@@ -1,12 +1,15 @@
 #include "lucid/backend/cuda/cudnn.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -151,6 +154,34 @@ std::string status_text(cudnnStatus_t s) {
   return text;
 }
 
+// libcudnn.so.9 opens its sub-libraries (libcudnn_cnn.so.9, the engines...;
+// the set changes between 9.x releases) by name when first needed, which
+// the loader finds only on its search path: each is opened here from the
+// directory libcudnn.so.9 came from (RTLD_GLOBAL), so that name finds it
+// already loaded. cuBLAS first, which some of them link. Best effort: a
+// sub-library that does not load shows as cuDNN's own error when used.
+void load_sublibraries(void* symbol_of_libcudnn) {
+  std::string ignored;
+  open_library({"libcublasLt.so.13"}, ignored);
+  open_library({"libcublas.so.13"}, ignored);
+  Dl_info info{};
+  if (!dladdr(symbol_of_libcudnn, &info) || !info.dli_fname) return;
+  const std::filesystem::path dir = std::filesystem::path(info.dli_fname).parent_path();
+  std::vector<std::string> pending;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libcudnn_", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".so.9") == 0)
+      pending.push_back(entry.path().string());
+  }
+  // Until a pass opens nothing more: one may need another opened first.
+  for (size_t before = pending.size() + 1; !pending.empty() && pending.size() < before;) {
+    before = pending.size();
+    const auto opened = [](const std::string& path) { return dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr; };
+    pending.erase(std::remove_if(pending.begin(), pending.end(), opened), pending.end());
+  }
+}
+
 std::string load() {
   std::string why;
   if (!Runtime::available(&why)) return "CUDA is not available: " + why;
@@ -197,6 +228,7 @@ std::string load() {
   bind(lib, a.cudnnGetLastErrorString, "cudnnGetLastErrorString", optional);
   const int64_t v = int64_t(a.cudnnGetVersion());
   if (v / 10000 != 9) return "libcudnn.so.9 reports version " + std::to_string(v) + ", not 9.x";
+  load_sublibraries(reinterpret_cast<void*>(a.cudnnGetVersion));
   try {
     Runtime& rt = Runtime::get();
     cudnnStatus_t s = a.cudnnCreate(&g_handle);
