@@ -94,6 +94,22 @@ def test_unavailable_device_raises_clearly():
     assert x.device.type == "cpu" and x.tolist() == [1.0, 1.0, 1.0]
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is present")
+def test_cudnn_is_unavailable_without_a_device():
+    cudnn = lucid.backends.cudnn
+    assert cudnn.is_available() is False
+    assert "CUDA is not available" in cudnn.unavailable_reason()
+    assert cudnn.version() is None
+    assert cudnn.is_acceptable(lucid.ones(1)) is False
+    assert cudnn.enabled is True
+    cudnn.enabled = False
+    try:
+        assert cudnn.enabled is False and lucid.backends.cudnn.enabled is False
+    finally:
+        cudnn.enabled = True
+    assert cudnn.enabled is True
+
+
 def test_device_strings():
     assert lucid.device("cuda:0") == lucid.device("cuda")
     assert str(lucid.device("cuda")) == "cuda"
@@ -424,6 +440,88 @@ def test_conv_and_pool():
     x, w, b = rnd(2, 3, 9, 9), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
     same(lambda x_, w_, b_: F.conv2d(x_, w_, b_, padding=1), x, w, b, rtol=1e-4, atol=1e-5)
     same(lambda x_: F.max_pool2d(x_, 2), x)
+
+
+HAS_CUDNN = HAS_CUDA and lucid.backends.cudnn.is_available()
+cudnn_gpu = pytest.mark.skipif(not HAS_CUDNN, reason=f"no cuDNN ({lucid.backends.cudnn.unavailable_reason()})")
+
+# (x shape, weight shape, stride, padding, dilation, groups)
+CUDNN_GEOMETRIES = [
+    ((2, 3, 9, 9), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 4, 11, 10), (6, 2, 3, 3), (2, 1), (1, 0), (1, 1), 2),
+    ((1, 6, 13, 12), (6, 1, 3, 3), (1, 1), (2, 2), (2, 2), 6),  # depthwise, dilated
+    ((3, 8, 7, 7), (16, 8, 1, 1), (2, 2), (0, 0), (1, 1), 1),  # pointwise, strided
+    ((2, 3, 16, 16), (8, 3, 5, 5), (2, 2), (2, 2), (1, 2), 1),
+    ((4, 32, 8, 8), (64, 32, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+]
+# Relative to the largest reference value: cuDNN may pick FFT or Winograd
+# algorithms, and 16-bit operands are rounded.
+CUDNN_TOL = {"float64": 1e-11, "float32": 2e-5, "float16": 4e-3, "bfloat16": 3e-2}
+
+
+def cudnn_conv2d(direction, a, b, x_shape, w_shape, stride, padding, dilation, groups):
+    return lucid.cuda._cuda.cudnn_conv2d(direction, a, b, list(x_shape), list(w_shape), list(stride), list(padding),
+                                         list(dilation), groups)
+
+
+@cudnn_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("geometry", range(len(CUDNN_GEOMETRIES)))
+def test_cudnn_convolutions_match_the_cpu(dtype, geometry):
+    x_shape, w_shape, stride, padding, dilation, groups = CUDNN_GEOMETRIES[geometry]
+    dt = getattr(lucid, dtype)
+    # The operands rounded to dtype; the reference is the CPU's float64 convolution of those values.
+    x, w = lucid.tensor(rnd(*x_shape)).to(dt), lucid.tensor(rnd(*w_shape, seed=1)).to(dt)
+    xr, wr = x.double().requires_grad_(True), w.double().requires_grad_(True)
+    yr = F.conv2d(xr, wr, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    dy = lucid.tensor(rnd(*yr.shape, seed=2)).to(dt)
+    yr.backward(dy.double())
+    geo = (x_shape, w_shape, stride, padding, dilation, groups)
+    runs = {"y": cudnn_conv2d("forward", x.cuda(), w.cuda(), *geo),
+            "dx": cudnn_conv2d("backward_data", dy.cuda(), w.cuda(), *geo),
+            "dw": cudnn_conv2d("backward_filter", x.cuda(), dy.cuda(), *geo)}
+    for name, ref in (("y", yr), ("dx", xr.grad), ("dw", wr.grad)):
+        got = runs[name]
+        assert got is not None, f"cuDNN declined {name} for {dtype} {geo}"
+        assert got.device.type == "cuda" and got.dtype == dt and tuple(got.shape) == tuple(ref.shape), name
+        e = ref.detach().numpy()
+        a = got.cpu().double().numpy()
+        np.testing.assert_allclose(a, e, rtol=0, atol=CUDNN_TOL[dtype] * np.abs(e).max(), err_msg=f"{name} {geo}")
+
+
+@cudnn_gpu
+def test_cudnn_float32_is_float32_without_tf32():
+    # TF32 keeps 10 mantissa bits: every product of (1 + 2^-20)^2 would be 1 and y 64, not 64 (1 + 2^-19).
+    geo = ((1, 64, 4, 4), (8, 64, 1, 1), (1, 1), (0, 0), (1, 1), 1)
+    x = lucid.full(geo[0], 1 + 2.0 ** -20, device="cuda")
+    w = lucid.full(geo[1], 1 + 2.0 ** -20, device="cuda")
+    assert lucid.backends.cuda.matmul.allow_tf32 is False
+    y = cudnn_conv2d("forward", x, w, *geo)
+    assert y is not None
+    np.testing.assert_array_equal(y.cpu().numpy(), np.float32(64 * (1 + 2.0 ** -20) ** 2))
+    lucid.backends.cuda.matmul.allow_tf32 = True  # may use TF32: within its precision
+    try:
+        y = cudnn_conv2d("forward", x, w, *geo)
+    finally:
+        lucid.backends.cuda.matmul.allow_tf32 = False
+    assert y is not None
+    np.testing.assert_allclose(y.cpu().numpy(), 64, rtol=1e-3)
+
+
+@cudnn_gpu
+def test_cudnn_declines_what_it_does_not_run():
+    geo = ((2, 3, 9, 9), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1)
+    xi, wi = lucid.ones(geo[0], dtype=lucid.int32, device="cuda"), lucid.ones(geo[1], dtype=lucid.int32, device="cuda")
+    assert cudnn_conv2d("forward", xi, wi, *geo) is None  # integer convolutions fall back
+    x, w = lucid.ones(geo[0], device="cuda"), lucid.ones(geo[1], device="cuda")
+    assert lucid.backends.cudnn.version() // 10000 == 9
+    lucid.backends.cudnn.enabled = False
+    try:
+        assert cudnn_conv2d("forward", x, w, *geo) is None
+    finally:
+        lucid.backends.cudnn.enabled = True
+    y = cudnn_conv2d("forward", x, w, *geo)
+    assert y is not None and y.cpu()[0, 0, 4, 4].item() == 27.0
 
 
 @gpu

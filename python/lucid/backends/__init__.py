@@ -1,8 +1,10 @@
 """lucid.backends: the switches PyTorch programs set on torch.backends.
 
 ``backends.cuda.matmul.allow_tf32`` lets the cuda device's float32 GEMMs
-(convolutions included) use TF32; the cuDNN flags (``backends.cudnn.benchmark``
-...) are kept and read back as set and change nothing (Lucid uses no cuDNN).
+and convolutions use TF32; ``backends.cudnn.enabled`` says whether the cuda
+device's convolutions may run on cuDNN (``backends.cudnn.is_available()``),
+and the other cuDNN flags (``backends.cudnn.benchmark`` ...) are kept and read
+back as set and change nothing.
 ``backends.mps.is_available()`` says whether the Metal device can be used
 (``"mps"`` is Lucid's ``"metal"``).
 """

@@ -2,8 +2,9 @@
 
 Lucid uses one CUDA device (``cuda`` / ``cuda:0``). The backend needs no CUDA
 toolkit: the NVIDIA driver, NVRTC (kernels are compiled from source on first
-use, cached under ``~/.cache/lucid/cuda``) and cuBLAS are loaded at run time;
-``pip install 'lucid-engine[cuda]'`` installs NVIDIA's NVRTC and cuBLAS wheels.
+use, cached under ``~/.cache/lucid/cuda``), cuBLAS and cuDNN are loaded at run
+time; ``pip install 'lucid-engine[cuda]'`` installs NVIDIA's NVRTC, cuBLAS and
+cuDNN wheels.
 Operations queue work on one stream and return; reading values (``.item()``,
 ``.cpu()``, ``.tolist()``, printing) and :func:`synchronize` wait for it.
 
@@ -24,7 +25,7 @@ _cuda = _C._cuda
 
 def _wheel_library_dirs():
     # NVIDIA's wheels put their libraries in nvidia/cu13/lib (CUDA 13) or
-    # nvidia/<component>/lib (earlier layouts).
+    # nvidia/<component>/lib (earlier layouts, and cuDNN's nvidia/cudnn/lib).
     spec = _importlib_util.find_spec("nvidia")
     dirs = []
     for root in (spec.submodule_search_locations or []) if spec else []:

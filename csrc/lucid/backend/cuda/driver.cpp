@@ -21,8 +21,8 @@ std::vector<std::string>& library_dirs() {
   return dirs;
 }
 
-// dlopen `name` from the configured directories, then the loader's path.
-void* open_library(const std::vector<std::string>& names, std::string& tried) {
+// open_library() with load_mutex() held.
+void* open_from_dirs(const std::vector<std::string>& names, std::string& tried) {
   std::vector<std::string> dirs = library_dirs();
   if (const char* env = std::getenv("LUCID_CUDA_LIBRARY_PATH")) {
     std::string s(env);
@@ -46,12 +46,6 @@ void* open_library(const std::vector<std::string>& names, std::string& tried) {
   return nullptr;
 }
 
-template <class F>
-void bind(void* lib, F& fn, const char* symbol, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (!fn) missing += std::string(" ") + symbol;
-}
-
 struct Loaded {
   bool tried = false;
   std::string error;  // empty once loaded
@@ -64,6 +58,16 @@ void set_library_dirs(std::vector<std::string> dirs) {
   library_dirs() = std::move(dirs);
 }
 
+void* open_library(const std::vector<std::string>& names, std::string& tried) {
+  std::lock_guard<std::mutex> lock(load_mutex());
+  return open_from_dirs(names, tried);
+}
+
+void bind_symbol(void* lib, void*& fn, const char* symbol, std::string& missing) {
+  fn = dlsym(lib, symbol);
+  if (!fn) missing += std::string(" ") + symbol;
+}
+
 static DriverApi g_driver;
 static Loaded g_driver_state;
 
@@ -71,7 +75,7 @@ static void load_driver() {
   if (g_driver_state.tried) return;
   g_driver_state.tried = true;
   std::string tried;
-  void* lib = open_library({"libcuda.so.1", "libcuda.so"}, tried);
+  void* lib = open_from_dirs({"libcuda.so.1", "libcuda.so"}, tried);
   if (!lib) {
     g_driver_state.error = "the NVIDIA driver library libcuda.so.1 was not found (tried" + tried + ")";
     return;
@@ -153,9 +157,9 @@ const NvrtcApi& nvrtc() {
     std::string tried;
     // NVRTC finds its builtins library by name: loaded first (RTLD_GLOBAL)
     // from the same directory, it is found whatever the loader's path.
-    open_library({"libnvrtc-builtins.so.13.0"}, tried);
+    open_from_dirs({"libnvrtc-builtins.so.13.0"}, tried);
     tried.clear();
-    void* lib = open_library({"libnvrtc.so.13"}, tried);
+    void* lib = open_from_dirs({"libnvrtc.so.13"}, tried);
     if (!lib) {
       g_nvrtc_state.error = "NVRTC (libnvrtc.so.13) was not found (tried" + tried +
                             "); install it with: pip install 'lucid-engine[cuda]' (or nvidia-cuda-nvrtc==13.0.*)";
@@ -186,9 +190,9 @@ const CublasApi& cublas() {
   if (!g_cublas_state.tried) {
     g_cublas_state.tried = true;
     std::string tried;
-    open_library({"libcublasLt.so.13"}, tried);  // cuBLAS's own dependency, from the same directory
+    open_from_dirs({"libcublasLt.so.13"}, tried);  // cuBLAS's own dependency, from the same directory
     tried.clear();
-    void* lib = open_library({"libcublas.so.13"}, tried);
+    void* lib = open_from_dirs({"libcublas.so.13"}, tried);
     if (!lib) {
       g_cublas_state.error = "cuBLAS (libcublas.so.13) was not found (tried" + tried +
                              "); install it with: pip install 'lucid-engine[cuda]' (or nvidia-cublas==13.*)";

@@ -129,9 +129,21 @@ struct CublasApi {
                                                int, int, long long, int, int, int);
 };
 
-// Directories searched for NVRTC and cuBLAS before the loader's own path
-// (the Python package passes those of NVIDIA's wheels).
+// Directories searched for NVRTC, cuBLAS and cuDNN before the loader's own
+// path (the Python package passes those of NVIDIA's wheels).
 void set_library_dirs(std::vector<std::string> dirs);
+// dlopen (RTLD_NOW | RTLD_GLOBAL) of the first of `names` found in
+// $LUCID_CUDA_LIBRARY_PATH, the directories above, then the loader's path;
+// nullptr when none loads, with what was tried appended to `tried`.
+void* open_library(const std::vector<std::string>& names, std::string& tried);
+// Looks `symbol` up in `lib` into `fn`, appending its name to `missing` when absent.
+void bind_symbol(void* lib, void*& fn, const char* symbol, std::string& missing);
+template <class F>
+void bind(void* lib, F& fn, const char* symbol, std::string& missing) {
+  void* p = nullptr;
+  bind_symbol(lib, p, symbol, missing);
+  fn = reinterpret_cast<F>(p);
+}
 
 // Each loads its library on first use; an Error saying what is missing
 // (and how to install it) when it cannot.
