@@ -46,7 +46,8 @@ __all__ = [
     "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
     "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
     # random
-    "bernoulli", "normal", "poisson", "randint_like",
+    "bernoulli", "normal", "poisson", "binomial", "randint_like", "_standard_gamma", "_standard_gamma_grad",
+    "_dirichlet_grad", "_sample_dirichlet",
     # more
     "logspace", "fmax", "fmin", "isin", "ger", "diagflat", "hsplit", "vsplit", "dsplit", "unravel_index",
     "scalar_tensor", "split_with_sizes", "addr", "combinations", "cov", "corrcoef",
@@ -1329,13 +1330,50 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     return out
 
 
-def poisson(input, generator=None):  # noqa: A002
-    """Poisson draws with rates `input` (on the host, from the seeded generator)."""
-    from ._creation import tensor
-    from .utils.data._random import rng
+def _random_key(generator):
+    """The [seed, offset] key of a draw from `generator`'s own stream (None:
+    the global generator's)."""
+    if generator is None:
+        return None
+    from ._sampling import _check_generator
 
-    lam = _host(input, "poisson")
-    return tensor(rng(generator).poisson(lam).astype(lam.dtype), dtype=input.dtype, device=input.device)
+    _check_generator(generator)
+    seed = int(generator._rng.integers(0, 2 ** 63))
+    return _C.from_numpy_copy(np.array([seed, 0], dtype=np.int64))
+
+
+def poisson(input, generator=None):  # noqa: A002
+    """Poisson draws with rates `input` (non-negative), in input's dtype."""
+    return _C.poisson(input, key=_random_key(generator))
+
+
+def binomial(count, prob, generator=None):
+    """Binomial draws: `count` trials of success probability `prob` each."""
+    return _C.binomial(count, prob, key=_random_key(generator))
+
+
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Gamma(input, 1) draws, differentiable w.r.t. the concentration by the
+    implicit reparameterisation gradient (_standard_gamma_grad)."""
+    return _C.standard_gamma(input, key=_random_key(generator))
+
+
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """d output / d input for output ~ Gamma(input, 1)."""
+    return _C.standard_gamma_grad(input, output)
+
+
+def _dirichlet_grad(x, alpha, total):
+    """The Beta(alpha, total - alpha) reparameterisation gradient at x that
+    Dirichlet draws use (PyTorch's _dirichlet_grad)."""
+    return _C.dirichlet_grad(x, alpha, total)
+
+
+def _sample_dirichlet(input, generator=None):  # noqa: A002
+    """Dirichlet(input) draws along the last dim: Gamma draws, normalised
+    (not differentiable; Dirichlet.rsample supplies the gradient)."""
+    gammas = _C.standard_gamma(input.detach(), key=_random_key(generator))
+    return _C.div(gammas, _C.sum(gammas, [-1], True, None))
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, generator=None):  # noqa: A002
