@@ -47,7 +47,7 @@ __all__ = [
     "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
     # random
     "bernoulli", "normal", "poisson", "binomial", "randint_like", "_standard_gamma", "_standard_gamma_grad",
-    "_dirichlet_grad", "_sample_dirichlet",
+    "_dirichlet_grad", "_sample_dirichlet", "igamma", "igammac",
     # more
     "logspace", "fmax", "fmin", "isin", "ger", "diagflat", "hsplit", "vsplit", "dsplit", "unravel_index",
     "scalar_tensor", "split_with_sizes", "addr", "combinations", "cov", "corrcoef",
@@ -1328,6 +1328,20 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def igamma(input, other):  # noqa: A002
+    """The regularized lower incomplete gamma function (special.gammainc)."""
+    from .special import gammainc
+
+    return gammainc(input, other)
+
+
+def igammac(input, other):  # noqa: A002
+    """The regularized upper incomplete gamma function (special.gammaincc)."""
+    from .special import gammaincc
+
+    return gammaincc(input, other)
 
 
 def _random_key(generator):
