@@ -328,13 +328,19 @@ greater, greater_equal, less, less_equal, not_equal = F.gt, F.ge, F.lt, F.le, F.
 
 # ---------------------------------------------------------------- comparisons
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """PyTorch's rule: equal, or a finite |input - other| <= atol + |rtol * other|
+    (so inf is close only to the same inf); bools compare as the default dtype."""
     other = _t(other)
-    close = _C.le(_C.abs(_C.sub(input, other)), _C.add(_C.mul(_C.abs(other), rtol), atol))
-    if input.dtype.is_floating_point:
-        close = _C.logical_or(close, _C.eq(input, other))  # equal infinities
-        if equal_nan:
-            close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
-    return close
+    close = _C.eq(input, other)
+    if equal_nan and input.dtype.is_floating_point:
+        close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    as_number = (lambda t: _C.cast(t, _C.get_default_dtype()) if t.dtype == _C.dtype.bool else t)
+    a, b = as_number(input), as_number(other)
+    actual_error = _C.abs(_C.sub(a, b))
+    allowed_error = _C.add(_C.abs(_C.mul(b, rtol)), atol)
+    return _C.logical_or(close, _C.logical_and(_C.isfinite(actual_error), _C.le(actual_error, allowed_error)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
