@@ -336,3 +336,22 @@ def test_legacy_tensor_constructor_as_torch():
         assert lucid.Tensor(2).dtype == lucid.float64 and lucid.FloatTensor(2).dtype == lucid.float32
     finally:
         lucid.set_default_dtype(previous)
+
+
+def test_cauchy_and_geometric_fills():
+    lucid.manual_seed(0)
+    c = lucid.empty(200_000, dtype=lucid.float64).cauchy_(median=1.0, sigma=2.0).numpy()
+    # Quartiles of Cauchy(1, 2) are 1 -+ 2.
+    np.testing.assert_allclose(np.percentile(c, [25, 50, 75]), [-1.0, 1.0, 3.0], atol=0.05)
+    g = lucid.empty(200_000, dtype=lucid.int64).geometric_(0.25).numpy()
+    assert g.min() == 1 and np.all(g == np.round(g))
+    np.testing.assert_allclose([g.mean(), g.var()], [4.0, 0.75 / 0.25 ** 2], rtol=0.03)
+    for m in (torch, lucid):
+        with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0, but found sigma=0"):
+            m.empty(2).cauchy_(0, 0)
+        with pytest.raises(RuntimeError, match="Cauchy distribution is a continuous probability distribution. "
+                                               "dtype must be a floating point but you specified long int"):
+            m.empty(2, dtype=m.int64).cauchy_()
+        for p in (0, 1, 1.5):
+            with pytest.raises(RuntimeError, match=f"geometric_ expects p to be in \\(0, 1\\), but got p={p}"):
+                m.empty(2).geometric_(p)

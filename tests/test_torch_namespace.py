@@ -373,10 +373,10 @@ def test_runtime_switches():
     assert lucid.is_autocast_cache_enabled()
     lucid.clear_autocast_cache()
     assert lucid.autocast_increment_nesting() == 1 and lucid.autocast_decrement_nesting() == 0
-    assert lucid.is_anomaly_enabled() is False and lucid.is_anomaly_check_nan_enabled() is False
+    assert lucid.is_anomaly_enabled() is False and lucid.is_anomaly_check_nan_enabled() is True  # PyTorch's
+    lucid.set_anomaly_enabled(True, False)
+    assert lucid.is_anomaly_enabled() and not lucid.is_anomaly_check_nan_enabled()
     lucid.set_anomaly_enabled(False)
-    with pytest.raises(NotImplementedError):
-        lucid.set_anomaly_enabled(True)
     lucid.set_warn_always(True)
     assert lucid.is_warn_always_enabled()
     lucid.set_warn_always(False)

@@ -31,25 +31,7 @@ std::shared_ptr<py::object> keep_python(py::object o) {
   });
 }
 
-// PyTorch's name for a node: a primitive's name in CamelCase with
-// "Backward0" (sum -> SumBackward0, log_softmax -> LogSoftmaxBackward0); a
-// Function's node is already "<Function>Backward"; a leaf's accumulator is
-// PyTorch's C++ class name, as its name() says.
-std::string node_display_name(const autograd::Node& n) {
-  if (dynamic_cast<const autograd::AccumulateGrad*>(&n)) return "torch::autograd::AccumulateGrad";
-  if (!dynamic_cast<const autograd::PrimitiveNode*>(&n)) return n.name();
-  std::string out;
-  bool upper = true;
-  for (char ch : n.name()) {
-    if (ch == '_' || ch == ' ' || ch == '.') {
-      upper = true;
-      continue;
-    }
-    out += upper ? char(std::toupper(static_cast<unsigned char>(ch))) : ch;
-    upper = false;
-  }
-  return out + "Backward0";
-}
+std::string node_display_name(const autograd::Node& n) { return autograd::display_name(n); }
 
 // The node's class name as PyTorch shows it (repr, attribute errors).
 std::string node_type_name(const autograd::Node& n) {
@@ -264,6 +246,9 @@ void init_autograd(py::module_& m) {
 
   m.def("is_grad_enabled", &autograd::GradMode::is_enabled);
   m.def("set_grad_enabled", &autograd::GradMode::set_enabled);
+  m.def("is_anomaly_enabled", &autograd::AnomalyMode::is_enabled);
+  m.def("is_anomaly_check_nan_enabled", &autograd::AnomalyMode::check_nan);
+  m.def("set_anomaly_enabled", &autograd::AnomalyMode::set_enabled, py::arg("enabled"), py::arg("check_nan") = true);
 }
 
 }  // namespace lucid::python

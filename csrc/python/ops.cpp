@@ -122,6 +122,11 @@ void init_ops(py::module_& m) {
         release);
   m.def("random_normal", [](const Shape& s, DType dt, const Tensor& key) { return random_normal(s, dt, key); },
         release);
+  m.def("standard_gamma", &standard_gamma, py::arg("concentration"), py::arg("key") = py::none(), release);
+  m.def("poisson", &poisson, py::arg("rate"), py::arg("key") = py::none(), release);
+  m.def("binomial", &binomial, py::arg("count"), py::arg("prob"), py::arg("key") = py::none(), release);
+  m.def("standard_gamma_grad", &standard_gamma_grad, release);
+  m.def("dirichlet_grad", &dirichlet_grad, release);
   m.def("manual_seed", &manual_seed);
   m.def("initial_seed", &initial_seed);
   m.def("cast", &cast, release);

@@ -114,7 +114,7 @@ from . import optim, amp, compile, cuda, backends, accelerator, distributed, onn
 globals().update(linalg.TOP_LEVEL)
 for _name, _fn in linalg.TOP_LEVEL.items():
     setattr(Tensor, _name, (lambda f: lambda self, *a, **k: f(self, *a, **k))(_fn))
-from . import distributions, func  # noqa: E402,F401
+from . import distributions, func, testing  # noqa: E402,F401
 from .amp import autocast, GradScaler  # noqa: E402  (torch.autocast, torch.GradScaler)
 from ._runtime_flags import *  # noqa: E402,F401,F403  (autocast/anomaly/warning switches, error types)
 vmap = func.vmap

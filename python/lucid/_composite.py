@@ -46,7 +46,8 @@ __all__ = [
     "take_along_dim", "take", "index_fill", "index_copy", "masked_select", "masked_scatter", "argwhere",
     "unique", "unique_consecutive", "bincount", "histc", "searchsorted", "bucketize",
     # random
-    "bernoulli", "normal", "poisson", "randint_like",
+    "bernoulli", "normal", "poisson", "binomial", "randint_like", "_standard_gamma", "_standard_gamma_grad",
+    "_dirichlet_grad", "_sample_dirichlet", "igamma", "igammac",
     # more
     "logspace", "fmax", "fmin", "isin", "ger", "diagflat", "hsplit", "vsplit", "dsplit", "unravel_index",
     "scalar_tensor", "split_with_sizes", "addr", "combinations", "cov", "corrcoef",
@@ -327,13 +328,19 @@ greater, greater_equal, less, less_equal, not_equal = F.gt, F.ge, F.lt, F.le, F.
 
 # ---------------------------------------------------------------- comparisons
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """PyTorch's rule: equal, or a finite |input - other| <= atol + |rtol * other|
+    (so inf is close only to the same inf); bools compare as the default dtype."""
     other = _t(other)
-    close = _C.le(_C.abs(_C.sub(input, other)), _C.add(_C.mul(_C.abs(other), rtol), atol))
-    if input.dtype.is_floating_point:
-        close = _C.logical_or(close, _C.eq(input, other))  # equal infinities
-        if equal_nan:
-            close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
-    return close
+    close = _C.eq(input, other)
+    if equal_nan and input.dtype.is_floating_point:
+        close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    as_number = (lambda t: _C.cast(t, _C.get_default_dtype()) if t.dtype == _C.dtype.bool else t)
+    a, b = as_number(input), as_number(other)
+    actual_error = _C.abs(_C.sub(a, b))
+    allowed_error = _C.add(_C.abs(_C.mul(b, rtol)), atol)
+    return _C.logical_or(close, _C.logical_and(_C.isfinite(actual_error), _C.le(actual_error, allowed_error)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
@@ -1368,13 +1375,64 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     return out
 
 
-def poisson(input, generator=None):  # noqa: A002
-    """Poisson draws with rates `input` (on the host, from the seeded generator)."""
-    from ._creation import tensor
-    from .utils.data._random import rng
+def igamma(input, other):  # noqa: A002
+    """The regularized lower incomplete gamma function (special.gammainc)."""
+    from .special import gammainc
 
-    lam = _host(input, "poisson")
-    return tensor(rng(generator).poisson(lam).astype(lam.dtype), dtype=input.dtype, device=input.device)
+    return gammainc(input, other)
+
+
+def igammac(input, other):  # noqa: A002
+    """The regularized upper incomplete gamma function (special.gammaincc)."""
+    from .special import gammaincc
+
+    return gammaincc(input, other)
+
+
+def _random_key(generator):
+    """The [seed, offset] key of a draw from `generator`'s own stream (None:
+    the global generator's)."""
+    if generator is None:
+        return None
+    from ._sampling import _check_generator
+
+    _check_generator(generator)
+    seed = int(generator._rng.integers(0, 2 ** 63))
+    return _C.from_numpy_copy(np.array([seed, 0], dtype=np.int64))
+
+
+def poisson(input, generator=None):  # noqa: A002
+    """Poisson draws with rates `input` (non-negative), in input's dtype."""
+    return _C.poisson(input, key=_random_key(generator))
+
+
+def binomial(count, prob, generator=None):
+    """Binomial draws: `count` trials of success probability `prob` each."""
+    return _C.binomial(count, prob, key=_random_key(generator))
+
+
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Gamma(input, 1) draws, differentiable w.r.t. the concentration by the
+    implicit reparameterisation gradient (_standard_gamma_grad)."""
+    return _C.standard_gamma(input, key=_random_key(generator))
+
+
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """d output / d input for output ~ Gamma(input, 1)."""
+    return _C.standard_gamma_grad(input, output)
+
+
+def _dirichlet_grad(x, alpha, total):
+    """The Beta(alpha, total - alpha) reparameterisation gradient at x that
+    Dirichlet draws use (PyTorch's _dirichlet_grad)."""
+    return _C.dirichlet_grad(x, alpha, total)
+
+
+def _sample_dirichlet(input, generator=None):  # noqa: A002
+    """Dirichlet(input) draws along the last dim: Gamma draws, normalised
+    (not differentiable; Dirichlet.rsample supplies the gradient)."""
+    gammas = _C.standard_gamma(input.detach(), key=_random_key(generator))
+    return _C.div(gammas, _C.sum(gammas, [-1], True, None))
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, generator=None):  # noqa: A002

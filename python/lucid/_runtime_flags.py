@@ -99,18 +99,15 @@ def autocast_decrement_nesting():
 
 
 # ----------------------------------------------------------- anomaly, warnings
-def is_anomaly_enabled():
-    return False
-
-
-def is_anomaly_check_nan_enabled():
-    return False
+# Anomaly detection: while on (with check_nan), backward raises PyTorch's
+# error at the first node returning a NaN gradient (the engine's check); the
+# error names the node but Lucid records no forward traceback for it.
+is_anomaly_enabled = _C.is_anomaly_enabled
+is_anomaly_check_nan_enabled = _C.is_anomaly_check_nan_enabled
 
 
 def set_anomaly_enabled(enabled, check_nan=True):
-    if enabled:
-        raise NotImplementedError("anomaly detection is not available in Lucid (the autograd engine records no "
-                                  "forward traceback per op)")
+    _C.set_anomaly_enabled(bool(enabled), bool(check_nan))
 
 
 _warn_always = False

@@ -1,5 +1,7 @@
 """More of torch.Tensor's surface, attached to _C.Tensor: the device
 predicates, type() and the legacy tensor types (lucid.FloatTensor...)."""
+import math
+
 from . import _C
 from ._settings import Size
 from ._utils import check_probability, to_dtype
@@ -15,6 +17,11 @@ Tensor.is_xpu = property(lambda self: False)  # no such device in Lucid
 Tensor.is_meta = property(lambda self: False)  # no meta device: every tensor holds data (or is traced)
 Tensor.is_sparse = property(lambda self: False)
 Tensor.is_quantized = property(lambda self: False)
+
+
+# The C++ type names PyTorch's dtype errors print.
+_C_TYPE_NAMES = {"lucid.int64": "long int", "lucid.int32": "int", "lucid.int16": "short int", "lucid.int8": "signed char",
+                 "lucid.uint8": "unsigned char", "lucid.bool": "bool"}
 
 
 def _get_device(self):
@@ -227,6 +234,30 @@ def _attach():
         u = rand(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
         return _write(self, _C.div(_C.neg(_C.log1p(_C.neg(u))), float(lambd)))
 
+    def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+        """Cauchy draws: median + sigma * tan(pi (u - 1/2))."""
+        from ._creation import rand
+
+        if not self.dtype.is_floating_point:
+            raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a "
+                               f"floating point but you specified {_C_TYPE_NAMES.get(str(self.dtype), self.dtype)}")
+        if not sigma > 0.0:
+            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+        u = rand(*self.shape, dtype=self.dtype, device=self.device, generator=generator)
+        return _write(self, _C.add(_C.mul(C.tan(_C.mul(_C.sub(u, 0.5), math.pi)), float(sigma)), float(median)))
+
+    def geometric_(self, p, *, generator=None):
+        """Geometric draws: the number of Bernoulli(p) trials up to the first
+        success (1, 2, ...)."""
+        from ._creation import rand
+
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+        u = rand(*self.shape, dtype=_C.dtype.float64, device=self.device, generator=generator)
+        # 1 - u lies in (0, 1]; its end point 1 would give 0 trials, so at least 1.
+        trials = _C.ceil(_C.div(_C.log1p(_C.neg(u)), math.log1p(-p)))
+        return _write(self, _C.cast(_C.clamp(trials, 1.0, None), self.dtype))
+
     def random_(self, from_=0, to=None, *, generator=None):
         from ._creation import randint
 
@@ -284,6 +315,8 @@ def _attach():
     Tensor.bernoulli_ = bernoulli_
     Tensor.bernoulli = lambda self, p=None, *, generator=None: C.bernoulli(self, p, generator=generator)
     Tensor.exponential_ = exponential_
+    Tensor.cauchy_ = cauchy_
+    Tensor.geometric_ = geometric_
     Tensor.random_ = random_
     Tensor.log_normal_ = log_normal_
 

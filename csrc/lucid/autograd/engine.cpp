@@ -23,6 +23,19 @@ void accumulate(std::vector<Tensor>& slot_list, uint32_t slot, const Tensor& g) 
   s = s.defined() ? add(s, g) : g;
 }
 
+// Anomaly mode: PyTorch's error for a node whose gradient has a NaN
+// (concrete values only: a traced backward has none to read).
+void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor& g = out[i];
+    if (!g.defined() || g.is_symbolic() || !is_floating(g.dtype()) || g.numel() == 0) continue;
+    NoGradGuard no_grad;
+    const Tensor found = to_device(any(isnan(g)), Device{});  // read on the host (a sync on a device)
+    if (*static_cast<const bool*>(found.raw_data("anomaly check")))
+      fail<Error>("Function '", display_name(n), "' returned nan values in its ", i, "th output.");
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
@@ -111,6 +124,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       bool any = false;
       for (const auto& g : grads) any |= g.defined();
       if (any) out = n->apply(std::move(grads));
+      if (AnomalyMode::should_check_nan()) check_no_nan(*n, out);
       if (!retain_graph) n->release_saved();
     }
     for (size_t i = 0; i < n->next_edges.size(); ++i) {

@@ -19,6 +19,16 @@ class GradModeGuard {
   bool prev_;
 };
 
+// Anomaly detection (torch.autograd.detect_anomaly), process-wide as
+// PyTorch's: while on with check_nan, backward raises at the first node that
+// returns a NaN gradient, naming it.
+struct AnomalyMode {
+  static bool is_enabled();
+  static bool check_nan();         // the flag, as torch.is_anomaly_check_nan_enabled reads it
+  static bool should_check_nan();  // enabled and check_nan
+  static void set_enabled(bool enabled, bool check_nan = true);
+};
+
 struct NoGradGuard : GradModeGuard {
   NoGradGuard() : GradModeGuard(false) {}
 };

@@ -1,6 +1,7 @@
 #include "lucid/autograd/node.h"
 
 #include <atomic>
+#include <cctype>
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/dispatch.h"
@@ -232,6 +233,22 @@ void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
     o->grad_fn = node;
     o->output_nr = uint32_t(k);
   }
+}
+
+std::string display_name(const Node& n) {
+  if (dynamic_cast<const AccumulateGrad*>(&n)) return "torch::autograd::AccumulateGrad";
+  if (!dynamic_cast<const PrimitiveNode*>(&n)) return n.name();
+  std::string out;
+  bool upper = true;
+  for (char ch : n.name()) {
+    if (ch == '_' || ch == ' ' || ch == '.') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    upper = false;
+  }
+  return out + "Backward0";
 }
 
 }  // namespace lucid::autograd

@@ -85,6 +85,12 @@ class Node : public std::enable_shared_from_this<Node> {
   GradHooks hooks;
 };
 
+// PyTorch's name for a node: a primitive's name in CamelCase with
+// "Backward0" (sum -> SumBackward0, log_softmax -> LogSoftmaxBackward0); a
+// Function's node is already "<Function>Backward"; a leaf's accumulator is
+// PyTorch's C++ class name.
+std::string display_name(const Node& n);
+
 // The node left by a primitive: saves what the primitive's vjp reads.
 class PrimitiveNode : public Node {
  public:

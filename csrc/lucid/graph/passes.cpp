@@ -107,7 +107,7 @@ void fold_constants(Graph& g) {
   for (auto& n : g.nodes) {
     redirect_inputs(n, repl);
     const OpKind k = n.prim->kind();
-    bool foldable = k != OpKind::Random;
+    bool foldable = k != OpKind::Random && k != OpKind::RandomParametric;
     for (int i : n.inputs) foldable &= constant.count(i) > 0;
     // Only small results are folded: a large constant would cost memory in
     // every executable instead of a cheap fill per run.

@@ -58,6 +58,18 @@ Tensor randn(const Shape& shape, DType dtype = DType::Float32, Device device = {
 Tensor random_uniform(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device = {});
 Tensor random_normal(const Shape& shape, DType dtype, const Tensor& key, std::optional<Device> device = {});
 Tensor random_key_tensor(uint64_t count, Device device = {});
+// One draw per element from distributions with tensor parameters (broadcast
+// to one shape, in the first one's floating dtype); `key` as random_uniform's,
+// drawn from the global generator when absent. standard_gamma is
+// differentiable w.r.t. the concentration (standard_gamma_grad).
+Tensor standard_gamma(const Tensor& concentration, const std::optional<Tensor>& key = {});
+Tensor poisson(const Tensor& rate, const std::optional<Tensor>& key = {});
+Tensor binomial(const Tensor& count, const Tensor& prob, const std::optional<Tensor>& key = {});
+// d x / d concentration for x ~ Gamma(concentration, 1) (PyTorch's _standard_gamma_grad).
+Tensor standard_gamma_grad(const Tensor& concentration, const Tensor& sample);
+// PyTorch's _dirichlet_grad(x, alpha, total): the Beta(alpha, total - alpha)
+// reparameterisation gradient that Dirichlet and Beta draws use.
+Tensor dirichlet_grad(const Tensor& x, const Tensor& concentration, const Tensor& total);
 
 // ---- dtype / copies -------------------------------------------------------
 Tensor cast(const Tensor& t, DType dtype);  // no-op when already `dtype`

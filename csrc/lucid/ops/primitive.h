@@ -84,6 +84,8 @@ enum class OpKind : uint8_t {
   Qr,
   Eigh,
   Svd,
+  RandomParametric,
+  ReparamGrad,
   Count
 };
 

@@ -646,4 +646,43 @@ struct Svd final : Primitive {
   uint8_t saved() const override { return kSaveOutputs; }
 };
 
+// ------------------------------------------------------------------ sampling
+// Draws whose distribution's parameters are tensors, one draw per element,
+// by rejection or inversion loops (PyTorch's samplers): input 0 is the int64
+// [seed, offset] key, as Random's, and element i draws from its own
+// philox::ElementStream at counter offset + i. The parameters (Gamma:
+// concentration; Poisson: rate; Binomial: total count, probability) share
+// one shape and floating dtype, which the draws take.
+enum class ParametricDistribution : uint8_t { Gamma, Poisson, Binomial };
+struct RandomParametric final : Primitive {
+  ParametricDistribution dist;
+  auto attrs() const { return std::tie(dist); }
+  explicit RandomParametric(ParametricDistribution dist) : Primitive(OpKind::RandomParametric), dist(dist) {}
+  LUCID_PRIMITIVE_COMMON
+  LUCID_PRIMITIVE_ATTRS
+  // Gamma's draws are reparameterised: d sample / d concentration is
+  // ReparamGrad(StandardGamma); Poisson's gradient is zero (PyTorch's), and
+  // Binomial's parameters are not differentiable.
+  bool differentiable_input(int i) const override { return i == 1 && dist != ParametricDistribution::Binomial; }
+  uint8_t saved() const override { return dist == ParametricDistribution::Gamma ? kSaveInputs | kSaveOutputs : 0; }
+  bool saves_input(int i) const override { return dist == ParametricDistribution::Gamma && i == 1; }
+};
+
+// The implicit reparameterisation gradients of Gamma and Dirichlet draws
+// (PyTorch's _standard_gamma_grad and _dirichlet_grad): StandardGamma
+// (alpha, x) -> d x / d alpha for x ~ Gamma(alpha, 1); Dirichlet (x, alpha,
+// total) -> -(d/d alpha cdf) / pdf / (1 - x) for x ~ Beta(alpha, total - alpha).
+// Series and rational approximations, elementwise over operands of one shape
+// and dtype; not differentiable themselves (nor are PyTorch's).
+enum class ReparamGradOp : uint8_t { StandardGamma, Dirichlet };
+struct ReparamGrad final : Primitive {
+  ReparamGradOp op;
+  auto attrs() const { return std::tie(op); }
+  explicit ReparamGrad(ReparamGradOp op) : Primitive(OpKind::ReparamGrad), op(op) {}
+  std::string name() const override;
+  std::vector<TensorMeta> infer(const std::vector<TensorMeta>& inputs) const override;
+  LUCID_PRIMITIVE_ATTRS
+  uint8_t saved() const override { return 0; }
+};
+
 }  // namespace lucid

@@ -1,4 +1,6 @@
-"""Autograd: backward, grad, the grad-mode switches and custom Functions."""
+"""Autograd: backward, grad, the grad-mode switches, custom Functions, the
+functional higher-order derivatives (autograd.functional), gradcheck and
+gradgradcheck, anomaly detection and the legacy Variable."""
 import functools
 import threading
 
@@ -153,3 +155,7 @@ is_grad_enabled = _C.is_grad_enabled
 
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
 from . import graph  # noqa: E402,F401
+from . import functional  # noqa: E402,F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402,F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from .variable import Variable  # noqa: E402,F401

@@ -2,8 +2,11 @@
 defaults. Random draws come from lucid's generator (lucid.manual_seed); each
 function writes into the given tensor without recording history and returns
 that same tensor."""
+import contextlib
+import functools
 import math
 import numbers
+import threading
 import warnings
 
 import numpy as np
@@ -13,7 +16,7 @@ from ..autograd import no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
 ]
 
 
@@ -238,10 +241,56 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _write(tensor, q)
 
 
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D sparse matrix (Martens 2010): N(0, std^2) entries with
+    ceil(sparsity * rows) of each column, chosen at random, set to zero."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    num_zeros = math.ceil(sparsity * rows)
+    normal_(tensor, 0.0, std, generator=generator)
+    if num_zeros == 0:
+        return tensor
+    # Each column's zeroed rows: the first num_zeros of a random order of its rows.
+    import lucid
+
+    zeroed = lucid.rand(rows, cols, device=tensor.device).argsort(0)[:num_zeros]
+    mask = lucid.zeros(rows, cols, dtype=lucid.bool, device=tensor.device).scatter(0, zeroed, True)
+    return _write(tensor, _C.where(mask, 0.0, tensor))
+
+
+# skip_init (nn.utils.skip_init) makes a module without initialising it:
+# while it runs, the in-place initialisers below leave their tensor as it is.
+_skipping = threading.local()
+
+
+@contextlib.contextmanager
+def _skip_initialisation():
+    _skipping.depth = getattr(_skipping, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _skipping.depth -= 1
+
+
+def _skippable(fn):
+    @functools.wraps(fn)
+    def initialiser(tensor, *args, **kwargs):
+        if getattr(_skipping, "depth", 0):
+            return tensor
+        return fn(tensor, *args, **kwargs)
+
+    return initialiser
+
+
+for _name in [n for n in __all__ if n.endswith("_")]:
+    globals()[_name] = _skippable(globals()[_name])
+
+
 # PyTorch's deprecated spellings.
 def _deprecated(fn):
     def old(*args, **kwargs):
-        warnings.warn(f"nn.init.{fn.__name__[:-1]} is now deprecated in favor of nn.init.{fn.__name__}.",
+        warnings.warn(f"`nn.init.{fn.__name__[:-1]}` is now deprecated in favor of `nn.init.{fn.__name__}`.",
                       FutureWarning, stacklevel=2)
         return fn(*args, **kwargs)
 
@@ -257,3 +306,6 @@ xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+sparse = _deprecated(sparse_)

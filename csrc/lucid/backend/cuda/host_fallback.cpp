@@ -6,7 +6,9 @@
 // ArgSort, TopK, NonZero (sorting/selection), Scan (cumsum/cumprod), Split,
 // ScatterReduce (scatter_reduce/index_reduce),
 // RecurrentCell(+Backward); the decompositions and
-// solvers run LAPACK on the host (cuSOLVER would be their device form).
+// solvers run LAPACK on the host (cuSOLVER would be their device form); the
+// Gamma/Poisson/Binomial draws and their reparameterisation gradients
+// (RandomParametric, ReparamGrad) run the CPU samplers.
 #include <cstring>
 #include <vector>
 
@@ -64,6 +66,8 @@ LUCID_REGISTER_KERNEL(TriangularSolve, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Qr, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Eigh, CUDA, host_fallback);
 LUCID_REGISTER_KERNEL(Svd, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(RandomParametric, CUDA, host_fallback);
+LUCID_REGISTER_KERNEL(ReparamGrad, CUDA, host_fallback);
 
 }  // namespace
 

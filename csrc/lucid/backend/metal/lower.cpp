@@ -819,7 +819,7 @@ std::vector<V> lower(PlanBuilder& g, const Primitive& p, const std::vector<V>& i
     case OpKind::RecurrentCell: case OpKind::RecurrentCellBackward: case OpKind::DeviceCopy: case OpKind::Count:
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
     case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
-    case OpKind::Svd:
+    case OpKind::Svd: case OpKind::RandomParametric: case OpKind::ReparamGrad:
       break;
   }
   fail<NotImplementedError>("the operator '", p.name(), "' is not implemented for the metal device");
@@ -887,6 +887,8 @@ const char* op_kind_name(OpKind k) {
     case OpKind::Qr: return "Qr";
     case OpKind::Eigh: return "Eigh";
     case OpKind::Svd: return "Svd";
+    case OpKind::RandomParametric: return "RandomParametric";
+    case OpKind::ReparamGrad: return "ReparamGrad";
     case OpKind::Count: break;
   }
   return "?";
@@ -935,6 +937,9 @@ Lowering lowering_of(OpKind kind) {
     case OpKind::LuFactor: case OpKind::LuSolve: case OpKind::Inverse: case OpKind::LinearSolve:
     case OpKind::Slogdet: case OpKind::Det: case OpKind::Cholesky: case OpKind::TriangularSolve: case OpKind::Qr: case OpKind::Eigh:
     case OpKind::Svd:
+    // Rejection samplers (a loop per element) and the series behind their
+    // gradients: NotImplementedError naming the operator.
+    case OpKind::RandomParametric: case OpKind::ReparamGrad:
       return Lowering::None;
   }
   return Lowering::None;

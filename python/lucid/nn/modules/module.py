@@ -462,10 +462,11 @@ class Module:
         return self
 
     # ------------------------------------------------------ device and dtype
-    def _apply(self, fn):
+    def _apply(self, fn, recurse=True):
         """Converts every parameter (in place: the Parameter objects, and so
-        optimizers holding them, stay valid), its grad, and every buffer."""
-        for m in self.modules():
+        optimizers holding them, stay valid), its grad, and every buffer (of
+        this module alone without `recurse`)."""
+        for m in self.modules() if recurse else [self]:
             for p in m._parameters.values():
                 if p is None:
                     continue
@@ -501,6 +502,13 @@ class Module:
 
     def cpu(self):
         return self.to("cpu")
+
+    def to_empty(self, *, device, recurse=True):
+        """Moves the parameters and buffers to `device` as new uninitialised
+        tensors (their values are not copied), as PyTorch's."""
+        import lucid
+
+        return self._apply(lambda t: lucid.empty_like(t, device=device), recurse=recurse)
 
     def type(self, dst_type):
         return self._apply(lambda t: _C.cast(t, to_dtype(dst_type)))

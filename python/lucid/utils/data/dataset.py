@@ -136,6 +136,69 @@ class ConcatDataset(Dataset):
         return self.datasets[d][idx - start]
 
 
+class ChainDataset(IterableDataset):
+    """Several iterable datasets, one after the other (chained on the fly)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample i is the tuple (positional
+    datasets) or dict (keyword datasets) of their samples i."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(self._length != len(d) for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    @staticmethod
+    def _samples(dataset, indices):
+        """dataset's samples at `indices`, in one __getitems__ call where it has one."""
+        if callable(getattr(dataset, "__getitems__", None)):
+            items = dataset.__getitems__(indices)
+            if len(items) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+            return items
+        return [dataset[i] for i in indices]
+
+    def __getitems__(self, indices):
+        if isinstance(self.datasets, dict):
+            columns = {k: self._samples(d, indices) for k, d in self.datasets.items()}
+            return [{k: columns[k][i] for k in columns} for i in range(len(indices))]
+        columns = [self._samples(d, indices) for d in self.datasets]
+        return [tuple(c[i] for c in columns) for i in range(len(indices))]
+
+    def __len__(self):
+        return self._length
+
+
 def random_split(dataset, lengths, generator=None):
     """Splits `dataset` into non-overlapping random Subsets of the given
     lengths, or fractions summing to 1 (the remainder goes round-robin to the

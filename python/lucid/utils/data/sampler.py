@@ -1,6 +1,7 @@
 """Samplers: which indices a DataLoader fetches, in what order and groups
 (PyTorch's torch.utils.data.sampler)."""
 import itertools
+import math
 import numbers
 
 import numpy as np
@@ -150,3 +151,64 @@ class BatchSampler(Sampler):
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+class DistributedSampler(Sampler):
+    """The indices of one replica's share of `dataset` (PyTorch's
+    DistributedSampler): each epoch's order (shuffled with seed + epoch, or
+    sequential) is padded by repeating its start (or cut, with drop_last) to a
+    multiple of num_replicas, and replica `rank` takes every num_replicas-th
+    index from position rank. Lucid runs one process: num_replicas and rank
+    must be given (there is no process group to ask). Shuffled orders come
+    from Lucid's generator, so they differ from PyTorch's for one seed."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            from ... import distributed
+
+            # No process group: these raise DistributedUnavailableError, a
+            # ValueError as PyTorch's uninitialised-group error.
+            num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = distributed.get_rank() if rank is None else rank
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.epoch, self.drop_last, self.shuffle, self.seed = 0, drop_last, shuffle, seed
+        n = len(dataset)
+        if drop_last and n % num_replicas != 0:
+            # Every replica gets the same count: the remainder is dropped.
+            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        if self.shuffle:
+            from ._random import Generator
+
+            indices = rng(Generator().manual_seed(self.seed + self.epoch)).permutation(n).tolist()
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            padding_size = self.total_size - len(indices)
+            if padding_size <= len(indices):
+                indices += indices[:padding_size]
+            else:
+                indices += (indices * math.ceil(padding_size / len(indices)))[:padding_size]
+        else:
+            indices = indices[:self.total_size]
+        if len(indices) != self.total_size:
+            raise AssertionError(f"Number of indices ({len(indices)}) does not match total_size ({self.total_size})")
+        indices = indices[self.rank:self.total_size:self.num_replicas]
+        if len(indices) != self.num_samples:
+            raise AssertionError(f"Number of subsampled indices ({len(indices)}) does not match num_samples "
+                                 f"({self.num_samples})")
+        return iter(indices)
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """The epoch whose order the next iteration uses (shuffle: seed + epoch)."""
+        self.epoch = epoch

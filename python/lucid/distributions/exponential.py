@@ -1,0 +1,72 @@
+import numbers
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Exponential"]
+
+
+def _lucid():
+    import lucid
+
+    return lucid
+
+
+class Exponential(ExponentialFamily):
+    """The exponential distribution: density rate exp(-rate x) on x >= 0."""
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(() if isinstance(rate, numbers.Number) else self.rate.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(Exponential, batch_shape, _instance, ("rate",))
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return _lucid().zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        return _lucid().empty(*shape, dtype=self.rate.dtype, device=self.rate.device).exponential_() / self.rate
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value):
+        return -(-value).log1p() / self.rate
+
+    def entropy(self):
+        return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
