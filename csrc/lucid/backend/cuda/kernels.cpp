@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
+#include "lucid/backend/cuda/cudnn.h"
 #include "lucid/backend/cuda/runtime.h"
 #include "lucid/backend/cuda/sources.h"
 #include "lucid/ops/conv.h"
@@ -887,6 +889,15 @@ struct ConvDims {
 
 Tensor device_scratch(int64_t n, DType dt, const Device& dev) { return Tensor::empty({n}, dt, dev); }
 
+// The convolution as cuDNN describes it; cuDNN pads both sides alike, so a
+// window padded unevenly ('same' with an even kernel) has no description
+// and takes the unfolding path.
+std::optional<cudnn::ConvShape> cudnn_shape(const Window2d& win, const ConvDims& d) {
+  if (win.pad_top != win.pad_bottom || win.pad_left != win.pad_right) return std::nullopt;
+  return cudnn::ConvShape{d.n,      d.c,    d.h,    d.w,    d.o,      win.kh,   win.kw, win.pad_top,
+                          win.pad_left, win.sh, win.sw, win.dh, win.dw, d.groups, d.oh,   d.ow};
+}
+
 // [images, O, L] <-> [O, images, L] (`to_channel_major`: the first into the second).
 void swap_image_channel(void* dst, const void* src, int64_t images, int64_t o, int64_t l, DType dt,
                         bool to_channel_major) {
@@ -911,7 +922,9 @@ void conv2d_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   check_float(dt, "conv2d");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, in[0].meta->shape, ym.shape);
-  // cuDNN first (cudnn.h), when loaded
+  if (const auto shape = cudnn_shape(prim.win, d);
+      shape && cudnn::conv2d_forward(*shape, dt, ops[0], ops[1], out[0].data))
+    return;
   Runtime& rt = Runtime::get();
   if (d.kg == 0) {
     rt.memset(out[0].data, 0, size_t(ym.numel()) * itemsize(dt));
@@ -941,7 +954,9 @@ void conv2d_backward_input_kernel(const Primitive& p, const std::vector<ConstArg
   check_float(dt, "conv2d_backward_input");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, xm.shape, in[0].meta->shape);
-  // cuDNN first (cudnn.h), when loaded
+  if (const auto shape = cudnn_shape(prim.win, d);
+      shape && cudnn::conv2d_backward_data(*shape, dt, ops[0], ops[1], out[0].data))
+    return;
   Runtime& rt = Runtime::get();
   if (d.o == 0) {
     rt.memset(out[0].data, 0, size_t(xm.numel()) * itemsize(dt));
@@ -972,7 +987,9 @@ void conv2d_backward_weight_kernel(const Primitive& p, const std::vector<ConstAr
   check_float(dt, "conv2d_backward_weight");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, in[0].meta->shape, in[1].meta->shape);
-  // cuDNN first (cudnn.h), when loaded
+  if (const auto shape = cudnn_shape(prim.win, d);
+      shape && cudnn::conv2d_backward_filter(*shape, dt, ops[0], ops[1], out[0].data))
+    return;
   Runtime& rt = Runtime::get();
   if (d.n == 0) {
     rt.memset(out[0].data, 0, size_t(wm.numel()) * itemsize(dt));
