@@ -505,14 +505,14 @@ def _kl_gamma_normal(p, q):
     return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal
 
 
-@register_kl(Gumbel, Beta)
-@register_kl(Gumbel, ContinuousBernoulli)
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Pareto)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
+# A law over the whole real line against one with bounded support: infinite.
+def _kl_real_line_to_bounded(p, q):
     return _infinite_like(p.loc)
+
+
+for _p in (Gumbel, Laplace, Normal):
+    for _q in (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform):
+        register_kl(_p, _q)(_kl_real_line_to_bounded)
 
 
 @register_kl(Gumbel, Normal)
@@ -524,16 +524,6 @@ def _kl_gumbel_normal(p, q):
     return -t1 + t2 + t3 - (_euler_gamma + 1)
 
 
-@register_kl(Laplace, Beta)
-@register_kl(Laplace, ContinuousBernoulli)
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Pareto)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Laplace, Normal)
 def _kl_laplace_normal(p, q):
     var_normal = q.scale.pow(2)
@@ -543,16 +533,6 @@ def _kl_laplace_normal(p, q):
     t3 = p.loc * q.loc
     t4 = 0.5 * q.loc.pow(2)
     return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
-
-
-@register_kl(Normal, Beta)
-@register_kl(Normal, ContinuousBernoulli)
-@register_kl(Normal, Exponential)
-@register_kl(Normal, Gamma)
-@register_kl(Normal, Pareto)
-@register_kl(Normal, Uniform)
-def _kl_normal_infinity(p, q):
-    return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Gumbel)
