@@ -37,6 +37,49 @@ def test_getitem_basic(key):
     check(lambda m, a: a[key], rnd(3, 4, 5, seed=1))
 
 
+def test_getitem_basic_random_keys_match_torch():
+    """Random keys of ints, slices (any bounds, steps), None and one
+    Ellipsis on random shapes, contiguous or transposed: the same values,
+    shape, strides and storage offset as PyTorch (non-empty results: an
+    empty one's strides are PyTorch's own choice), the same error kind, and
+    a view of the indexed tensor's memory."""
+    rng = random.Random(5)
+
+    def item():
+        c = rng.random()
+        if c < 0.3:
+            return rng.randint(-5, 5)
+        if c < 0.75:
+            return slice(rng.choice([None, -7, -2, 0, 1, 3, 9]), rng.choice([None, -7, -1, 0, 2, 4, 9]),
+                         rng.choice([None, 1, 2, 3]))
+        return None if c < 0.9 else Ellipsis
+
+    compared = 0
+    for _ in range(3000):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 4))]
+        arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        t, x = torch.tensor(arr), lucid.tensor(arr)
+        if len(shape) >= 2 and rng.random() < 0.3:
+            t, x = t.transpose(0, 1), x.transpose(0, 1)
+        key = tuple(item() for _ in range(rng.randint(1, 4))) if rng.random() < 0.8 else item()
+        if isinstance(key, tuple) and key.count(Ellipsis) > 1:
+            continue  # PyTorch accepts several and skips dims for each; NumPy and Lucid raise
+        try:
+            expected = t[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                x[key]
+            continue
+        got = x[key]
+        assert list(got.shape) == list(expected.shape), key
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        if expected.numel():
+            assert got.stride() == expected.stride() and got.storage_offset() == expected.storage_offset(), key
+            assert got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+            compared += 1
+    assert compared > 800  # most keys select something
+
+
 def test_getitem_zero_dim_and_empty():
     check(lambda m, a: a[None], rnd(seed=2))
     check(lambda m, a: a[...], rnd(seed=2))

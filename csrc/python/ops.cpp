@@ -1,5 +1,7 @@
 // The op surface of lucid._C: thin wrappers over ops.h. Python numbers
 // arrive as lucid::Scalar and are wrapped with PyTorch's promotion rule.
+#include <cstring>
+
 #include "bindings.h"
 #include "lucid/autograd/grad_mode.h"
 
@@ -40,6 +42,115 @@ static Tensor new_view(const Tensor& x, const Tensor& result) { return result.sa
 static std::vector<Tensor> new_views(const Tensor& x, std::vector<Tensor> results) {
   for (auto& r : results) r = new_view(x, r);
   return results;
+}
+
+// x[key] for keys of Python ints, slices (step > 0), None and one
+// Ellipsis: what _tensor.py's _basic gives (a slice, then a reshape to the
+// result's dims with PyTorch's strides for the size-1 ones), without its
+// Python. None for any other key or one that would raise: the Python path
+// takes those and raises PyTorch's errors.
+static py::object basic_getitem(const Tensor& x, const py::handle& key) {
+  struct Item {
+    enum Kind { kNone, kInt, kSlice } kind;
+    int64_t start = 0, stop = 0, step = 1;
+  };
+  const bool is_tuple = PyTuple_Check(key.ptr());
+  const Py_ssize_t count = is_tuple ? PyTuple_GET_SIZE(key.ptr()) : 1;
+  if (count > 64) return py::none();
+  Item items[64 + 64];  // the key's items with its Ellipsis expanded (at most ndim <= 64 full slices)
+  int n_items = 0, ellipsis_at = -1, consumed = 0;
+  auto plain_slice = [](Item& it) { it = {Item::kSlice, 0, INT64_MAX, 1}; };
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyObject* k = is_tuple ? PyTuple_GET_ITEM(key.ptr(), i) : key.ptr();
+    Item& it = items[n_items++];
+    if (k == Py_None) {
+      it.kind = Item::kNone;
+    } else if (k == Py_Ellipsis) {
+      if (ellipsis_at >= 0) return py::none();
+      ellipsis_at = n_items - 1;
+    } else if (PyLong_CheckExact(k)) {
+      int overflow = 0;
+      it = {Item::kInt, PyLong_AsLongLongAndOverflow(k, &overflow), 0, 1};
+      if (overflow) return py::none();
+      ++consumed;
+    } else if (PySlice_Check(k)) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+        PyErr_Clear();
+        return py::none();
+      }
+      if (step <= 0) return py::none();
+      it = {Item::kSlice, start, stop, step};
+      ++consumed;
+    } else {
+      return py::none();
+    }
+  }
+  const int64_t ndim = x.ndim();
+  if (consumed > ndim || ndim > 64) return py::none();
+  if (ellipsis_at >= 0 || consumed < ndim) {  // the dims no item names take full slices, at the Ellipsis or last
+    const int fill = int(ndim - consumed), at = ellipsis_at >= 0 ? ellipsis_at : n_items;
+    const int tail = n_items - (ellipsis_at >= 0 ? at + 1 : at);
+    std::memmove(items + at + fill, items + n_items - tail, sizeof(Item) * size_t(tail));
+    for (int j = 0; j < fill; ++j) plain_slice(items[at + j]);
+    n_items = at + fill + tail;
+  }
+  const Shape& shape = x.shape();
+  std::vector<int64_t> starts, stops, steps;
+  Shape out_shape;
+  bool reshaped = false;
+  int64_t d = 0;
+  for (int j = 0; j < n_items; ++j) {
+    Item& it = items[j];
+    if (it.kind == Item::kNone) {
+      out_shape.push_back(1);
+      reshaped = true;
+      continue;
+    }
+    const int64_t size = shape[size_t(d++)];
+    if (it.kind == Item::kInt) {
+      const int64_t i = it.start < 0 ? it.start + size : it.start;
+      if (i < 0 || i >= size) return py::none();
+      starts.push_back(i), stops.push_back(i + 1), steps.push_back(1);
+      reshaped = true;
+    } else {
+      Py_ssize_t start = Py_ssize_t(it.start), stop = Py_ssize_t(it.stop);
+      PySlice_AdjustIndices(Py_ssize_t(size), &start, &stop, Py_ssize_t(it.step));
+      stop = std::max(stop, start);
+      starts.push_back(start), stops.push_back(stop), steps.push_back(it.step);
+      out_shape.push_back((int64_t(stop) - start + it.step - 1) / it.step);
+    }
+  }
+  Tensor r;
+  {
+    py::gil_scoped_release unlocked;
+    r = ndim ? new_view(x, slice(x, starts, stops, steps)) : alias(x);
+    if (reshaped) {
+      // PyTorch applies the items left to right: a None takes its stride from
+      // the dim that follows it at that point; an int drops its dim.
+      std::vector<std::pair<int64_t, int64_t>> dims;  // size, stride
+      for (int64_t k = 0; k < ndim; ++k) dims.emplace_back(shape[size_t(k)], x.strides()[size_t(k)]);
+      size_t at = 0;
+      for (int j = 0; j < n_items; ++j) {
+        const Item& it = items[j];
+        if (it.kind == Item::kNone) {
+          dims.insert(dims.begin() + std::ptrdiff_t(at), {1, at < dims.size() ? dims[at].first * dims[at].second : 1});
+          ++at;
+        } else if (it.kind == Item::kInt) {
+          dims.erase(dims.begin() + std::ptrdiff_t(at));
+        } else {
+          dims[at].second *= it.step;
+          ++at;
+        }
+      }
+      Tensor v = reshape(r, out_shape);
+      r = v.same(r) ? view(r, out_shape) : v;
+      Shape strides;
+      for (const auto& dim : dims) strides.push_back(dim.second);
+      r.impl()->strides = strides;  // differ from the reshape's only on size-1 dims
+    }
+  }
+  return py::cast(r);
 }
 
 void init_ops(py::module_& m) {
@@ -201,6 +312,7 @@ void init_ops(py::module_& m) {
   }, release);
   m.def("split", [](const Tensor& x, int64_t size, int64_t d) { return new_views(x, split(x, size, d)); }, release);
   m.def("chunk", [](const Tensor& x, int64_t n, int64_t d) { return new_views(x, chunk(x, n, d)); }, release);
+  m.def("_basic_getitem", &basic_getitem);
   m.def("slice", [](const Tensor& x, const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                     const std::vector<int64_t>& c) { return new_view(x, slice(x, a, b, c)); }, release);
   m.def("split_with_sizes", &split_with_sizes, py::arg("x"), py::arg("sizes"), py::arg("dim") = 0, release);

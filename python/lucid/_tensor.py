@@ -647,6 +647,9 @@ def _indexed_strides(self, items):
 
 @_method("__getitem__")
 def _getitem(self, key):
+    x = _C._basic_getitem(self, key)  # ints, slices, None and ...: the same view, made in C++
+    if x is not None:
+        return x
     items = _parse_key(self, key)
     x, adv = _basic(self, items)
     if not adv:

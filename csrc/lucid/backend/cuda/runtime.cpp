@@ -57,7 +57,7 @@ Runtime::Runtime() {
   check(d.cuDeviceGetAttribute(&cc_major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&cc_minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_), "cuDeviceGetAttribute");
   check(d.cuDeviceTotalMem(&total_mem_, device_), "cuDeviceTotalMem");
-  max_cached_bytes_ = std::min(total_mem_ / 8, size_t(2) << 30);
+  cache_.set_max_cached(std::min(total_mem_ / 8, size_t(2) << 30));
   check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
   check(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -91,34 +91,12 @@ void Runtime::bind_thread() {
   bound = true;
 }
 
-namespace {
-// The size a block of nbytes is kept under: 512-byte steps below 1 MiB, then
-// eight steps per doubling (at most 12.5% over), so freed blocks serve
-// requests of nearby sizes.
-size_t block_size(size_t nbytes) {
-  if (nbytes < (size_t(1) << 20)) return (nbytes + 511) & ~size_t(511);
-  size_t step = size_t(1) << 17;
-  while (step * 16 <= nbytes) step <<= 1;
-  return (nbytes + step - 1) / step * step;
-}
-}  // namespace
-
-size_t Runtime::block_bytes(size_t nbytes) {
-  const size_t size = block_size(nbytes);
-  return size <= kMaxCachedBlock ? size : nbytes;  // a larger one goes back to the driver when freed
-}
-
 void* Runtime::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
-  const size_t size = block_bytes(nbytes);
-  CUdeviceptr p = 0;
-  auto cached = capturing_ || size > kMaxCachedBlock ? free_blocks_.end() : free_blocks_.find(size);
-  if (cached != free_blocks_.end() && !cached->second.empty()) {
-    p = reinterpret_cast<CUdeviceptr>(cached->second.back());
-    cached->second.pop_back();
-    cached_bytes_ -= size;
-  } else if (driver().cuMemAllocAsync(&p, size, stream_) != CUDA_SUCCESS) {
+  const size_t size = cache_.block_bytes(nbytes);
+  CUdeviceptr p = capturing_ ? 0 : reinterpret_cast<CUdeviceptr>(cache_.take(size));
+  if (!p && driver().cuMemAllocAsync(&p, size, stream_) != CUDA_SUCCESS) {
     // Out of memory: return what the cache and the pool hold and try once more.
     release_cached_blocks();
     driver().cuStreamSynchronize(stream_);
@@ -136,22 +114,15 @@ void* Runtime::allocate(size_t nbytes) {
 void Runtime::deallocate(void* ptr, size_t nbytes) {
   if (!ptr) return;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
-  const size_t size = block_bytes(nbytes);
+  const size_t size = cache_.block_bytes(nbytes);
   allocated_.fetch_sub(size);
-  if (capture_blocks_.erase(ptr) || size > kMaxCachedBlock || cached_bytes_ + size > max_cached_bytes_) {
-    // Stream-ordered: the memory is reused only by work queued after this.
+  // Stream-ordered: the memory is reused only by work queued after this.
+  if (capture_blocks_.erase(ptr) || !cache_.keep(ptr, size))
     driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);
-    return;
-  }
-  free_blocks_[size].push_back(ptr);
-  cached_bytes_ += size;
 }
 
 void Runtime::release_cached_blocks() {
-  for (auto& [size, blocks] : free_blocks_)
-    for (void* b : blocks) driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(b), stream_);
-  free_blocks_.clear();
-  cached_bytes_ = 0;
+  cache_.release([this](void* p, size_t) { driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(p), stream_); });
 }
 
 void Runtime::set_capturing(bool on) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lucid/backend/cuda/driver.h"
+#include "lucid/core/block_cache.h"
 #include "lucid/graph/ir.h"
 
 namespace lucid::cuda {
@@ -111,18 +112,16 @@ class Runtime {
   volatile int* error_host_ = nullptr;  // pinned and mapped (error_word_ on the device), kErrorBytes
   char* small_read_host_ = nullptr;  // pinned, kSmallReadBytes, after error_host_
   std::atomic<size_t> allocated_{0}, peak_{0};
-  // Freed blocks up to kMaxCachedBlock, by size class, for the next
-  // allocation of that class: every use of device memory is ordered on the
-  // one stream, so a block freed by one operation can be handed to the next
-  // at once, without the driver's stream-ordered allocator (microseconds a
-  // call). Guarded by stream_mutex_.
-  static constexpr size_t kMaxCachedBlock = size_t(16) << 20;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks_;
-  size_t cached_bytes_ = 0, max_cached_bytes_ = 0;  // the cap: an eighth of the device, at most 2 GiB
+  // Freed blocks up to 16 MiB, by size class, for the next allocation of
+  // that class: every use of device memory is ordered on the one stream, so
+  // a block freed by one operation can be handed to the next at once,
+  // without the driver's stream-ordered allocator (microseconds a call).
+  // Capped at an eighth of the device, at most 2 GiB (set once the device
+  // is known). Guarded by stream_mutex_.
+  BlockCache cache_{size_t(16) << 20, 0};
   bool capturing_ = false;
   std::unordered_set<void*> capture_blocks_;  // allocated inside a capture
   void release_cached_blocks();
-  static size_t block_bytes(size_t nbytes);  // what an allocation of nbytes takes
   std::mutex module_mutex_;
   std::unordered_map<std::string, CUmodule> modules_;
   std::unordered_map<std::string, CUfunction> functions_;
