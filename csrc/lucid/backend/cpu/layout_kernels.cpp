@@ -281,9 +281,24 @@ void concat_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
 LUCID_REGISTER_KERNEL(Concat, CPU, concat_kernel);
 
 // The device's strided copy: makes strided operands contiguous and writes
-// into views.
+// into views. A permuted dense source (a transpose, channels-last) read
+// into row-major memory is a permute of its memory: contiguous runs and
+// cache-sized transpose tiles, not a walk element by element.
 void copy_between_layouts(void* dst, const Layout& dl, const void* src, const Layout& sl, DType dt) {
-  strided_copy(dst, dl.strides, dl.offset, src, sl.strides, sl.offset, dl.shape, itemsize(dt));
+  const size_t esize = itemsize(dt);
+  if (is_contiguous(dl.shape, dl.strides) && is_non_overlapping_and_dense(sl.shape, sl.strides)) {
+    const std::vector<int64_t> order = memory_order(sl.shape, sl.strides);  // outermost first
+    Shape memory_shape;
+    std::vector<int> perm(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      memory_shape.push_back(sl.shape[size_t(order[i])]);
+      perm[size_t(order[i])] = int(i);
+    }
+    permute_copy(static_cast<const char*>(src) + sl.offset * int64_t(esize),
+                 static_cast<char*>(dst) + dl.offset * int64_t(esize), memory_shape, perm, esize);
+    return;
+  }
+  strided_copy(dst, dl.strides, dl.offset, src, sl.strides, sl.offset, dl.shape, esize);
 }
 LUCID_REGISTER_STRIDED_COPY(CPU, copy_between_layouts);
 

@@ -22,7 +22,7 @@ namespace lucid::cpu {
 #define LUCID_MATH_INLINE inline
 #endif
 
-// float32 exp, tanh and erf, within ~1.3 ulp of the exact values (the tests
+// float32 exp, log, tanh and erf, within ~1.3 ulp of the exact values (the tests
 // check this against float64): branch-free, so the kernels' loops vectorise,
 // where calls into libm would not. float64 keeps libm.
 LUCID_MATH_INLINE float float_from_bits(int32_t b) {
@@ -126,6 +126,39 @@ LUCID_MATH_INLINE float erf_f32(float x) {
   return t > 0.927734375f ? big : q;
 }
 
+LUCID_MATH_INLINE float log_f32(float x) {
+  // Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(1 + (m - 1))
+  // by a degree-8 polynomial, e ln2 added in two parts (Cody-Waite). The
+  // exponent and mantissa come from the bits (subnormals scaled by 2^23
+  // first); zero, negatives, infinity and NaN are selected at the end. The
+  // cases are told apart on the bits, not by float comparisons that GCC
+  // relates to one another and turns into branches (a scalar loop).
+  const int32_t xb = float_bits(x);
+  const bool tiny = (xb & 0x7f800000) == 0;  // zero or subnormal
+  const int32_t bits = float_bits(x * (tiny ? 8388608.0f : 1.0f));
+  float m = float_from_bits((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  const float low = m < 0.707106781186547524f ? 1.0f : 0.0f;  // then m doubles, e drops by one
+  m = madd(m, low, m) - 1.0f;
+  const float fe = float(((bits >> 23) & 0xff) - 126) - (tiny ? 23.0f : 0.0f) - low, z = m * m;
+  float p = 7.0376836292e-2f;
+  p = madd(p, m, -1.1514610310e-1f);
+  p = madd(p, m, 1.1676998740e-1f);
+  p = madd(p, m, -1.2420140846e-1f);
+  p = madd(p, m, 1.4249322787e-1f);
+  p = madd(p, m, -1.6668057665e-1f);
+  p = madd(p, m, 2.0000714765e-1f);
+  p = madd(p, m, -2.4999993993e-1f);
+  p = madd(p, m, 3.3333331174e-1f);
+  float y = p * m * z;
+  y = madd(fe, -2.12194440e-4f, y);
+  y = madd(z, -0.5f, y);
+  float r = madd(fe, 0.693359375f, m + y);
+  r = xb < 0x7f800000 ? r : x;  // +inf and NaN give themselves
+  const float edge = (xb & 0x7fffffff) == 0 ? -std::numeric_limits<float>::infinity()
+                                             : std::numeric_limits<float>::quiet_NaN();
+  return xb > 0 ? r : edge;  // zero: -inf; negative: NaN
+}
+
 template <class C>
 inline C exp_(C x) {
   if constexpr (std::is_same_v<C, float>) return exp_f32(x);
@@ -135,6 +168,11 @@ template <class C>
 inline C tanh_(C x) {
   if constexpr (std::is_same_v<C, float>) return tanh_f32(x);
   else return std::tanh(x);
+}
+template <class C>
+inline C log_(C x) {
+  if constexpr (std::is_same_v<C, float>) return log_f32(x);
+  else return std::log(x);
 }
 template <class C>
 inline C erf_(C x) {
@@ -266,7 +304,7 @@ inline C unary_apply(C x) {
       case UnaryOp::Abs: return std::abs(x);
       case UnaryOp::Sign: return C((x > 0) - (x < 0));  // NaN -> 0, like PyTorch
       case UnaryOp::Exp: return exp_(x);
-      case UnaryOp::Log: return std::log(x);
+      case UnaryOp::Log: return log_(x);
       case UnaryOp::Log1p: return std::log1p(x);
       case UnaryOp::Expm1: return std::expm1(x);
       case UnaryOp::Sqrt: return std::sqrt(x);
