@@ -27,6 +27,9 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 RUN = os.path.join(HERE, "run.py")
 # "loss 4.25", "Loss: 0.3", "Loss_D: 1.2 Loss_G: 0.9", "loss: 0.001": every number after a loss label.
 LOSS = re.compile(r"loss[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+# Programs whose printed numbers are not all labelled "loss" say what to compare instead.
+REWARD_AND_LOSS = re.compile(r"(?:reward|loss)[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+EVERY_DECIMAL = re.compile(r"(?<![\w.])([-+]?\d+\.\d+(?:e[-+]?\d+)?)")
 
 PROGRAMS = {
     "mnist_cnn": ["mnist_cnn.py", "--train-size", "96", "--test-size", "64", "--batch-size", "32", "--epochs", "2",
@@ -56,7 +59,13 @@ PROGRAMS = {
     "regression": ["regression.py"],
     "forward_forward": ["forward_forward.py", "--epochs", "3", "--log-interval", "1", "--train_size", "64",
                         "--test_size", "32", "--hidden", "32"],
+    "nn_tutorial": ["nn_tutorial.py", "--train-size", "256", "--valid-size", "128"],
+    "transformer_lm": ["transformer_lm.py", "--emsize", "32", "--d_hid", "32", "--bptt", "16", "--epochs", "2",
+                       "--log_interval", "1", "--max_batches", "3"],
+    "reinforce": ["reinforce.py", "--episodes", "30", "--log-interval", "3"],
+    "actor_critic": ["actor_critic.py", "--episodes", "24", "--log-interval", "3"],
 }
+METRIC = {"reinforce": REWARD_AND_LOSS, "actor_critic": REWARD_AND_LOSS, "nn_tutorial": EVERY_DECIMAL}
 # The regression runs 200 steps: float32 rounding makes the traces drift
 # apart slowly, so its first 20 losses are compared.
 COMPARE_FIRST = {"regression": 20}
@@ -67,6 +76,7 @@ GROUPS = {
                "forward_forward"],
     "language": ["char_rnn", "char_gru", "char_lstm", "word_lm_lstm", "word_lm_transformer", "word_lm_packed_lstm",
                  "word_lm_packed_gru", "gpt"],
+    "tutorials": ["nn_tutorial", "transformer_lm", "reinforce", "actor_critic"],
 }
 FRAME = re.compile(r"^##### begin (\S+)\n(.*?)^##### end \1: (ok|.*?)(?=^##### begin |\Z)", re.M | re.S)
 
@@ -87,8 +97,9 @@ def run(lib, names, shared=None, timeout=900):
     return {name: (out, status.strip()) for name, (_, out, status) in zip(names, frames)}
 
 
-def losses(out):
-    return [float(v) for line in out.splitlines() for v in LOSS.findall(line)]
+def losses(out, name=None):
+    pattern = METRIC.get(name, LOSS)
+    return [float(v) for line in out.splitlines() for v in pattern.findall(line)]
 
 
 def compare(name, ours, theirs):
@@ -116,7 +127,7 @@ def test_programs_run_unchanged_and_match_torch(group):
             if result[1] != "ok":
                 problems.append(f"{name} under {label} raised:\n{result[1]}")
         if ours[name][1] == theirs[name][1] == "ok":
-            problem = compare(name, losses(ours[name][0]), losses(theirs[name][0]))
+            problem = compare(name, losses(ours[name][0], name), losses(theirs[name][0], name))
             if problem:
                 problems.append(problem)
     assert not problems, "\n\n".join(problems)
