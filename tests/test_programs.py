@@ -1,10 +1,14 @@
 """PyTorch training programs run on Lucid by renaming the import.
 
-Each program in tests/programs is plain PyTorch code: nine pytorch/examples
-programs as published (MNIST CNN and RNN, VAE, DCGAN, super-resolution,
-LBFGS sine waves, word-level LM, forward-forward, regression; dataset
-downloads replaced by local or synthetic data), a nanoGPT-style trainer, and
-makemore-style and packed-sequence language models. tests/programs/run.py
+Each program in tests/programs is plain PyTorch code, as published with its
+dataset download replaced by local or synthetic data (each file's header
+says where it comes from and what changed): twelve pytorch/examples programs
+(MNIST CNN and RNN, VAE, DCGAN, super-resolution, LBFGS sine waves,
+word-level LM, forward-forward, regression, REINFORCE, actor-critic, Siamese
+network), four PyTorch tutorials (nn_tutorial, the TransformerEncoder LM,
+seq2seq and nn.Transformer translation), minGPT's adder, a nanoGPT-style
+trainer, and makemore-style and packed-sequence language models.
+tests/programs/run.py
 runs each with `torch` resolving to `lucid`:
 
 - as is, with Lucid's own random numbers: it must finish;
