@@ -5,8 +5,9 @@ dataset download replaced by local or synthetic data (each file's header
 says where it comes from and what changed): twelve pytorch/examples programs
 (MNIST CNN and RNN, VAE, DCGAN, super-resolution, LBFGS sine waves,
 word-level LM, forward-forward, regression, REINFORCE, actor-critic, Siamese
-network), four PyTorch tutorials (nn_tutorial, the TransformerEncoder LM,
-seq2seq and nn.Transformer translation), minGPT's adder, a nanoGPT-style
+network), five PyTorch tutorials (nn_tutorial, the TransformerEncoder LM,
+seq2seq and nn.Transformer translation, EmbeddingBag text classification),
+minGPT's adder, a nanoGPT-style
 trainer, and makemore-style and packed-sequence language models.
 tests/programs/run.py
 runs each with `torch` resolving to `lucid`:
@@ -33,6 +34,7 @@ RUN = os.path.join(HERE, "run.py")
 LOSS = re.compile(r"loss[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
 # Programs whose printed numbers are not all labelled "loss" say what to compare instead.
 REWARD_AND_LOSS = re.compile(r"(?:reward|loss)[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+ACCURACY_AND_LOSS = re.compile(r"(?:accuracy|loss)[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
 EVERY_DECIMAL = re.compile(r"(?<![\w.])([-+]?\d+\.\d+(?:e[-+]?\d+)?)")
 
 PROGRAMS = {
@@ -74,11 +76,13 @@ PROGRAMS = {
                             "--print-every", "1", "--evaluate", "3"],
     "translation_transformer": ["translation_transformer.py", "--emb-size", "32", "--nhead", "4", "--ffn-hid-dim",
                                 "32", "--batch-size", "8", "--layers", "2", "--epochs", "3"],
+    "text_classification": ["text_classification.py", "--train-size", "400", "--test-size", "100", "--epochs", "3",
+                            "--batch-size", "16", "--log-interval", "5"],
     "mingpt_adder": ["mingpt_adder.py", "--data.ndigit=1", "--trainer.max_iters=30", "--trainer.batch_size=16",
                      "--system.log_every=2", "--system.eval_every=15"],
 }
 METRIC = {"reinforce": REWARD_AND_LOSS, "actor_critic": REWARD_AND_LOSS, "nn_tutorial": EVERY_DECIMAL,
-          "seq2seq_translation": EVERY_DECIMAL}
+          "seq2seq_translation": EVERY_DECIMAL, "text_classification": ACCURACY_AND_LOSS}
 # The regression runs 200 steps: float32 rounding makes the traces drift
 # apart slowly, so its first 20 losses are compared. The Siamese network's
 # first epoch (three steps and the test loss) is compared: its BatchNorm
@@ -95,7 +99,7 @@ GROUPS = {
                  "word_lm_packed_gru", "gpt"],
     "tutorials": ["nn_tutorial", "transformer_lm", "reinforce", "actor_critic", "seq2seq_translation",
                   "translation_transformer"],
-    "more": ["siamese_network", "mingpt_adder"],
+    "more": ["siamese_network", "mingpt_adder", "text_classification"],
 }
 FRAME = re.compile(r"^##### begin (\S+)\n(.*?)^##### end \1: (ok|.*?)(?=^##### begin |\Z)", re.M | re.S)
 

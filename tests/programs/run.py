@@ -15,7 +15,7 @@ random numbers from one NumPy stream (seeded by its value), so the two runs
 can be compared number for number: parameter initialisation
 (``Tensor.uniform_/normal_``, ``nn.init.orthogonal_`` and Lucid's init
 helpers), ``rand/randn/randint/randperm/multinomial`` and their ``_like``
-forms, dropout masks (``F.dropout``), the ``RandomSampler`` order and Python's
+forms, dropout masks (``F.dropout``), the ``RandomSampler`` order, ``random_split`` and Python's
 ``random`` module (seeded). What a
 library computes from those numbers is untouched.
 """
@@ -182,6 +182,9 @@ def _share_random(lib, seed):
         init._normal = lambda t, mean, std: lib.tensor((mean + std * rng.standard_normal(tuple(t.shape))).astype(
             _np_dtype(lib, t.dtype)), device=t.device)
     data = sys.modules[lib.__name__ + ".utils.data"]
+    # random_split draws its permutation through the randperm its module imported
+    sys.modules[lib.__name__ + ".utils.data.dataset"].randperm = \
+        lambda n, generator=None, **kw: lib.tensor(rng.permutation(int(n)))
     data.RandomSampler.__iter__ = lambda self: iter(rng.permutation(len(self.data_source)).tolist())
 
 
