@@ -7,14 +7,13 @@ says where it comes from and what changed): twelve pytorch/examples programs
 word-level LM, forward-forward, regression, REINFORCE, actor-critic, Siamese
 network), five PyTorch tutorials (nn_tutorial, the TransformerEncoder LM,
 seq2seq and nn.Transformer translation, EmbeddingBag text classification),
-minGPT's adder, a nanoGPT-style
-trainer, and makemore-style and packed-sequence language models.
-tests/programs/run.py
-runs each with `torch` resolving to `lucid`:
+minGPT's adder, a nanoGPT-style trainer, and makemore-style and
+packed-sequence language models. tests/programs/run.py runs each with
+`torch` resolving to `lucid`:
 
 - as is, with Lucid's own random numbers: it must finish;
-- with SHARED_RANDOM (initialisation, noise, dropout masks and shuffling
-  drawn from one NumPy stream in both libraries), next to the same run under
+- with SHARED_RANDOM (initialisation, noise, dropout masks, shuffling and
+  Python's random module drawn from one NumPy stream in both libraries), next to the same run under
   PyTorch: the losses it prints must agree. (Dropout inside PyTorch's C++
   LSTM/GRU cannot come from the shared stream: those comparisons run with
   --dropout 0.)
