@@ -13,8 +13,8 @@ packed-sequence language models. tests/programs/run.py runs each with
 
 - as is, with Lucid's own random numbers: it must finish;
 - with SHARED_RANDOM (initialisation, noise, dropout masks, shuffling and
-  Python's random module drawn from one NumPy stream in both libraries), next to the same run under
-  PyTorch: the losses it prints must agree. (Dropout inside PyTorch's C++
+  Python's random module drawn from one NumPy stream in both libraries),
+  next to the same run under PyTorch: the losses it prints must agree. (Dropout inside PyTorch's C++
   LSTM/GRU cannot come from the shared stream: those comparisons run with
   --dropout 0.)
 """

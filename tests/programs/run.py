@@ -15,9 +15,9 @@ random numbers from one NumPy stream (seeded by its value), so the two runs
 can be compared number for number: parameter initialisation
 (``Tensor.uniform_/normal_``, ``nn.init.orthogonal_`` and Lucid's init
 helpers), ``rand/randn/randint/randperm/multinomial`` and their ``_like``
-forms, dropout masks (``F.dropout``), the ``RandomSampler`` order, ``random_split`` and Python's
-``random`` module (seeded). What a
-library computes from those numbers is untouched.
+forms, dropout masks (``F.dropout``), the ``RandomSampler`` order,
+``random_split`` and Python's ``random`` module (seeded). What a library
+computes from those numbers is untouched.
 """
 import importlib
 import importlib.abc
