@@ -196,6 +196,83 @@ def test_num_workers_loads_the_same_batches():
                      TD.DataLoader(TD.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=4))
 
 
+def _sharded_stream(base):
+    """PyTorch's documented IterableDataset that splits its range between the
+    loader's workers with get_worker_info(), on `base` (LD or TD)."""
+
+    class Sharded(base.IterableDataset):
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            info = base.get_worker_info()
+            if info is None:
+                return iter(range(self.start, self.end))
+            per_worker = -(-(self.end - self.start) // info.num_workers)
+            start = self.start + info.id * per_worker
+            return iter(range(start, min(start + per_worker, self.end)))
+
+    return Sharded
+
+
+def _shard_in_worker_init(worker_id, base):
+    info = base.get_worker_info()
+    ds = info.dataset  # the worker's own copy
+    per_worker = -(-(ds.end - ds.start) // info.num_workers)
+    ds.start = ds.start + worker_id * per_worker
+    ds.end = min(ds.start + per_worker, ds.end)
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+@pytest.mark.parametrize("batch_size,drop_last", [(None, False), (1, False), (2, False), (2, True)])
+def test_iterable_dataset_workers_interleave_as_torch(num_workers, batch_size, drop_last):
+    # Each worker iterates its copy of the stream; the loader takes one batch from each live worker in turn.
+    kw = dict(batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
+    _compare_batches(LD.DataLoader(_sharded_stream(LD)(3, 14), **kw), TD.DataLoader(_sharded_stream(TD)(3, 14), **kw))
+    # A stream that does not shard itself is seen once per worker, as in PyTorch.
+    _compare_batches(LD.DataLoader(_Stream(5), **kw), TD.DataLoader(_TStream(5), **kw))
+
+
+@pytest.mark.parametrize("persistent_workers", [False, True])
+def test_worker_init_fn_edits_its_workers_copy_of_the_dataset(persistent_workers):
+    def loader(base):
+        ds = _sharded_stream(base)(2, 9)
+        ds.__class__.__iter__ = lambda self: iter(range(self.start, self.end))  # sharded by worker_init_fn instead
+        return base.DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=persistent_workers,
+                               worker_init_fn=lambda i: _shard_in_worker_init(i, base)), ds
+
+    (lucid_loader, lucid_ds), (torch_loader, _) = loader(LD), loader(TD)
+    for epoch in range(2):
+        _compare_batches(lucid_loader, torch_loader)
+    assert (lucid_ds.start, lucid_ds.end) == (2, 9)  # the main program's dataset is untouched
+
+
+def test_get_worker_info_in_map_style_loading():
+    class WhoLoads(LD.Dataset):
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, i):
+            info = LD.get_worker_info()
+            return i, info.id, info.num_workers, info.dataset is self  # the worker reads its own copy
+
+    batches = list(LD.DataLoader(WhoLoads(), batch_size=2, num_workers=3))
+    # batch k is loaded by worker k % num_workers, as PyTorch dispatches it
+    assert [b[1].tolist() for b in batches] == [[0, 0], [1, 1], [2, 2], [0]]
+    assert all(b[2].tolist() == [3] * len(b[2]) and all(b[3]) for b in batches)
+    assert LD.get_worker_info() is None
+    info = None
+
+    def grab(worker_id):
+        nonlocal info
+        info = LD.get_worker_info()
+
+    list(LD.DataLoader(WhoLoads(), num_workers=1, worker_init_fn=grab))
+    assert (info.id, info.num_workers) == (0, 1) and isinstance(info.seed, int)
+    with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo objects"):
+        info.id = 3
+
+
 # ------------------------------------------------------------ shuffling
 def _order(loader):
     return np.concatenate([b[0].numpy() for b in loader]).tolist()

@@ -1,16 +1,20 @@
 """PyTorch training programs run on Lucid by renaming the import.
 
-Each program in tests/programs is plain PyTorch code: nine pytorch/examples
-programs as published (MNIST CNN and RNN, VAE, DCGAN, super-resolution,
-LBFGS sine waves, word-level LM, forward-forward, regression; dataset
-downloads replaced by local or synthetic data), a nanoGPT-style trainer, and
-makemore-style and packed-sequence language models. tests/programs/run.py
-runs each with `torch` resolving to `lucid`:
+Each program in tests/programs is plain PyTorch code, as published with its
+dataset download replaced by local or synthetic data (each file's header
+says where it comes from and what changed): twelve pytorch/examples programs
+(MNIST CNN and RNN, VAE, DCGAN, super-resolution, LBFGS sine waves,
+word-level LM, forward-forward, regression, REINFORCE, actor-critic, Siamese
+network), five PyTorch tutorials (nn_tutorial, the TransformerEncoder LM,
+seq2seq and nn.Transformer translation, EmbeddingBag text classification),
+minGPT's adder, a nanoGPT-style trainer, and makemore-style and
+packed-sequence language models. tests/programs/run.py runs each with
+`torch` resolving to `lucid`:
 
 - as is, with Lucid's own random numbers: it must finish;
-- with SHARED_RANDOM (initialisation, noise, dropout masks and shuffling
-  drawn from one NumPy stream in both libraries), next to the same run under
-  PyTorch: the losses it prints must agree. (Dropout inside PyTorch's C++
+- with SHARED_RANDOM (initialisation, noise, dropout masks, shuffling and
+  Python's random module drawn from one NumPy stream in both libraries),
+  next to the same run under PyTorch: the losses it prints must agree. (Dropout inside PyTorch's C++
   LSTM/GRU cannot come from the shared stream: those comparisons run with
   --dropout 0.)
 """
@@ -27,6 +31,10 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 RUN = os.path.join(HERE, "run.py")
 # "loss 4.25", "Loss: 0.3", "Loss_D: 1.2 Loss_G: 0.9", "loss: 0.001": every number after a loss label.
 LOSS = re.compile(r"loss[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+# Programs whose printed numbers are not all labelled "loss" say what to compare instead.
+REWARD_AND_LOSS = re.compile(r"(?:reward|loss)[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+ACCURACY_AND_LOSS = re.compile(r"(?:accuracy|loss)[^\d\-+]{0,12}?([-+]?\d+\.\d+(?:e[-+]?\d+)?)", re.I)
+EVERY_DECIMAL = re.compile(r"(?<![\w.])([-+]?\d+\.\d+(?:e[-+]?\d+)?)")
 
 PROGRAMS = {
     "mnist_cnn": ["mnist_cnn.py", "--train-size", "96", "--test-size", "64", "--batch-size", "32", "--epochs", "2",
@@ -56,10 +64,31 @@ PROGRAMS = {
     "regression": ["regression.py"],
     "forward_forward": ["forward_forward.py", "--epochs", "3", "--log-interval", "1", "--train_size", "64",
                         "--test_size", "32", "--hidden", "32"],
+    "nn_tutorial": ["nn_tutorial.py", "--train-size", "256", "--valid-size", "128"],
+    "transformer_lm": ["transformer_lm.py", "--emsize", "32", "--d_hid", "32", "--bptt", "16", "--epochs", "2",
+                       "--log_interval", "1", "--max_batches", "3"],
+    "reinforce": ["reinforce.py", "--episodes", "30", "--log-interval", "3"],
+    "actor_critic": ["actor_critic.py", "--episodes", "24", "--log-interval", "3"],
+    "siamese_network": ["siamese_network.py", "--train-size", "24", "--test-size", "20", "--batch-size", "8",
+                        "--test-batch-size", "10", "--epochs", "2", "--log-interval", "1", "--lr", "0.02"],
+    "seq2seq_translation": ["seq2seq_translation.py", "--hidden-size", "32", "--batch-size", "16", "--epochs", "6",
+                            "--print-every", "1", "--evaluate", "3"],
+    "translation_transformer": ["translation_transformer.py", "--emb-size", "32", "--nhead", "4", "--ffn-hid-dim",
+                                "32", "--batch-size", "8", "--layers", "2", "--epochs", "3"],
+    "text_classification": ["text_classification.py", "--train-size", "400", "--test-size", "100", "--epochs", "3",
+                            "--batch-size", "16", "--log-interval", "5"],
+    "mingpt_adder": ["mingpt_adder.py", "--data.ndigit=1", "--trainer.max_iters=30", "--trainer.batch_size=16",
+                     "--system.log_every=2", "--system.eval_every=15"],
 }
+METRIC = {"reinforce": REWARD_AND_LOSS, "actor_critic": REWARD_AND_LOSS, "nn_tutorial": EVERY_DECIMAL,
+          "seq2seq_translation": EVERY_DECIMAL, "text_classification": ACCURACY_AND_LOSS}
 # The regression runs 200 steps: float32 rounding makes the traces drift
-# apart slowly, so its first 20 losses are compared.
-COMPARE_FIRST = {"regression": 20}
+# apart slowly, so its first 20 losses are compared. The Siamese network's
+# first epoch (three steps and the test loss) is compared: its BatchNorm
+# layers see 1x1 maps of a batch of 8 in the deepest block, whose gradients
+# are float32 noise in PyTorch too (against float64), and Adadelta turns that
+# noise into full-size steps.
+COMPARE_FIRST = {"regression": 20, "siamese_network": 4}
 # Two groups, one test each: one process per library runs a whole group, so
 # PyTorch is imported once per group.
 GROUPS = {
@@ -67,6 +96,9 @@ GROUPS = {
                "forward_forward"],
     "language": ["char_rnn", "char_gru", "char_lstm", "word_lm_lstm", "word_lm_transformer", "word_lm_packed_lstm",
                  "word_lm_packed_gru", "gpt"],
+    "tutorials": ["nn_tutorial", "transformer_lm", "reinforce", "actor_critic", "seq2seq_translation",
+                  "translation_transformer"],
+    "more": ["siamese_network", "mingpt_adder", "text_classification"],
 }
 FRAME = re.compile(r"^##### begin (\S+)\n(.*?)^##### end \1: (ok|.*?)(?=^##### begin |\Z)", re.M | re.S)
 
@@ -87,8 +119,9 @@ def run(lib, names, shared=None, timeout=900):
     return {name: (out, status.strip()) for name, (_, out, status) in zip(names, frames)}
 
 
-def losses(out):
-    return [float(v) for line in out.splitlines() for v in LOSS.findall(line)]
+def losses(out, name=None):
+    pattern = METRIC.get(name, LOSS)
+    return [float(v) for line in out.splitlines() for v in pattern.findall(line)]
 
 
 def compare(name, ours, theirs):
@@ -116,7 +149,7 @@ def test_programs_run_unchanged_and_match_torch(group):
             if result[1] != "ok":
                 problems.append(f"{name} under {label} raised:\n{result[1]}")
         if ours[name][1] == theirs[name][1] == "ok":
-            problem = compare(name, losses(ours[name][0]), losses(theirs[name][0]))
+            problem = compare(name, losses(ours[name][0], name), losses(theirs[name][0], name))
             if problem:
                 problems.append(problem)
     assert not problems, "\n\n".join(problems)

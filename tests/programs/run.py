@@ -15,13 +15,15 @@ random numbers from one NumPy stream (seeded by its value), so the two runs
 can be compared number for number: parameter initialisation
 (``Tensor.uniform_/normal_``, ``nn.init.orthogonal_`` and Lucid's init
 helpers), ``rand/randn/randint/randperm/multinomial`` and their ``_like``
-forms, dropout masks (``F.dropout``) and the ``RandomSampler`` order. What a
-library computes from those numbers is untouched.
+forms, dropout masks (``F.dropout``), the ``RandomSampler`` order,
+``random_split`` and Python's ``random`` module (seeded). What a library
+computes from those numbers is untouched.
 """
 import importlib
 import importlib.abc
 import importlib.machinery
 import os
+import random
 import runpy
 import sys
 import traceback
@@ -50,6 +52,7 @@ def _np_dtype(lib, dtype):
 
 def _share_random(lib, seed):
     rng = np.random.Generator(np.random.PCG64(seed))
+    random.seed(seed)  # Python's own generator too (programs that pick samples with random.randint)
 
     def make(arr, dtype=None, device=None, requires_grad=False):
         dtype = dtype or lib.get_default_dtype()
@@ -179,6 +182,9 @@ def _share_random(lib, seed):
         init._normal = lambda t, mean, std: lib.tensor((mean + std * rng.standard_normal(tuple(t.shape))).astype(
             _np_dtype(lib, t.dtype)), device=t.device)
     data = sys.modules[lib.__name__ + ".utils.data"]
+    # random_split draws its permutation through the randperm its module imported
+    sys.modules[lib.__name__ + ".utils.data.dataset"].randperm = \
+        lambda n, generator=None, **kw: lib.tensor(rng.permutation(int(n)))
     data.RandomSampler.__iter__ = lambda self: iter(rng.permutation(len(self.data_source)).tolist())
 
 
