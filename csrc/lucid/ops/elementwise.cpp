@@ -148,7 +148,8 @@ const char* unary_op_name(UnaryOp op) {
                                 "sqrt",    "rsqrt",    "square",    "reciprocal", "sin", "cos",    "tanh",
                                 "sigmoid", "relu",     "gelu",      "gelu_tanh", "silu", "erf",    "floor",
                                 "ceil",    "round",    "trunc",     "logical_not", "isfinite", "isnan", "isinf",
-                                "bitwise_not", "lgamma", "digamma", "trigamma", "erfinv"};
+                                "bitwise_not", "lgamma", "digamma", "trigamma", "erfinv",
+                                "gelu_derivative", "gelu_tanh_derivative", "silu_derivative"};
   return names[int(op)];
 }
 const char* binary_op_name(BinaryOp op) {
@@ -185,6 +186,8 @@ uint8_t Unary::saved() const {
   }
 }
 
+static Tensor unary(UnaryOp op, const Tensor& x);
+
 std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
   const Tensor& x = in[0];
@@ -207,29 +210,32 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const std::vector<
     case UnaryOp::Tanh: r = mul(g, rsub(mul(y, y), 1.0)); break;
     case UnaryOp::Sigmoid: r = mul(g, mul(y, rsub(y, 1.0))); break;
     case UnaryOp::Relu: r = where(gt(y, wrap_scalar(0.0, y)), g, zeros_like(g)); break;
-    case UnaryOp::GeluErf: {
-      // d/dx x*Phi(x) = Phi(x) + x*phi(x)
-      Tensor cdf = mul(add(erf(mul(x, M_SQRT1_2)), 1.0), 0.5);
-      Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
-      r = mul(g, add(cdf, mul(x, pdf)));
+    case UnaryOp::GeluErf: r = mul(g, unary(UnaryOp::GeluErfGrad, x)); break;
+    case UnaryOp::GeluTanh: r = mul(g, unary(UnaryOp::GeluTanhGrad, x)); break;
+    case UnaryOp::Silu: r = mul(g, unary(UnaryOp::SiluGrad, x)); break;
+    case UnaryOp::GeluErfGrad: {
+      // d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2)
+      Tensor x2 = mul(x, x);
+      Tensor pdf = mul(exp(mul(x2, -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
+      r = mul(g, mul(pdf, rsub(x2, 2.0)));
       break;
     }
-    case UnaryOp::GeluTanh: {
+    case UnaryOp::GeluTanhGrad: {
+      // f = (1 + t)/2 + x s u'/2 with u = k (x + c x^3), t = tanh(u), s = 1 - t^2:
+      // f' = s u' + x s (u'' - 2 t u'^2) / 2, u' = k (1 + 3 c x^2), u'' = 6 k c x.
       const double k = M_SQRT2 * M_2_SQRTPI * 0.5, c = 0.044715;
       Tensor x2 = mul(x, x);
-      Tensor inner = mul(mul(x, add(mul(x2, c), 1.0)), k);
-      Tensor t = tanh(inner);
-      Tensor left = mul(x, 0.5);
-      Tensor right = add(t, 1.0);
-      Tensor left_d = mul(right, 0.5);
-      Tensor dt = rsub(mul(t, t), 1.0);
-      Tensor inner_d = mul(add(mul(x2, 3.0 * c), 1.0), k);
-      r = mul(g, add(left_d, mul(mul(left, dt), inner_d)));
+      Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));
+      Tensor s = rsub(mul(t, t), 1.0);
+      Tensor du = mul(add(mul(x2, 3.0 * c), 1.0), k);
+      Tensor bend = sub(mul(x, 6.0 * k * c), mul(mul(t, mul(du, du)), 2.0));
+      r = mul(g, add(mul(s, du), mul(mul(mul(x, s), bend), 0.5)));
       break;
     }
-    case UnaryOp::Silu: {
+    case UnaryOp::SiluGrad: {
+      // d/dx s (1 + x (1 - s)) = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x)
       Tensor s = sigmoid(x);
-      r = mul(g, mul(s, add(mul(x, rsub(s, 1.0)), 1.0)));
+      r = mul(g, mul(mul(s, rsub(s, 1.0)), add(mul(x, rsub(mul(s, 2.0), 1.0)), 2.0)));
       break;
     }
     case UnaryOp::Erf: r = mul(g, mul(exp(neg(mul(x, x))), M_2_SQRTPI)); break;

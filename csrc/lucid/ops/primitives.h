@@ -34,6 +34,9 @@ enum class UnaryOp : uint8_t {
   Relu, GeluErf, GeluTanh, Silu, Erf, Floor, Ceil, Round, Trunc, LogicalNot, IsFinite, IsNan, IsInf,
   BitNot,  // integers only (appended: earlier codes keep their values)
   Lgamma, Digamma, Trigamma, Erfinv,  // special functions (trigamma: polygamma(1, x))
+  // The activations' derivatives, the factors their VJPs multiply the
+  // cotangent by: one pass in eager mode where the formulas were a dozen.
+  GeluErfGrad, GeluTanhGrad, SiluGrad,
   Count
 };
 const char* unary_op_name(UnaryOp op);

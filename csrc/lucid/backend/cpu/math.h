@@ -331,6 +331,17 @@ inline C unary_apply(C x) {
       case UnaryOp::Digamma: return digamma_(x);
       case UnaryOp::Trigamma: return trigamma_(x);
       case UnaryOp::Erfinv: return erfinv_(x);
+      case UnaryOp::GeluErfGrad:  // Phi(x) + x phi(x)
+        return C(0.5) * (C(1) + erf_(x * C(M_SQRT1_2))) + x * (exp_(C(-0.5) * x * x) * C(0.5 * M_2_SQRTPI * M_SQRT1_2));
+      case UnaryOp::GeluTanhGrad: {
+        const C k = C(M_SQRT2 * M_2_SQRTPI * 0.5), c = C(0.044715);
+        const C x2 = x * x, t = tanh_(k * x * (C(1) + c * x2));
+        return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x2);
+      }
+      case UnaryOp::SiluGrad: {
+        const C s = C(1) / (C(1) + exp_(-x));
+        return s * (C(1) + x * (C(1) - s));
+      }
       default: return x;
     }
   } else if constexpr (std::is_same_v<C, bool>) {

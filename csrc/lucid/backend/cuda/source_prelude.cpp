@@ -185,7 +185,7 @@ __device__ __forceinline__ double erf_(double x) { return erf(x); }
 enum UOp { U_Neg, U_Abs, U_Sign, U_Exp, U_Log, U_Log1p, U_Expm1, U_Sqrt, U_Rsqrt, U_Square, U_Reciprocal, U_Sin,
            U_Cos, U_Tanh, U_Sigmoid, U_Relu, U_GeluErf, U_GeluTanh, U_Silu, U_Erf, U_Floor, U_Ceil, U_Round,
            U_Trunc, U_LogicalNot, U_IsFinite, U_IsNan, U_IsInf, U_BitNot, U_Lgamma, U_Digamma,
-           U_Trigamma, U_Erfinv };
+           U_Trigamma, U_Erfinv, U_GeluErfGrad, U_GeluTanhGrad, U_SiluGrad };
 enum BOp { B_Add, B_Sub, B_Mul, B_Div, B_FloorDiv, B_Remainder, B_Pow, B_Maximum, B_Minimum, B_Atan2, B_Eq, B_Ne,
            B_Lt, B_Le, B_Gt, B_Ge, B_LogicalAnd, B_LogicalOr, B_LogicalXor, B_Fmod, B_BitAnd, B_BitOr, B_BitXor,
            B_LeftShift, B_RightShift };
@@ -267,6 +267,17 @@ template <class C> __device__ __forceinline__ C unary_float(int op, C x) {
     case U_Digamma: return C(digamma_(double(x)));
     case U_Trigamma: return C(trigamma_(double(x)));
     case U_Erfinv: return erfinv(x);
+    case U_GeluErfGrad:  // the CPU's formulas (backend/cpu/math.h)
+      return C(0.5) * (C(1) + erf_(x * C(LUCID_SQRT1_2))) + x * (exp_(C(-0.5) * x * x) * C(0.5 * LUCID_2_SQRTPI * LUCID_SQRT1_2));
+    case U_GeluTanhGrad: {
+      const C k = C(LUCID_SQRT2 * LUCID_2_SQRTPI * 0.5), c = C(0.044715);
+      const C x2 = x * x, t = tanh_(k * x * (C(1) + c * x2));
+      return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x2);
+    }
+    case U_SiluGrad: {
+      const C s = C(1) / (C(1) + exp_(-x));
+      return s * (C(1) + x * (C(1) - s));
+    }
     default: return x;
   }
 }

@@ -115,6 +115,22 @@ V lower_unary(PlanBuilder& g, UnaryOp op, V x, DType dt) {
     }
     case UnaryOp::Silu: return g.div(x, g.add(c(1), u(MpsOp::Exp, u(MpsOp::Neg, x))));
     case UnaryOp::Erf: return u(MpsOp::Erf, x);
+    case UnaryOp::GeluErfGrad: {  // Phi(x) + x phi(x)
+      V cdf = g.mul(c(0.5), g.add(c(1), u(MpsOp::Erf, g.mul(x, c(M_SQRT1_2)))));
+      V pdf = g.mul(u(MpsOp::Exp, g.mul(c(-0.5), g.mul(x, x))), c(0.5 * M_2_SQRTPI * M_SQRT1_2));
+      return g.add(cdf, g.mul(x, pdf));
+    }
+    case UnaryOp::GeluTanhGrad: {
+      const double k = M_SQRT2 * M_2_SQRTPI * 0.5, cc = 0.044715;
+      V x2 = g.mul(x, x);
+      V t = u(MpsOp::Tanh, g.mul(g.mul(c(k), x), g.add(c(1), g.mul(c(cc), x2))));
+      V du = g.mul(c(k), g.add(c(1), g.mul(c(3 * cc), x2)));
+      return g.add(g.mul(c(0.5), g.add(c(1), t)), g.mul(g.mul(g.mul(c(0.5), x), g.sub(c(1), g.mul(t, t))), du));
+    }
+    case UnaryOp::SiluGrad: {
+      V s = g.div(c(1), g.add(c(1), u(MpsOp::Exp, u(MpsOp::Neg, x))));
+      return g.mul(s, g.add(c(1), g.mul(x, g.sub(c(1), s))));
+    }
     case UnaryOp::Floor: return u(MpsOp::Floor, x);
     case UnaryOp::Ceil: return u(MpsOp::Ceil, x);
     case UnaryOp::Round: return u(MpsOp::Rint, x);  // half to even, like nearbyint
