@@ -159,3 +159,4 @@ from . import functional  # noqa: E402,F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 from .variable import Variable  # noqa: E402,F401
+from . import profiler, profiler_util  # noqa: E402,F401
