@@ -110,7 +110,8 @@ globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongT
 from . import nn  # noqa: E402,F401
 from ._nn_namespace import *  # noqa: E402,F401,F403  (torch.conv2d, torch.dropout, torch.batch_norm...)
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
-from . import profiler  # noqa: E402,F401
+from . import profiler, compiler, _dynamo, _inductor, multiprocessing, overrides, types  # noqa: E402,F401
+# (torch.compiler, torch._dynamo.config and the other modules `import torch` brings)
 # torch's top-level linear algebra (torch.det, torch.svd's old form, ...) and its Tensor methods
 globals().update(linalg.TOP_LEVEL)
 for _name, _fn in linalg.TOP_LEVEL.items():
