@@ -7,9 +7,10 @@ values); ``reset`` has no global cache to clear."""
 import contextlib
 
 from .. import _dynamo
+from . import config  # noqa: F401
 from ..compile import compile  # noqa: F401
 
-__all__ = ["compile", "assume_constant_result", "reset", "allow_in_graph", "list_backends", "disable",
+__all__ = ["compile", "config", "assume_constant_result", "reset", "allow_in_graph", "list_backends", "disable",
            "is_compiling", "is_dynamo_compiling", "is_exporting", "cudagraph_mark_step_begin", "set_stance"]
 
 disable = _dynamo.disable

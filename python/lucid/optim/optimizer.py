@@ -70,13 +70,14 @@ def _run_step(optimizer, step, args, kwargs):
 def _step_with_hooks(optimizer, step, args, kwargs):
     """PyTorch's order: every optimizer's pre-hooks, then this one's (each may
     return new (args, kwargs)); the step; the post-hooks the same way."""
+    args = (optimizer, *args)  # the hooks see the optimizer as the first argument, as PyTorch's
     for hook in (*_global_optimizer_pre_hooks.values(), *optimizer._optimizer_step_pre_hooks.values()):
         result = hook(optimizer, args, kwargs)
         if result is not None:
             if not (isinstance(result, tuple) and len(result) == 2):
                 raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
             args, kwargs = result
-    out = _run_step(optimizer, step, args, kwargs)
+    out = _run_step(optimizer, step, args[1:], kwargs)
     for hook in (*optimizer._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()):
         hook(optimizer, args, kwargs)
     return out
