@@ -448,3 +448,121 @@ def test_spawn_reraises_a_childs_error_with_its_traceback():
         warnings.simplefilter("error")
         with pytest.raises(FutureWarning, match="only supports start_method=spawn"):
             lucid.multiprocessing.spawn(_fails, nprocs=1, start_method="fork")
+
+
+# ---------------------------------------------------------------- top-level legacy names, amp, backends, hub
+def test_constants_and_legacy_top_level_names_match_torch():
+    for name in ["pi", "e", "inf", "nan", "newaxis"]:
+        ours, theirs = getattr(lucid, name), getattr(torch, name)
+        assert ours == theirs or (ours != ours and theirs != theirs), name
+    assert lucid.is_complex(lucid.ones(1)) is torch.is_complex(torch.ones(1)) is False
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        lucid.is_complex(3)
+
+
+def test_set_default_tensor_type_sets_the_default_dtype_like_torch():
+    try:
+        with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
+            lucid.set_default_tensor_type("torch.DoubleTensor")
+        assert lucid.get_default_dtype() == lucid.float64 and lucid.ones(1).dtype == lucid.float64
+        with pytest.warns(UserWarning):
+            lucid.set_default_tensor_type(lucid.FloatTensor)
+        assert lucid.get_default_dtype() == lucid.float32
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="only floating-point types"):
+            lucid.set_default_tensor_type("torch.IntTensor")
+        if not lucid.cuda.is_available():
+            with pytest.warns(UserWarning), pytest.raises(TypeError, match="not available. Torch not compiled"):
+                lucid.set_default_tensor_type("torch.cuda.FloatTensor")
+    finally:
+        lucid.set_default_dtype(lucid.float32)
+
+
+def _scaled_matmul(lib):
+    class ScaledMatmul(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu", cast_inputs=lib.float32)
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return (a @ b) * 2
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            ctx.grad_dtype = (grad @ b.t()).dtype
+            return grad @ b.t() * 2, a.t() @ grad * 2
+
+    class Passthrough(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu")
+        def forward(ctx, a, b):
+            return a @ b
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            return grad @ grad.new_ones(1, 1).expand(grad.shape[1], 4), grad.new_ones(3, 4)
+
+    return ScaledMatmul, Passthrough
+
+
+def test_custom_fwd_and_bwd_follow_torchs_autocast_rules():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    results = {}
+    for name, lib in [("torch", torch), ("lucid", lucid)]:
+        scaled, passthrough = _scaled_matmul(lib)
+        ta, tb = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            out = scaled.apply(ta.to(lib.bfloat16), tb)  # cast back to float32, autocast off inside
+            inner = passthrough.apply(ta, tb)  # runs under autocast: bfloat16 matmul
+        out.sum().backward()
+        results[name] = (out.dtype, inner.dtype, ta.grad, tb.grad)
+    assert str(results["lucid"][0]).split(".")[-1] == str(results["torch"][0]).split(".")[-1] == "float32"
+    assert str(results["lucid"][1]).split(".")[-1] == str(results["torch"][1]).split(".")[-1] == "bfloat16"
+    assert_close(results["lucid"][2], results["torch"][2], atol=1e-2, rtol=1e-2)
+    assert_close(results["lucid"][3], results["torch"][3])
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        lucid.amp.custom_fwd(lambda ctx: None, device_type=None)
+    assert lucid.amp.is_autocast_available("cpu") and torch.amp.is_autocast_available("cpu")
+    with pytest.warns(FutureWarning, match="torch.cuda.amp.custom_fwd"):
+        lucid.cuda.amp.custom_fwd(lambda ctx, x: x)
+
+
+def test_backends_answer_for_the_libraries_lucid_does_not_use():
+    assert lucid.backends.cpu.get_cpu_capability() in ("AVX512", "AVX2", "DEFAULT", "NEON")
+    if torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX2"):
+        assert lucid.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+    for name in ["mkl", "mkldnn", "openmp", "opt_einsum"]:
+        assert getattr(lucid.backends, name).is_available() is False
+    assert lucid.backends.mkldnn.enabled is True
+    with lucid.backends.mkldnn.flags(enabled=False):
+        assert lucid.backends.mkldnn.enabled is False
+    assert lucid.backends.mkldnn.enabled is True
+    assert lucid.backends.opt_einsum.strategy == torch.backends.opt_einsum.strategy == "auto"
+
+
+def test_hub_downloads_a_checkpoint_once_and_checks_its_hash(tmp_path, monkeypatch):
+    import hashlib
+
+    source = tmp_path / "source.pt"
+    torch.save({"weight": torch.arange(4.0)}, source)  # a PyTorch checkpoint
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    good = tmp_path / f"net-{digest[:8]}.pth"
+    bad = tmp_path / "net-0000abcd.pth"
+    source.rename(good)
+    bad.write_bytes(good.read_bytes())
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "home"))
+    assert lucid.hub.get_dir() == str(tmp_path / "home" / "hub")
+    state = lucid.hub.load_state_dict_from_url(good.as_uri(), check_hash=True, progress=False)
+    assert_close(state["weight"], torch.arange(4.0))
+    assert (tmp_path / "home" / "hub" / "checkpoints" / good.name).exists()
+    good.unlink()  # the cached copy is used from now on
+    state = lucid.hub.load_state_dict_from_url(f"file://{good}", check_hash=True, progress=False)
+    assert_close(state["weight"], torch.arange(4.0))
+    with pytest.raises(RuntimeError, match='invalid hash value \\(expected "0000abcd"'):
+        lucid.hub.load_state_dict_from_url(bad.as_uri(), model_dir=str(tmp_path / "other"), check_hash=True,
+                                           progress=False)
+    assert not list((tmp_path / "other").iterdir())  # nothing half-written is left
+    with pytest.raises(NotImplementedError, match="Lucid loads checkpoints"):
+        lucid.hub.load("pytorch/vision", "resnet18")
