@@ -566,3 +566,38 @@ def test_hub_downloads_a_checkpoint_once_and_checks_its_hash(tmp_path, monkeypat
     assert not list((tmp_path / "other").iterdir())  # nothing half-written is left
     with pytest.raises(NotImplementedError, match="Lucid loads checkpoints"):
         lucid.hub.load("pytorch/vision", "resnet18")
+
+
+# ---------------------------------------------------------------- func.stack_module_state, special additions
+def test_stack_module_state_stacks_like_torch():
+    tmodels = [torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)) for _ in range(3)]
+    lmodels = [nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)) for _ in range(3)]
+    for lm, tm in zip(lmodels, tmodels):
+        lm.load_state_dict({k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    tparams, tbuffers = torch.func.stack_module_state(tmodels)
+    lparams, lbuffers = lucid.func.stack_module_state(lmodels)
+    assert list(lparams) == list(tparams) and list(lbuffers) == list(tbuffers)
+    for k in tparams:
+        assert_close(lparams[k].detach(), tparams[k].detach())
+        assert lparams[k].requires_grad and lparams[k].grad_fn is None
+    for k in tbuffers:
+        assert_close(lbuffers[k], tbuffers[k])
+        assert not lbuffers[k].requires_grad
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        lucid.func.stack_module_state([])
+    lmodels[1].eval()
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        lucid.func.stack_module_state(lmodels)
+    with pytest.raises(RuntimeError, match="same class"):
+        lucid.func.stack_module_state([nn.Linear(2, 2), nn.Conv1d(2, 2, 1)])
+
+
+def test_special_ndtr_xlog1py_i0_match_torch():
+    x = np.linspace(-9, 6, 31).astype(np.float32)
+    assert_close(lucid.special.ndtr(lucid.tensor(x)), torch.special.ndtr(torch.tensor(x)))
+    assert_close(lucid.special.ndtr(lucid.tensor([0, 2])), torch.special.ndtr(torch.tensor([0, 2])))
+    a = np.array([0, 0, 1, 2, 0, 3], np.float32)
+    b = np.array([-1, np.nan, 3, -1, 5, 0.5], np.float32)
+    assert_close(lucid.special.xlog1py(lucid.tensor(a), lucid.tensor(b)),
+                 torch.special.xlog1py(torch.tensor(a), torch.tensor(b)), equal_nan=True)
+    assert_close(lucid.special.i0(lucid.tensor(x)), torch.special.i0(torch.tensor(x)), rtol=1e-5, atol=1e-5)

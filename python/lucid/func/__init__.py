@@ -11,7 +11,7 @@ from .. import _C
 from ..autograd import enable_grad
 
 __all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "vmap"]
+           "vmap", "stack_module_state"]
 
 
 def _lucid():
@@ -72,6 +72,32 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 # ---------------------------------------------------------------- autograd
+def _stacked_leaf(tensors, name):
+    requires = [t.requires_grad for t in tensors]
+    if any(requires) and not all(requires):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = _lucid().stack(tensors)
+    return result.detach().requires_grad_() if all(requires) else result
+
+
+def stack_module_state(models):
+    """({name: parameters of every model stacked on a new dim 0}, {name:
+    buffers stacked}): the state of an ensemble for functional_call over
+    vmap. Stacked parameters are new leaves that require grad."""
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
+
+
 def _tree_flatten(x):
     if isinstance(x, (tuple, list)):
         leaves, specs = [], []
