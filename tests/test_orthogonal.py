@@ -2,7 +2,6 @@
 (matrix_exp, cayley, householder), with and without the trivialization,
 square, tall and wide matrices, the same weights and gradients once the
 original and the base hold the same values."""
-import numpy as np
 import pytest
 import torch
 from torch.nn.utils import parametrizations as torch_parametrizations

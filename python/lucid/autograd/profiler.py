@@ -9,7 +9,6 @@ one region, ``lucid::compiled_step``. Neither memory, FLOPs, stacks nor
 device-side kernel times are recorded: asking for them warns, and their
 columns stay zero."""
 import contextlib
-import functools
 import warnings
 
 from .. import _C
@@ -134,23 +133,6 @@ class record_function(contextlib.ContextDecorator):
         if start is not None and _C._profiler_enabled():
             _C._profiler_record(self.name, start, _C._profiler_now_ns())
         return False
-
-
-def _record_region(name):
-    """A decorator timing a function as a region named ``name`` when a profiler records."""
-    def wrap(fn):
-        @functools.wraps(fn)
-        def timed(*args, **kwargs):
-            if not _C._profiler_enabled():
-                return fn(*args, **kwargs)
-            start = _C._profiler_now_ns()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                if _C._profiler_enabled():
-                    _C._profiler_record(name, start, _C._profiler_now_ns())
-        return timed
-    return wrap
 
 
 class emit_nvtx:
