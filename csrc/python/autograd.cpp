@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/profiler.h"
 
 namespace lucid::python {
 
@@ -249,6 +250,20 @@ void init_autograd(py::module_& m) {
   m.def("is_anomaly_enabled", &autograd::AnomalyMode::is_enabled);
   m.def("is_anomaly_check_nan_enabled", &autograd::AnomalyMode::check_nan);
   m.def("set_anomaly_enabled", &autograd::AnomalyMode::set_enabled, py::arg("enabled"), py::arg("check_nan") = true);
+
+  // The eager profiler (lucid.profiler): events as (name, start_ns, end_ns, thread, input_shapes).
+  m.def("_profiler_enable", &profiler::enable, py::arg("record_shapes"));
+  m.def("_profiler_enabled", &profiler::enabled);
+  m.def("_profiler_disable", [] {
+    py::list out;
+    for (auto& e : profiler::disable())
+      out.append(py::make_tuple(std::move(e.name), e.start_ns, e.end_ns, e.thread, std::move(e.input_shapes)));
+    return out;
+  });
+  m.def("_profiler_now_ns", &profiler::now_ns);
+  m.def("_profiler_record", [](std::string name, int64_t start_ns, int64_t end_ns) {
+    profiler::record({std::move(name), start_ns, end_ns, profiler::thread_id(), {}});
+  });
 }
 
 }  // namespace lucid::python

@@ -106,10 +106,13 @@ from ._scatter_ops import *  # noqa: E402,F401,F403  (scatter_reduce, index_redu
 from ._namespace_more import *  # noqa: E402,F401,F403  (windows, trapezoid, gcd, *_copy, asarray...)
 from . import _tensor_surface  # noqa: E402  (more Tensor methods)
 globals().update(_tensor_surface.TENSOR_TYPES)  # lucid.FloatTensor, lucid.LongTensor, ...
+from ._legacy_names import *  # noqa: E402,F401,F403  (pi, e, inf, nan, newaxis, is_complex, set_default_tensor_type)
 # The namespaces `import torch` also brings in.
 from . import nn  # noqa: E402,F401
 from ._nn_namespace import *  # noqa: E402,F401,F403  (torch.conv2d, torch.dropout, torch.batch_norm...)
 from . import optim, amp, compile, cuda, backends, accelerator, distributed, onnx, jit, linalg, special, random  # noqa: E402,F401
+from . import profiler, compiler, _dynamo, _inductor, hub, multiprocessing, overrides, types  # noqa: E402,F401
+# (torch.compiler, torch._dynamo.config and the other modules `import torch` brings)
 # torch's top-level linear algebra (torch.det, torch.svd's old form, ...) and its Tensor methods
 globals().update(linalg.TOP_LEVEL)
 for _name, _fn in linalg.TOP_LEVEL.items():

@@ -7,6 +7,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/profiler.h"
 #include "lucid/ops/ops.h"
 
 namespace lucid::autograd {
@@ -123,7 +124,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     if (!acc || accumulate_leaves) {
       bool any = false;
       for (const auto& g : grads) any |= g.defined();
-      if (any) out = n->apply(std::move(grads));
+      if (any) {
+        profiler::Scope profiled(profiler::enabled() ? "autograd::engine::evaluate_function: " + display_name(*n) : "");
+        out = n->apply(std::move(grads));
+      }
       if (AnomalyMode::should_check_nan()) check_no_nan(*n, out);
       if (!retain_graph) n->release_saved();
     }

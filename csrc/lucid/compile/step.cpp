@@ -7,6 +7,7 @@
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/profiler.h"
 #include "lucid/graph/graph_tracer.h"
 #include "lucid/ops/ops.h"
 #include "lucid/optim/clip.h"
@@ -319,6 +320,7 @@ std::optional<CompiledStep::Prepared> CompiledStep::prepare(Call call) {
 
 std::vector<Tensor> CompiledStep::run(Prepared& p) {
   const auto held = lock();
+  profiler::Scope profiled("lucid::compiled_step");  // the executable's ops run as one event
   Entry& e = *p.entry;
   // A run that fails (e.g. a target out of range) leaves the optimizer as it
   // was: a state yet to be created is only reserved until a step is applied.
@@ -345,6 +347,7 @@ std::vector<Tensor> CompiledStep::operator()(Call call) {
 
 // ---------------------------------------------------------------- tracing
 std::shared_ptr<CompiledStep::Entry> CompiledStep::compile(const Call& call) {
+  profiler::Scope profiled("lucid::compiled_step_trace_and_compile");
   const auto start = std::chrono::steady_clock::now();
   LUCID_CHECK_T(Error, graph::Tracer::current() == nullptr,
                 "a compiled step cannot be traced while another trace is active");

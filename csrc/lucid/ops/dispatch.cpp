@@ -1,9 +1,11 @@
 #include "lucid/ops/dispatch.h"
 
 #include <cstring>
+#include <optional>
 
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
+#include "lucid/core/profiler.h"
 #include "lucid/graph/trace_hook.h"
 #include "lucid/ops/kernels.h"
 
@@ -35,6 +37,14 @@ static Tensor materialize(const Tensor& t) {
     find_strided_copy(t.device().type)(out.storage()->data(), out.layout(), t.storage()->data(), t.layout(), t.dtype());
   ++t_dispatch_count;
   return out;
+}
+
+// The input shapes a profiled primitive's event keeps, when asked for.
+static std::vector<Shape> profiled_shapes(const std::vector<Tensor>& inputs) {
+  std::vector<Shape> shapes;
+  if (profiler::records_shapes())
+    for (const auto& t : inputs) shapes.push_back(t.shape());
+  return shapes;
 }
 
 static std::vector<Tensor> run_kernel(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
@@ -84,7 +94,11 @@ std::vector<Tensor> apply(const PrimitivePtr& prim, const std::vector<Tensor>& i
   for (const auto& m : out_metas) m.numel();
 
   std::vector<Tensor> outs;
-  if (graph::Tracer* tracer = graph::Tracer::current()) {
+  graph::Tracer* tracer = graph::Tracer::current();
+  std::optional<profiler::Scope> profiled;
+  // PyTorch's "aten::" events are "lucid::" ones here.
+  if (profiler::enabled() && !tracer) profiled.emplace("lucid::" + prim->name(), profiled_shapes(inputs));
+  if (tracer) {
     outs = tracer->record(prim, inputs, out_metas);
   } else if (prim->is_view()) {
     // A view runs nothing: the output shares input 0's memory.

@@ -89,3 +89,64 @@ def cast_fp32(*tensors):
 
 def _eligible(t):
     return isinstance(t, _C.Tensor) and t.dtype in (_C.dtype.float32, _C.dtype.float16, _C.dtype.bfloat16)
+
+
+# ---------------------------------------------------------------- custom autograd Functions
+def _cast(value, dtype):
+    """Floating tensors of a (nested) argument cast to ``dtype``."""
+    if isinstance(value, _C.Tensor):
+        return _C.cast(value, dtype) if value.dtype.is_floating_point and value.dtype != dtype else value
+    if isinstance(value, dict):
+        return {k: _cast(v, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not isinstance(value, str):
+        return type(value)(_cast(v, dtype) for v in value) if not hasattr(value, "_fields") else \
+            type(value)(*(_cast(v, dtype) for v in value))
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """Decorates a custom Function's ``forward``: it runs under the caller's
+    autocast state (recorded for ``custom_bwd``), or, with ``cast_inputs``,
+    with autocast off and its floating inputs cast to that dtype when called
+    inside autocast."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        if is_autocast_enabled(device_type):
+            with autocast(device_type=device_type, enabled=False):
+                return fwd(ctx, *_cast(args[1:], cast_inputs), **_cast(kwargs, cast_inputs))
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """Decorates a custom Function's ``backward``: it runs under the autocast
+    state its ``forward`` (decorated with ``custom_fwd``) ran under."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type=device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
+def is_autocast_available(device_type):
+    """Whether autocast can run on ``device_type`` ("cpu", "cuda", "mps"/"metal")."""
+    return device_type in _DEVICE_DEFAULT

@@ -159,3 +159,5 @@ from . import functional  # noqa: E402,F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 from .variable import Variable  # noqa: E402,F401
+from . import forward_ad, grad_mode, profiler, profiler_util  # noqa: E402,F401
+from .grad_mode import set_multithreading_enabled  # noqa: E402,F401

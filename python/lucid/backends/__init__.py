@@ -7,7 +7,10 @@ and the other cuDNN flags (``backends.cudnn.benchmark`` ...) are kept and read
 back as set and change nothing.
 ``backends.mps.is_available()`` says whether the Metal device can be used
 (``"mps"`` is Lucid's ``"metal"``).
+``backends.cpu.get_cpu_capability()`` names the CPU's vector instructions;
+``mkl``, ``mkldnn``, ``openmp`` and ``opt_einsum`` answer ``is_available()``
+False: Lucid uses none of them.
 """
-from . import cuda, cudnn, mps  # noqa: F401
+from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: F401
 
-__all__ = ["cuda", "cudnn", "mps"]
+__all__ = ["cpu", "cuda", "cudnn", "mkl", "mkldnn", "mps", "openmp", "opt_einsum"]

@@ -21,8 +21,8 @@ class _CallableModule(_types.ModuleType):
     """``lucid.compile(model)`` compiles a forward, as torch.compile does;
     ``lucid.compile.fused_step`` etc. stay importable from the same name."""
 
-    def __call__(self, fn, *, cache_size=8):
-        return compile(fn, cache_size=cache_size)
+    def __call__(self, model=None, **kwargs):
+        return compile(model, **kwargs)
 
 
 _sys.modules[__name__].__class__ = _CallableModule

@@ -102,9 +102,14 @@ class CompiledFunction:
         return self._step.executables()
 
 
-def compile(fn, *, cache_size=8):  # noqa: A001 - lucid.compile, as torch.compile
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False, cache_size=8):
     """Compiles a module's or function's forward into one executable per
-    signature (see :class:`CompiledFunction`).
+    signature (see :class:`CompiledFunction`), as torch.compile: without a
+    model it returns a decorator; ``disable=True`` returns the model as is.
+    ``fullgraph``, ``dynamic``, ``backend``, ``mode`` and ``options`` tune
+    PyTorch's compiler stack and are accepted without effect (Lucid's trace
+    is always one graph per signature; a new shape traces again).
 
     >>> import lucid, lucid.nn as nn
     >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
@@ -114,4 +119,8 @@ def compile(fn, *, cache_size=8):  # noqa: A001 - lucid.compile, as torch.compil
     >>> out.shape
     lucid.Size([3, 2])
     """
-    return CompiledFunction(fn, cache_size)
+    if model is None:
+        return lambda fn: compile(fn, disable=disable, cache_size=cache_size)
+    if disable:
+        return model
+    return CompiledFunction(model, cache_size)

@@ -1,6 +1,8 @@
 """lucid.cuda.amp: PyTorch's older spelling of autocast and GradScaler for
 the CUDA device (``torch.cuda.amp.autocast()`` is ``torch.amp.autocast("cuda")``).
 Without a CUDA device both warn and disable themselves, as in PyTorch."""
+import warnings
+
 from .. import amp as _amp
 from .. import _C
 
@@ -17,4 +19,18 @@ class GradScaler(_amp.GradScaler):
                          growth_interval=growth_interval, enabled=enabled)
 
 
-__all__ = ["GradScaler", "autocast"]
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """The deprecated ``torch.cuda.amp.custom_fwd``: ``amp.custom_fwd(device_type="cuda")``."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """The deprecated ``torch.cuda.amp.custom_bwd``: ``amp.custom_bwd(device_type="cuda")``."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_bwd(bwd, device_type="cuda")
+
+
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]

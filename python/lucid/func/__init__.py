@@ -10,7 +10,8 @@ import threading
 from .. import _C
 from ..autograd import enable_grad
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "vmap", "stack_module_state"]
 
 
 def _lucid():
@@ -71,6 +72,32 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 # ---------------------------------------------------------------- autograd
+def _stacked_leaf(tensors, name):
+    requires = [t.requires_grad for t in tensors]
+    if any(requires) and not all(requires):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = _lucid().stack(tensors)
+    return result.detach().requires_grad_() if all(requires) else result
+
+
+def stack_module_state(models):
+    """({name: parameters of every model stacked on a new dim 0}, {name:
+    buffers stacked}): the state of an ensemble for functional_call over
+    vmap. Stacked parameters are new leaves that require grad."""
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
+
+
 def _tree_flatten(x):
     if isinstance(x, (tuple, list)):
         leaves, specs = [], []
@@ -227,6 +254,48 @@ def vjp(func, *primals, has_aux=False):
 
     shown = _detached(out) if detach else out
     return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J·tangents): the forward-mode product, computed from
+    the recorded graph by the double-backward trick (see
+    lucid.autograd.forward_ad); ``primals`` and ``tangents`` are tuples of
+    matching tensors (or nests of them)."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    flat_p, spec_p = _tree_flatten(primals)
+    flat_t, spec_t = _tree_flatten(tangents)
+    if len(flat_p) != len(flat_t) or any(tuple(p.shape) != tuple(t.shape) for p, t in zip(flat_p, flat_t)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure and shapes")
+    from ..autograd.forward_ad import jvp_by_double_backward
+
+    everything = tuple(range(len(primals)))
+    with enable_grad(), _level(primals, everything) as finish:
+        args, nums, flat, _ = _prepare(primals, everything)
+        out = func(*args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
+            out, aux = out
+        outs, spec_o = _tree_flatten(out)
+        inputs = [t for n in nums for t in flat[n][0]]
+        jvps = jvp_by_double_backward(outs, inputs, flat_t)
+        jvps = [_lucid().zeros_like(o) if j is None else j for j, o in zip(jvps, outs)]
+        result = (out, _tree_unflatten(jvps, spec_o))
+        return finish((*result, aux) if has_aux else result)
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) is J·tangents at primals."""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return out, jvp_fn
 
 
 def jacrev(func, argnums=0, has_aux=False):

@@ -49,5 +49,52 @@ class Buffer(_C.Tensor):
         self.persistent = bool(persistent)
 
 
+def _uninitialized_use(what):
+    raise RuntimeError(f"Can't access the {what} of an uninitialized parameter or buffer. This error usually happens "
+                       "in `load_state_dict` when trying to load an uninitialized parameter into an initialized one. "
+                       "Call `forward` to initialize the parameters before accessing their attributes.")
+
+
+class UninitializedTensorMixin:
+    """What the two uninitialized kinds share: no shape until materialize()."""
+
+    shape = property(lambda self: _uninitialized_use("shape"))
+
+    def size(self, *args):
+        _uninitialized_use("shape")
+
+    def numel(self):
+        _uninitialized_use("shape")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        super().__init__(_C.full([0], 0.0, dtype or _C.get_default_dtype(), device), requires_grad)
+
+    def materialize(self, shape, device=None, dtype=None):
+        self._set_data(_C.full(list(shape), 0.0, dtype or self.dtype, device or self.device))
+        self.__class__ = self.cls_to_become
+
+
+class UninitializedBuffer(UninitializedTensorMixin, _C.Tensor):
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        super().__init__(_C.full([0], 0.0, dtype or _C.get_default_dtype(), device))
+        self.persistent = persistent
+
+    def materialize(self, shape, device=None, dtype=None):
+        """The real buffer (a new tensor: the module's entry is replaced by it)."""
+        return _C.full(list(shape), 0.0, dtype or self.dtype, device or self.device)
+
+
+def is_lazy(param):
+    """Whether ``param`` is an uninitialized parameter or buffer (of a lazy module)."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
 def is_parameter(x):
     return isinstance(x, Parameter)

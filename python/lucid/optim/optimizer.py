@@ -20,17 +20,18 @@ from __future__ import annotations
 import copy
 import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 
 import numpy as np
 
 from .. import _C
 from ..autograd import enable_grad
+from ..utils.hooks import RemovableHandle
 
 Tensor = _C.Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
 
 
 class _RequiredParameter:
@@ -49,13 +50,57 @@ def _wrap_step(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        compiled = self.__dict__.get("_compiled")
-        if compiled is not None:
-            return compiled.step(*args, **kwargs)
-        return step(self, *args, **kwargs)
+        own_pre = self.__dict__.get("_optimizer_step_pre_hooks")
+        own_post = self.__dict__.get("_optimizer_step_post_hooks")
+        if own_pre or own_post or _global_optimizer_pre_hooks or _global_optimizer_post_hooks:
+            return _step_with_hooks(self, step, args, kwargs)
+        return _run_step(self, step, args, kwargs)
 
     wrapper._lucid_step = True
     return wrapper
+
+
+def _run_step(optimizer, step, args, kwargs):
+    compiled = optimizer.__dict__.get("_compiled")
+    if compiled is not None:
+        return compiled.step(*args, **kwargs)
+    return step(optimizer, *args, **kwargs)
+
+
+def _step_with_hooks(optimizer, step, args, kwargs):
+    """PyTorch's order: every optimizer's pre-hooks, then this one's (each may
+    return new (args, kwargs)); the step; the post-hooks the same way."""
+    args = (optimizer, *args)  # the hooks see the optimizer as the first argument, as PyTorch's
+    for hook in (*_global_optimizer_pre_hooks.values(), *optimizer._optimizer_step_pre_hooks.values()):
+        result = hook(optimizer, args, kwargs)
+        if result is not None:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+            args, kwargs = result
+    out = _run_step(optimizer, step, args[1:], kwargs)
+    for hook in (*optimizer._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()):
+        hook(optimizer, args, kwargs)
+    return out
+
+
+# Hooks around every optimizer's step (register_optimizer_step_pre_hook / _post_hook).
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``
+    before every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
 
 
 # ---------------------------------------------------------------- conversions
@@ -201,6 +246,12 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         self._compiled = None
         self._engines = []
         self.param_groups = []
@@ -376,7 +427,63 @@ class Optimizer:
         engine.set_params(self.param_groups[gi]["params"])
         return dict(engine.state_entries(j))
 
+    # ------------------------------------------------------------- hooks
+    def _add_hook(self, table, hook, prepend=False):
+        hooks = self.__dict__.setdefault(table, OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before each step."""
+        return self._add_hook("_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs)`` after each step."""
+        return self._add_hook("_optimizer_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` before ``state_dict()`` builds the dict."""
+        return self._add_hook("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict) -> None or a new state_dict`` after ``state_dict()``."""
+        return self._add_hook("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict) -> None or the state_dict to load`` before loading."""
+        return self._add_hook("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` after ``load_state_dict()``."""
+        return self._add_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
+
     def state_dict(self):
+        """The optimizer state in torch.optim's layout (see ``_state_dict``),
+        through the hooks registered with ``register_state_dict_*_hook``."""
+        for hook in self.__dict__.get("_optimizer_state_dict_pre_hooks", {}).values():
+            hook(self)
+        state_dict = self._state_dict()
+        for hook in self.__dict__.get("_optimizer_state_dict_post_hooks", {}).values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def load_state_dict(self, state_dict):
+        """Loads a state from :meth:`state_dict` (see ``_load_state_dict``),
+        through the hooks registered with ``register_load_state_dict_*_hook``."""
+        for hook in self.__dict__.get("_optimizer_load_state_dict_pre_hooks", {}).values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state_dict(state_dict)
+        for hook in self.__dict__.get("_optimizer_load_state_dict_post_hooks", {}).values():
+            hook(self)
+
+    def _state_dict(self):
         """The optimizer state in torch.optim's layout:
         ``{"state": {index: {key: value}}, "param_groups": [{..., "params": [indices]}]}``.
         Buffers are NumPy arrays sharing the live state's memory (torch's
@@ -407,7 +514,7 @@ class Optimizer:
             return {k: _export(v) for k, v in self._param_entries(gi, j, param).items()}
         return {k: _export_tree(v) for k, v in self.state.get(param, {}).items()}
 
-    def load_state_dict(self, state_dict):
+    def _load_state_dict(self, state_dict):
         """Loads a state from :meth:`state_dict` (or from torch.optim's, with
         tensors as NumPy arrays). Everything is validated — group count,
         parameter counts, hyper-parameters, state names, shapes and dtypes —

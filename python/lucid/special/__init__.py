@@ -1,5 +1,7 @@
 """lucid.special: torch.special's functions that Lucid has (the others,
-such as i0 and the Bessel functions, are not supported yet)."""
+such as the Bessel functions and orthogonal polynomials, are not supported yet)."""
+import math
+
 from .. import _C
 from .. import _composite
 from .. import _functions as F
@@ -7,7 +9,7 @@ from ..autograd.function import Function
 
 __all__ = ["expit", "logit", "xlogy", "erf", "erfc", "expm1", "exp2", "log1p", "log_softmax", "softmax",
            "logsumexp", "sinc", "round", "entr", "gammaln", "digamma", "psi", "polygamma", "multigammaln", "erfinv",
-           "gammainc", "gammaincc"]
+           "gammainc", "gammaincc", "i0", "ndtr", "xlog1py"]
 
 expit = _C.sigmoid
 logit = _composite.logit
@@ -27,6 +29,32 @@ digamma = psi = _C.digamma
 polygamma = F.polygamma
 multigammaln = F.mvlgamma
 erfinv = _C.erfinv
+
+
+def i0(input):  # noqa: A002
+    """The modified Bessel function of the first kind of order 0 (lucid.i0)."""
+    from .. import i0 as top_level_i0
+
+    return top_level_i0(input)
+
+
+def ndtr(input):  # noqa: A002
+    """The standard normal CDF: (1 + erf(x / sqrt(2))) / 2, written through
+    erfc so that the lower tail keeps its relative precision."""
+    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    return 0.5 * erfc(x * (-1.0 / math.sqrt(2.0)))
+
+
+def xlog1py(input, other):  # noqa: A002
+    """input * log1p(other), and 0 where input is 0 and other is not NaN (as xlogy)."""
+    from .._creation import tensor
+
+    x, y = input, other
+
+    x = x if isinstance(x, _C.Tensor) else tensor(x)
+    y = y if isinstance(y, _C.Tensor) else tensor(y, dtype=x.dtype if x.dtype.is_floating_point else None)
+    product = x * _C.log1p(y)
+    return F.where((x == 0) & ~_C.isnan(y), product.new_zeros(()).expand_as(product), product)
 
 
 def entr(input):  # noqa: A002

@@ -1,3 +1,3 @@
 """Utilities that sit beside the engine: data loading (`lucid.utils.data`) and activation checkpointing
 (`lucid.utils.checkpoint`)."""
-from . import checkpoint, data  # noqa: F401
+from . import checkpoint, data, hooks  # noqa: F401

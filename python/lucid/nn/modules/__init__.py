@@ -32,6 +32,25 @@ from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: F401
                           TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
-from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyConv1d, LazyConv2d, LazyConvTranspose1d,  # noqa: F401,E501
-                   LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyLinear,
-                   UninitializedBuffer, UninitializedParameter)
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,  # noqa: F401
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, UninitializedBuffer, UninitializedParameter)
+from .container import Container  # noqa: F401
+from .loss import NLLLoss2d  # noqa: F401
+
+# PyTorch's modules hold some layers that Lucid defines elsewhere (the extra layers in more.py, the lazy ones in
+# lazy.py, which build on these modules): the names are added to PyTorch's homes once everything is imported.
+from . import (activation as _activation, batchnorm as _batchnorm, conv as _conv, dropout as _dropout,  # noqa: E402
+               lazy as _lazy, linear as _linear, more as _more, normalization as _normalization, pooling as _pooling)
+for _home, _source, _names in (
+        (_activation, _more, ["Hardshrink", "RReLU", "Softmax2d", "Softshrink", "Tanhshrink", "Threshold"]),
+        (_dropout, _more, ["AlphaDropout", "FeatureAlphaDropout"]),
+        (_normalization, _more, ["LocalResponseNorm"]),
+        (_pooling, _more, ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
+                           "LPPool3d"]),
+        (_conv, _lazy, ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+                        "LazyConvTranspose3d"]),
+        (_linear, _lazy, ["LazyLinear"]),
+        (_batchnorm, _lazy, ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"])):
+    for _name in _names:
+        setattr(_home, _name, getattr(_source, _name))

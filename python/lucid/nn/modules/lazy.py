@@ -6,60 +6,18 @@ real parameter), runs reset_parameters once, and the module becomes its
 concrete class (LazyLinear -> Linear), as in PyTorch."""
 import warnings
 
-from ... import _C
-from ..parameter import Parameter
-from .batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter, UninitializedTensorMixin
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 
-__all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d", "LazyConv2d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyInstanceNorm1d",
-           "LazyInstanceNorm2d"]
+__all__ = ["LazyModuleMixin", "UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 
-def _uninitialized_use(what):
-    raise RuntimeError(f"Can't access the {what} of an uninitialized parameter or buffer. This error usually happens "
-                       "in `load_state_dict` when trying to load an uninitialized parameter into an initialized one. "
-                       "Call `forward` to initialize the parameters before accessing their attributes.")
-
-
-class _Uninitialized:
-    """What the two uninitialized kinds share: no shape until materialize()."""
-
-    shape = property(lambda self: _uninitialized_use("shape"))
-
-    def size(self, *args):
-        _uninitialized_use("shape")
-
-    def numel(self):
-        _uninitialized_use("shape")
-
-    def __repr__(self):
-        return f"<{type(self).__name__}>"
-
-
-class UninitializedParameter(_Uninitialized, Parameter):
-    cls_to_become = Parameter
-
-    def __init__(self, requires_grad=True, device=None, dtype=None):
-        super().__init__(_C.full([0], 0.0, dtype or _C.get_default_dtype(), device), requires_grad)
-
-    def materialize(self, shape, device=None, dtype=None):
-        self._set_data(_C.full(list(shape), 0.0, dtype or self.dtype, device or self.device))
-        self.__class__ = self.cls_to_become
-
-
-class UninitializedBuffer(_Uninitialized, _C.Tensor):
-    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
-        super().__init__(_C.full([0], 0.0, dtype or _C.get_default_dtype(), device))
-        self.persistent = persistent
-
-    def materialize(self, shape, device=None, dtype=None):
-        """The real buffer (a new tensor: the module's entry is replaced by it)."""
-        return _C.full(list(shape), 0.0, dtype or self.dtype, device or self.device)
-
-
-class _LazyModuleMixin:
+class LazyModuleMixin:
     cls_to_become = None
 
     def _make_lazy(self, names, buffer_names=()):
@@ -71,10 +29,10 @@ class _LazyModuleMixin:
             current = self._buffers.get(name)
             if current is not None:
                 self._buffers[name] = UninitializedBuffer(device=current.device, dtype=current.dtype)
-        self._lazy_hook = self.register_forward_pre_hook(_LazyModuleMixin._infer_and_materialize)
+        self._lazy_hook = self.register_forward_pre_hook(LazyModuleMixin._infer_and_materialize)
 
     def has_uninitialized_params(self):
-        return any(isinstance(t, _Uninitialized) for t in list(self._parameters.values()) +
+        return any(isinstance(t, UninitializedTensorMixin) for t in list(self._parameters.values()) +
                    list(self._buffers.values()))
 
     def initialize_parameters(self, input):  # noqa: A002
@@ -95,7 +53,7 @@ class _LazyModuleMixin:
         module.__class__ = module.cls_to_become
 
 
-class _LazyLinear(_LazyModuleMixin):
+class _LazyLinear(LazyModuleMixin):
     def _features_of(self, input):  # noqa: A002
         self.in_features = input.shape[-1]
         return self.in_features
@@ -114,7 +72,7 @@ class LazyLinear(_LazyLinear, Linear):
         self._make_lazy(["weight", "bias"])
 
 
-class _LazyConv(_LazyModuleMixin):
+class _LazyConv(LazyModuleMixin):
     def _features_of(self, input):  # noqa: A002
         batched = input.ndim == self._nd + 2
         self.in_channels = input.shape[1 if batched else 0]
@@ -161,11 +119,13 @@ def _lazy_conv(concrete, transposed):
 
 LazyConv1d = _lazy_conv(Conv1d, False)
 LazyConv2d = _lazy_conv(Conv2d, False)
+LazyConv3d = _lazy_conv(Conv3d, False)
 LazyConvTranspose1d = _lazy_conv(ConvTranspose1d, True)
 LazyConvTranspose2d = _lazy_conv(ConvTranspose2d, True)
+LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, True)
 
 
-class _LazyNorm(_LazyModuleMixin):
+class _LazyNorm(LazyModuleMixin):
     def _features_of(self, input):  # noqa: A002
         self.num_features = input.shape[1] if input.ndim > self._unbatched_ndim else input.shape[0]
         return self.num_features
@@ -193,6 +153,8 @@ def _lazy_norm(concrete, unbatched_ndim, affine_default, track_default):
 # Batch norms take batched input only (channels at dim 1); instance norms also (C, *) unbatched.
 LazyBatchNorm1d = _lazy_norm(BatchNorm1d, 0, True, True)
 LazyBatchNorm2d = _lazy_norm(BatchNorm2d, 0, True, True)
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d, 0, True, True)
 # PyTorch's lazy instance norms default to affine and tracked statistics (unlike InstanceNorm*d).
 LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, 2, True, True)
 LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, 3, True, True)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, 4, True, True)

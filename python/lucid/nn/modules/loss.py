@@ -1,5 +1,7 @@
 """Loss modules over lucid.nn.functional's losses; class weights are
 buffers, as in PyTorch (so they appear in state_dict)."""
+import warnings
+
 from .. import functional as F
 from .module import Module
 
@@ -195,3 +197,13 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name for NLLLoss (which takes (N, C, H, W) input itself)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)

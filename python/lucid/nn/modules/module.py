@@ -9,6 +9,7 @@ from ... import _C
 from ..._utils import to_dtype
 from ...autograd import no_grad
 from ...autograd.function import Function
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
@@ -109,6 +110,27 @@ class _Registry(OrderedDict):
         super().move_to_end(key, last)
 
 
+# Hooks every module runs (torch.nn.modules.module.register_module_forward_*_hook).
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """Registers ``hook(module, args) -> None or new args`` to run before the
+    forward of every module (before the module's own pre-hooks)."""
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = (hook, False)
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Registers ``hook(module, args, output) -> None or a new output`` to run
+    after the forward of every module (before the module's own hooks)."""
+    handle = RemovableHandle(_global_forward_hooks)
+    _global_forward_hooks[handle.id] = (hook, with_kwargs)
+    return handle
+
+
 class Module:
     """Base class for all neural network modules; subclasses define
     `forward` and assign parameters, buffers and sub-modules as attributes."""
@@ -132,9 +154,13 @@ class Module:
     def __call__(self, *args, **kwargs):
         pre, post = self.__dict__.get("_forward_pre_hooks"), self.__dict__.get("_forward_hooks")
         backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
-        if not pre and not post and not backward_hooks:
+        if not pre and not post and not backward_hooks and not _global_forward_pre_hooks and \
+                not _global_forward_hooks:
             return self.forward(*args, **kwargs)
-        for hook, with_kwargs in list(pre.values()) if pre else ():
+        # Every module's hooks (register_module_forward_*_hook) run before the module's own.
+        pre = [*_global_forward_pre_hooks.values(), *(pre.values() if pre else ())]
+        post = [*_global_forward_hooks.values(), *(post.values() if post else ())]
+        for hook, with_kwargs in pre:
             if with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -149,7 +175,7 @@ class Module:
         out = self.forward(*args, **kwargs)
         if state is not None:
             out = state.wrap_outputs(out)
-        for hook, with_kwargs in list(post.values()) if post else ():
+        for hook, with_kwargs in post:
             result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if result is not None:
                 out = result
@@ -734,24 +760,3 @@ class BackwardHookFunction(Function):
 def _hook_identity(on_grads, tensors):
     out = BackwardHookFunction.apply(on_grads, *tensors)
     return out if isinstance(out, tuple) else (out,)
-
-
-class RemovableHandle:
-    """What registering a hook returns: remove() unregisters it (also a
-    context manager)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks):
-        self.hooks_dict_ref = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
-        self.hooks_dict_ref.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()

@@ -1,0 +1,2 @@
+"""torch._inductor's settings module, for code that tunes it (see config)."""
+from . import config  # noqa: F401

@@ -1,0 +1,6 @@
+"""torch.nn.modules.instancenorm's layers (defined with the batch norms and lazy modules)."""
+from .batchnorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from .lazy import LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d  # noqa: F401
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
