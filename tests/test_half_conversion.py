@@ -78,11 +78,20 @@ def test_bulk_paths_of_the_16bit_matmul(name, n):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.fixture(params=["amx", "no_amx"])
+def amx(request):
+    """bfloat16 matmuls with AMX allowed (used where the CPU has it) and not
+    (the vdpbf16ps kernel, or the widening path, runs instead)."""
+    lucid._C._set_cpu_amx(request.param == "amx")
+    yield request.param
+    lucid._C._set_cpu_amx(True)
+
+
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("trans_b", [False, True])
-def test_bfloat16_matmul_sums_in_float32(trans_a, trans_b):
-    """bfloat16 matmuls (on the CPU's bf16 dot-product instruction where it
-    has one) are the exact product rounded once, up to float32 sums: shapes
+def test_bfloat16_matmul_sums_in_float32(trans_a, trans_b, amx):
+    """bfloat16 matmuls (on the CPU's bf16 dot-product instructions where it
+    has them) are the exact product rounded once, up to float32 sums: shapes
     on both sides of each register tile (6 x 64, 12 x 32, 24 x 16), of the
     row block (96) and of the k block (128), odd and even k (row-major A
     with even k is read in place, with a packed partial strip), strided

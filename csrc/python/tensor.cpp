@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "lucid/backend/cpu/conv2d_path.h"
+#include "lucid/backend/cpu/gemm_bf16.h"
 #include "lucid/backend/cpu/parallel.h"
 #include "lucid/autograd/node.h"
 #include "lucid/core/autocast.h"
@@ -317,6 +318,8 @@ void init_tensor(py::module_& m) {
       if (path == name) return cpu::set_conv_path(value);
     fail<InvalidArgument>("_set_cpu_conv_path: expected 'auto', 'unfold' or 'direct', got '", path, "'");
   });
+  // Tests turn AMX off to check the vdpbf16ps kernel of bfloat16 matmuls too.
+  m.def("_set_cpu_amx", &cpu::set_gemm_bf16_amx);
   m.def("eager_dispatch_count", &eager_dispatch_count);
 }
 

@@ -1,7 +1,9 @@
 #include "lucid/backend/cpu/gemm_bf16.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "lucid/core/error.h"
@@ -9,6 +11,13 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define LUCID_GEMM_BF16 1
+#endif
+#if LUCID_GEMM_BF16 && defined(__linux__) && defined(__GNUC__) && (__GNUC__ >= 11 || defined(__clang__))
+#include <sys/syscall.h>
+#include <unistd.h>
+#define LUCID_GEMM_AMX 1
+#else
+#define LUCID_GEMM_AMX 0
 #endif
 
 namespace lucid::cpu {
@@ -190,6 +199,170 @@ void gemm_tiled(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   }
 }
 
+#if LUCID_GEMM_AMX
+// AMX (Sapphire Rapids and later): tile registers of 16 rows by 64 bytes
+// and tdpbf16ps, which multiplies a 16x32 bf16 tile of A by a 32x16 tile of
+// B (pairs of k interleaved, as vdpbf16ps reads them) into a 16x16 float32
+// tile: 16 times the work of one vdpbf16ps. The process must ask Linux for
+// the tile state first.
+std::atomic<bool> amx_allowed{true};
+
+bool has_amx() {
+  if (!amx_allowed.load(std::memory_order_relaxed)) return false;
+  static const bool yes = [] {
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return yes;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Operands packed into words (a pair of k, low half first), zero-padded to
+// whole tiles and laid out tile after tile, each tile's 16 rows of 16 words
+// contiguous: a tile load reads 1 KiB at a 64-byte stride (rows of the
+// matrices themselves, often a power of two apart, would fall into the same
+// cache sets). op(A)'s tile (i / 16, q / 16) holds rows i and pairs q; op(B)'s
+// tile (j / 16, q / 16) holds pairs q as rows and columns j.
+inline int64_t tile_word(int64_t outer, int64_t q, int64_t inner_of_row, int64_t q_tiles, bool q_is_row) {
+  const int64_t row = q_is_row ? q % 16 : inner_of_row, col = q_is_row ? inner_of_row : q % 16;
+  return ((outer / 16) * q_tiles + q / 16) * 256 + row * 16 + col;
+}
+
+void pack_a_words(bool trans, const BFloat16* a, int64_t lda, int64_t m, int64_t k, int64_t mp, int64_t qp,
+                  uint32_t* out) {
+  std::fill(out, out + mp * qp, 0u);
+  const int64_t full = k / 2, q_tiles = qp / 16;
+  auto at = [&](int64_t i, int64_t q) -> uint32_t& { return out[tile_word(i, q, i % 16, q_tiles, false)]; };
+  if (trans) {  // A is [k, m]
+    for (int64_t q = 0; q < (k + 1) / 2; ++q) {
+      const uint16_t* r0 = &a[2 * q * lda].bits;
+      const uint16_t* r1 = q < full ? r0 + lda : nullptr;
+      for (int64_t i = 0; i < m; ++i) at(i, q) = uint32_t(r0[i]) | (r1 ? uint32_t(r1[i]) << 16 : 0u);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const BFloat16* row = a + i * lda;
+    for (int64_t q = 0; q < full; ++q) at(i, q) = word_at(row + 2 * q);
+    if (k % 2) at(i, full) = single_at(row + 2 * full);
+  }
+}
+
+void pack_b_words(bool trans, const BFloat16* b, int64_t ldb, int64_t n, int64_t k, int64_t qp, int64_t np,
+                  uint32_t* out) {
+  std::fill(out, out + qp * np, 0u);
+  const int64_t full = k / 2, q_tiles = qp / 16;
+  auto at = [&](int64_t q, int64_t j) -> uint32_t& { return out[tile_word(j, q, j % 16, q_tiles, true)]; };
+  if (trans) {  // B is [n, k]
+    for (int64_t j = 0; j < n; ++j) {
+      const BFloat16* col = b + j * ldb;
+      for (int64_t q = 0; q < full; ++q) at(q, j) = word_at(col + 2 * q);
+      if (k % 2) at(full, j) = single_at(col + 2 * full);
+    }
+    return;
+  }
+  for (int64_t q = 0; q < (k + 1) / 2; ++q) {
+    const uint16_t* r0 = &b[2 * q * ldb].bits;
+    const uint16_t* r1 = q < full ? r0 + ldb : nullptr;
+    for (int64_t j = 0; j < n; ++j) at(q, j) = uint32_t(r0[j]) | (r1 ? uint32_t(r1[j]) << 16 : 0u);
+  }
+}
+
+// C blocks of 32x32 in four accumulator tiles (0-3), two A tiles (4, 5) and
+// two B tiles (6, 7) per 32 k; each element sums its k in order. C is
+// float32, or bfloat16 rounded from the tiles' float32 as they are stored
+// (a third of the memory traffic of a float32 C rounded after).
+template <class TC>
+__attribute__((target("amx-tile,amx-bf16"))) void gemm_amx(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                                            int64_t k, const BFloat16* a, int64_t lda,
+                                                            const BFloat16* b, int64_t ldb, TC* c, int64_t ldc) {
+  const int64_t mp = (m + 31) / 32 * 32, np = (n + 31) / 32 * 32, qp = ((k + 1) / 2 + 15) / 16 * 16;
+  thread_local std::vector<uint32_t> a_words, b_words;
+  a_words.resize(size_t(mp * qp));
+  b_words.resize(size_t(qp * np));
+  pack_a_words(trans_a, a, lda, m, k, mp, qp, a_words.data());
+  pack_b_words(trans_b, b, ldb, n, k, qp, np, b_words.data());
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.bytes_per_row[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  alignas(64) float block[32 * 32];
+  const uint32_t* aw = a_words.data();
+  const uint32_t* bw = b_words.data();
+  // The reduction in chunks of kChunkPairs pairs: over a chunk, a block's 32
+  // rows of A and a panel's 32 columns of B take 16 KiB each, in L1 (the
+  // panel stays there while the blocks of rows stream through it). Sums
+  // between chunks wait in float32 in `partial`.
+  constexpr int64_t kChunkPairs = 128;
+  const int64_t chunks = (qp + kChunkPairs - 1) / kChunkPairs, q_tiles = qp / 16;
+  const int64_t ldp = np + 16;  // not a power of two apart either
+  thread_local std::vector<float> partial_sums;
+  if (chunks > 1) partial_sums.resize(size_t(mp * ldp));
+  float* const partial = partial_sums.data();
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t q_begin = chunk * kChunkPairs, q_end = std::min(qp, q_begin + kChunkPairs);
+    const bool first = chunk == 0, last = chunk == chunks - 1;
+    for (int64_t j0 = 0; j0 < np; j0 += 32)
+      for (int64_t i0 = 0; i0 < mp; i0 += 32) {
+        float* sums = partial + i0 * ldp + j0;
+        if (first) {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        } else {
+          _tile_loadd(0, sums, ldp * 4);
+          _tile_loadd(1, sums + 16, ldp * 4);
+          _tile_loadd(2, sums + 16 * ldp, ldp * 4);
+          _tile_loadd(3, sums + 16 * ldp + 16, ldp * 4);
+        }
+        for (int64_t q0 = q_begin; q0 < q_end; q0 += 16) {
+          _tile_loadd(4, aw + ((i0 / 16) * q_tiles + q0 / 16) * 256, 64);
+          _tile_loadd(5, aw + ((i0 / 16 + 1) * q_tiles + q0 / 16) * 256, 64);
+          _tile_loadd(6, bw + ((j0 / 16) * q_tiles + q0 / 16) * 256, 64);
+          _tile_loadd(7, bw + ((j0 / 16 + 1) * q_tiles + q0 / 16) * 256, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        if (!last) {
+          _tile_stored(0, sums, ldp * 4);
+          _tile_stored(1, sums + 16, ldp * 4);
+          _tile_stored(2, sums + 16 * ldp, ldp * 4);
+          _tile_stored(3, sums + 16 * ldp + 16, ldp * 4);
+          continue;
+        }
+        const int64_t rows = std::min<int64_t>(32, m - i0), cols = std::min<int64_t>(32, n - j0);
+        // A whole float32 block is stored in place; others pass through `block`.
+        const bool direct = std::is_same_v<TC, float> && rows == 32 && cols == 32;
+        float* dst = direct ? reinterpret_cast<float*>(c) + i0 * ldc + j0 : block;
+        const int64_t ld = direct ? ldc : 32;
+        _tile_stored(0, dst, ld * 4);
+        _tile_stored(1, dst + 16, ld * 4);
+        _tile_stored(2, dst + 16 * ld, ld * 4);
+        _tile_stored(3, dst + 16 * ld + 16, ld * 4);
+        if (!direct)
+          for (int64_t r = 0; r < rows; ++r) {
+            if constexpr (std::is_same_v<TC, float>)
+              std::copy(block + r * 32, block + r * 32 + cols, c + (i0 + r) * ldc + j0);
+            else
+              float_to_bf16(block + r * 32, c + (i0 + r) * ldc + j0, cols);
+          }
+      }
+  }
+  _tile_release();
+}
+#endif
+
 }  // namespace
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
@@ -200,6 +373,9 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
+#if LUCID_GEMM_AMX
+  if (has_amx()) return gemm_amx(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+#endif
   if (n > 32)
     gemm_tiled<6, 4>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
   else if (n > 16)
@@ -208,9 +384,43 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     gemm_tiled<24, 1>(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
+bool has_gemm_bf16_rounded() {
+#if LUCID_GEMM_AMX
+  return has_amx();
+#else
+  return false;
+#endif
+}
+
+void set_gemm_bf16_amx(bool allowed) {
+#if LUCID_GEMM_AMX
+  amx_allowed.store(allowed, std::memory_order_relaxed);
+#endif
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc) {
+  LUCID_CHECK(has_gemm_bf16_rounded(), "internal: gemm_bf16 to bfloat16 on a CPU without AMX");
+#if LUCID_GEMM_AMX
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, BFloat16{0});
+    return;
+  }
+  gemm_amx(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+#endif
+}
+
 #else
 
 bool has_gemm_bf16() { return false; }
+bool has_gemm_bf16_rounded() { return false; }
+void set_gemm_bf16_amx(bool) {}
+
+void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, const BFloat16*, int64_t, const BFloat16*, int64_t, BFloat16*,
+               int64_t) {
+  fail<Error>("internal: gemm_bf16 to bfloat16 needs an x86-64 CPU with AMX");
+}
 
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, const BFloat16*, int64_t, const BFloat16*, int64_t, float*,
                int64_t) {

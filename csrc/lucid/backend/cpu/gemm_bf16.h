@@ -1,7 +1,7 @@
 #pragma once
-// A bfloat16 GEMM on the CPU's bf16 dot-product instruction (AVX512_BF16's
-// vdpbf16ps: pairs of bf16 products summed into float32, two multiply-adds a
-// lane), for the matmuls of bfloat16 autocast. The BLAS has no bf16 GEMM, and
+// A bfloat16 GEMM on the CPU's bf16 dot-product instructions (AMX's
+// tdpbf16ps where the CPU has it, else AVX512_BF16's vdpbf16ps: pairs of
+// bf16 products summed into float32), for the matmuls of bfloat16 autocast. The BLAS has no bf16 GEMM, and
 // widening both operands to float32 for sgemm costs two memory passes and
 // half the multiply rate.
 #include <cstdint>
@@ -21,6 +21,16 @@ bool has_gemm_bf16();
 // them as zero): see has_subnormal.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
                const BFloat16* b, int64_t ldb, float* c, int64_t ldc);
+
+// Whether this CPU has AMX (its tile instructions, granted by the OS):
+// gemm_bf16 then runs on them, and can also round C to bfloat16 as it
+// stores it (the overload below), one rounding of the float32 sums.
+bool has_gemm_bf16_rounded();
+// Whether AMX may be used where the CPU has it (on by default; off, the
+// vdpbf16ps kernel runs instead).
+void set_gemm_bf16_amx(bool allowed);
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc);
 
 // Whether any of the n values is a subnormal (a zero exponent, a non-zero
 // fraction).

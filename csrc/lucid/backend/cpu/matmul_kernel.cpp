@@ -73,10 +73,10 @@ void gemm_blas(const Gemm& g, const T* a, const T* b, TC* c, GemmFn gemm) {
       if (split_rows) {
         // rows lo..hi of op(A): row r starts at r*lda (no trans) or column r (trans)
         const T* As = g.trans_a ? A + lo : A + lo * lda;
-        gemm(g.trans_a, g.trans_b, hi - lo, g.n, g.k, TC(1), As, lda, B, ldb, TC(0), C + lo * g.n, g.n);
+        gemm(g.trans_a, g.trans_b, hi - lo, g.n, g.k, 1, As, lda, B, ldb, 0, C + lo * g.n, g.n);
       } else {
         const T* Bs = g.trans_b ? B + lo * ldb : B + lo;
-        gemm(g.trans_a, g.trans_b, g.m, hi - lo, g.k, TC(1), A, lda, Bs, ldb, TC(0), C + lo, g.n);
+        gemm(g.trans_a, g.trans_b, g.m, hi - lo, g.k, 1, A, lda, Bs, ldb, 0, C + lo, g.n);
       }
     }
   });
@@ -106,14 +106,25 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
       // subnormal (which that instruction may read as zero); otherwise both
       // operands widened to float32 (bulk conversions, F16C where built for
       // it) for sgemm. Scratch is uninitialised: it is written whole before
-      // it is read.
+      // it is read; the product's comes from the device allocator, whose
+      // cache keeps its pages mapped from one step to the next.
       const int64_t nc = out[0].meta->numel();
-      std::unique_ptr<float[]> fc(new float[size_t(nc)]);
       const int64_t na = in[0].meta->numel(), nb = in[1].meta->numel();
       auto bf16 = [](const ConstArg& arg) { return static_cast<const BFloat16*>(arg.data); };
-      if (dt == DType::BFloat16 && has_gemm_bf16() && !has_subnormal(bf16(in[0]), na) &&
-          !has_subnormal(bf16(in[1]), nb)) {
-        gemm_blas(g, bf16(in[0]), bf16(in[1]), fc.get(),
+      const bool bf16_operands = dt == DType::BFloat16 && has_gemm_bf16() && !has_subnormal(bf16(in[0]), na) &&
+                                 !has_subnormal(bf16(in[1]), nb);
+      if (bf16_operands && has_gemm_bf16_rounded()) {  // rounded to bfloat16 as the tiles are stored
+        gemm_blas(g, bf16(in[0]), bf16(in[1]), static_cast<BFloat16*>(out[0].data),
+                  [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float, const BFloat16* a, int64_t lda,
+                     const BFloat16* b, int64_t ldb, float, BFloat16* c, int64_t ldc) {
+                    gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+                  });
+        return;
+      }
+      const Tensor product = Tensor::empty({nc}, DType::Float32);
+      float* const fc = product.data<float>();
+      if (bf16_operands) {
+        gemm_blas(g, bf16(in[0]), bf16(in[1]), fc,
                   [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float, const BFloat16* a, int64_t lda,
                      const BFloat16* b, int64_t ldb, float, float* c, int64_t ldc) {
                     gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
@@ -130,13 +141,13 @@ void matmul_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
         };
         widen(in[0].data, fa.get(), na, dt);
         widen(in[1].data, fb.get(), nb, dt);
-        gemm_blas(g, fa.get(), fb.get(), fc.get(), blas::sgemm);
+        gemm_blas(g, fa.get(), fb.get(), fc, blas::sgemm);
       }
       parallel_for(nc, kElementwiseGrain, [&](int64_t b, int64_t e) {
         if (dt == DType::Float16)
-          float_to_half(fc.get() + b, static_cast<Half*>(out[0].data) + b, e - b);
+          float_to_half(fc + b, static_cast<Half*>(out[0].data) + b, e - b);
         else
-          float_to_bf16(fc.get() + b, static_cast<BFloat16*>(out[0].data) + b, e - b);
+          float_to_bf16(fc + b, static_cast<BFloat16*>(out[0].data) + b, e - b);
       });
       return;
     }
