@@ -227,51 +227,53 @@ struct alignas(64) TileConfig {
 // whole tiles and laid out tile after tile, each tile's 16 rows of 16 words
 // contiguous: a tile load reads 1 KiB at a 64-byte stride (rows of the
 // matrices themselves, often a power of two apart, would fall into the same
-// cache sets). op(A)'s tile (i / 16, q / 16) holds rows i and pairs q; op(B)'s
-// tile (j / 16, q / 16) holds pairs q as rows and columns j.
-inline int64_t tile_word(int64_t outer, int64_t q, int64_t inner_of_row, int64_t q_tiles, bool q_is_row) {
-  const int64_t row = q_is_row ? q % 16 : inner_of_row, col = q_is_row ? inner_of_row : q % 16;
-  return ((outer / 16) * q_tiles + q / 16) * 256 + row * 16 + col;
+// cache sets). Tile (t, u) of op(A) holds rows 16 t.. and pairs 16 u.. (a
+// row per matrix row); tile (t, u) of op(B) holds columns 16 t.. and pairs
+// 16 u.. (a row per pair). Each tile is written whole, one after another.
+//
+// word(x, y) gives the word at tile row x, column y of the tile at origin
+// (r0, q0) of the [outer][pair] view (outer: rows of A or columns of B),
+// zero outside the matrix.
+template <class WordAt>
+void pack_tiles(int64_t outer, int64_t pairs, int64_t outer_tiles, int64_t q_tiles, bool pair_is_row, WordAt&& word_at_,
+                uint32_t* out) {
+  for (int64_t t = 0; t < outer_tiles; ++t)
+    for (int64_t u = 0; u < q_tiles; ++u) {
+      uint32_t* tile = out + (t * q_tiles + u) * 256;
+      const int64_t rows = std::clamp<int64_t>(outer - 16 * t, 0, 16), cols = std::clamp<int64_t>(pairs - 16 * u, 0, 16);
+      if (rows < 16 || cols < 16) std::fill(tile, tile + 256, 0u);
+      for (int64_t o = 0; o < rows; ++o)
+        for (int64_t q = 0; q < cols; ++q) {
+          const uint32_t w = word_at_(16 * t + o, 16 * u + q);
+          tile[pair_is_row ? q * 16 + o : o * 16 + q] = w;
+        }
+    }
 }
+
+// op(X)'s word (row or column `o`, pair q) of a matrix stored as [o][k]
+// (pairs consecutive in memory) or as [k][o] (a pair from two rows).
+struct PairReader {
+  const BFloat16* x;
+  int64_t ld, k;
+  bool k_major;  // stored [k][o]
+  uint32_t operator()(int64_t o, int64_t q) const {
+    const int64_t kk = 2 * q;
+    if (k_major) {
+      const uint32_t lo = x[kk * ld + o].bits;
+      return kk + 1 < k ? lo | uint32_t(x[(kk + 1) * ld + o].bits) << 16 : lo;
+    }
+    return kk + 1 < k ? word_at(x + o * ld + kk) : single_at(x + o * ld + kk);
+  }
+};
 
 void pack_a_words(bool trans, const BFloat16* a, int64_t lda, int64_t m, int64_t k, int64_t mp, int64_t qp,
                   uint32_t* out) {
-  std::fill(out, out + mp * qp, 0u);
-  const int64_t full = k / 2, q_tiles = qp / 16;
-  auto at = [&](int64_t i, int64_t q) -> uint32_t& { return out[tile_word(i, q, i % 16, q_tiles, false)]; };
-  if (trans) {  // A is [k, m]
-    for (int64_t q = 0; q < (k + 1) / 2; ++q) {
-      const uint16_t* r0 = &a[2 * q * lda].bits;
-      const uint16_t* r1 = q < full ? r0 + lda : nullptr;
-      for (int64_t i = 0; i < m; ++i) at(i, q) = uint32_t(r0[i]) | (r1 ? uint32_t(r1[i]) << 16 : 0u);
-    }
-    return;
-  }
-  for (int64_t i = 0; i < m; ++i) {
-    const BFloat16* row = a + i * lda;
-    for (int64_t q = 0; q < full; ++q) at(i, q) = word_at(row + 2 * q);
-    if (k % 2) at(i, full) = single_at(row + 2 * full);
-  }
+  pack_tiles(m, (k + 1) / 2, mp / 16, qp / 16, false, PairReader{a, lda, k, trans}, out);
 }
 
 void pack_b_words(bool trans, const BFloat16* b, int64_t ldb, int64_t n, int64_t k, int64_t qp, int64_t np,
                   uint32_t* out) {
-  std::fill(out, out + qp * np, 0u);
-  const int64_t full = k / 2, q_tiles = qp / 16;
-  auto at = [&](int64_t q, int64_t j) -> uint32_t& { return out[tile_word(j, q, j % 16, q_tiles, true)]; };
-  if (trans) {  // B is [n, k]
-    for (int64_t j = 0; j < n; ++j) {
-      const BFloat16* col = b + j * ldb;
-      for (int64_t q = 0; q < full; ++q) at(q, j) = word_at(col + 2 * q);
-      if (k % 2) at(full, j) = single_at(col + 2 * full);
-    }
-    return;
-  }
-  for (int64_t q = 0; q < (k + 1) / 2; ++q) {
-    const uint16_t* r0 = &b[2 * q * ldb].bits;
-    const uint16_t* r1 = q < full ? r0 + ldb : nullptr;
-    for (int64_t j = 0; j < n; ++j) at(q, j) = uint32_t(r0[j]) | (r1 ? uint32_t(r1[j]) << 16 : 0u);
-  }
+  pack_tiles(n, (k + 1) / 2, np / 16, qp / 16, true, PairReader{b, ldb, k, !trans}, out);
 }
 
 // C blocks of 32x32 in four accumulator tiles (0-3), two A tiles (4, 5) and
@@ -283,10 +285,17 @@ __attribute__((target("amx-tile,amx-bf16"))) void gemm_amx(bool trans_a, bool tr
                                                             int64_t k, const BFloat16* a, int64_t lda,
                                                             const BFloat16* b, int64_t ldb, TC* c, int64_t ldc) {
   const int64_t mp = (m + 31) / 32 * 32, np = (n + 31) / 32 * 32, qp = ((k + 1) / 2 + 15) / 16 * 16;
+  // Row-major A whose k fills whole tiles is read in place (its rows are
+  // the tiles' rows) down to its last whole block of 32 rows, unless its
+  // rows lie a multiple of 4 KiB apart (a tile's rows in one cache set);
+  // the rest of A is packed.
+  const bool a_in_place = !trans_a && k % 32 == 0 && (lda * 2) % 4096 != 0;
+  const int64_t a_direct_rows = a_in_place ? m / 32 * 32 : 0;
   thread_local std::vector<uint32_t> a_words, b_words;
-  a_words.resize(size_t(mp * qp));
+  a_words.resize(size_t((mp - a_direct_rows) * qp));
   b_words.resize(size_t(qp * np));
-  pack_a_words(trans_a, a, lda, m, k, mp, qp, a_words.data());
+  pack_a_words(trans_a, trans_a ? a + a_direct_rows : a + a_direct_rows * lda, lda, m - a_direct_rows, k,
+               mp - a_direct_rows, qp, a_words.data());
   pack_b_words(trans_b, b, ldb, n, k, qp, np, b_words.data());
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) {
@@ -298,10 +307,12 @@ __attribute__((target("amx-tile,amx-bf16"))) void gemm_amx(bool trans_a, bool tr
   const uint32_t* aw = a_words.data();
   const uint32_t* bw = b_words.data();
   // The reduction in chunks of kChunkPairs pairs: over a chunk, a block's 32
-  // rows of A and a panel's 32 columns of B take 16 KiB each, in L1 (the
-  // panel stays there while the blocks of rows stream through it). Sums
-  // between chunks wait in float32 in `partial`.
-  constexpr int64_t kChunkPairs = 128;
+  // rows of A and a panel's 32 columns of B take 64 KiB each, in L2 (the
+  // panel stays there while the blocks of rows stream through it); longer
+  // chunks would spill, shorter ones store and reload C more often (1 KiB
+  // chunks measured 1.3x slower on k = 2048). Sums between chunks wait in
+  // float32 in `partial`.
+  constexpr int64_t kChunkPairs = 512;
   const int64_t chunks = (qp + kChunkPairs - 1) / kChunkPairs, q_tiles = qp / 16;
   const int64_t ldp = np + 16;  // not a power of two apart either
   thread_local std::vector<float> partial_sums;
@@ -325,8 +336,15 @@ __attribute__((target("amx-tile,amx-bf16"))) void gemm_amx(bool trans_a, bool tr
           _tile_loadd(3, sums + 16 * ldp + 16, ldp * 4);
         }
         for (int64_t q0 = q_begin; q0 < q_end; q0 += 16) {
-          _tile_loadd(4, aw + ((i0 / 16) * q_tiles + q0 / 16) * 256, 64);
-          _tile_loadd(5, aw + ((i0 / 16 + 1) * q_tiles + q0 / 16) * 256, 64);
+          if (i0 < a_direct_rows) {
+            const BFloat16* rows_at = a + i0 * lda + 2 * q0;
+            _tile_loadd(4, rows_at, lda * 2);
+            _tile_loadd(5, rows_at + 16 * lda, lda * 2);
+          } else {
+            const int64_t t = (i0 - a_direct_rows) / 16;
+            _tile_loadd(4, aw + (t * q_tiles + q0 / 16) * 256, 64);
+            _tile_loadd(5, aw + ((t + 1) * q_tiles + q0 / 16) * 256, 64);
+          }
           _tile_loadd(6, bw + ((j0 / 16) * q_tiles + q0 / 16) * 256, 64);
           _tile_loadd(7, bw + ((j0 / 16 + 1) * q_tiles + q0 / 16) * 256, 64);
           _tile_dpbf16ps(0, 4, 6);
