@@ -354,3 +354,24 @@ def test_full_basic_index_is_a_new_view_of_every_tensor_even_0d():
         for x in (m.ones(2, 3), m.ones(3)):
             assert x[...] is not x and x[:] is not x and x[...]._base is not None
     assert grads[1] == grads[0] == (0.0, 1.0)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid.
+VIEW_CASES = [
+    # the strides PyTorch gives size-1 dims (they address nothing, but stride() reports them)
+    "x = T.zeros(1, 2, 4, dtype=T.int32)\ny = x.unbind(1)[0]\nresult = (y.stride(), x.select(1, 0).stride())",
+    "x = T.zeros(4, 1, 4).swapaxes(0, -1)\nresult = (x.unsqueeze(-1).stride(), x.unsqueeze(1).stride(), "
+    "x.squeeze().stride(), x.squeeze(1).stride())",
+    "x = T.zeros(2, 1, 3)[:, :, ::2]\nresult = (x.unsqueeze(0).stride(), x.unsqueeze(2).stride(), x.squeeze(1).stride())",
+    # an empty tensor is contiguous and keeps its offset
+    "x = T.tensor([True, True, True])\ny = x.unfold(0, 0, 2).t()\nresult = (y.shape, y.is_contiguous())",
+    "x = T.tensor([-0.5], dtype=T.float64)\ny = x.narrow(0, 1, 0)\nresult = (y.storage_offset(), y.is_contiguous())",
+]
+
+
+@pytest.mark.parametrize("src", VIEW_CASES)
+def test_view_semantics_match_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

@@ -543,7 +543,11 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
   if (hi) dt = result_type(cast(x, dt), thi);
   if (lo) detail::check_scalar_fits(*lo, dt, "clamp");
   if (hi) detail::check_scalar_fits(*hi, dt, "clamp");
-  return clamp(x, tlo, thi);
+  // PyTorch compares in the result dtype: clamp(uint8, -2, 0.5) is a float
+  // clamp (-2 does not wrap to 254 first).
+  if (lo) tlo = detail::wrapped_scalar_tensor(*lo, dt, x.device());
+  if (hi) thi = detail::wrapped_scalar_tensor(*hi, dt, x.device());
+  return clamp(cast(x, dt), tlo, thi);
 }
 
 // -------------------------------------------------------------- Cast, Copy

@@ -179,9 +179,10 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   LUCID_CHECK_T(IndexError, index >= -size && index < size, "select(): index ", index,
                 " out of range for tensor of size ", shape_str(x.shape()), " at dimension ", d);
   if (index < 0) index += size;
-  Shape out = x.shape();
+  Shape out = x.shape(), strides = x.strides();
   out.erase(out.begin() + d);
-  return reshape(narrow(x, d, index, 1), out);
+  strides.erase(strides.begin() + d);
+  return detail::with_unit_strides(reshape(narrow(x, d, index, 1), out), strides);
 }
 
 Tensor as_strided(const Tensor& x, const Shape& size, const Shape& stride, std::optional<int64_t> storage_offset) {
