@@ -445,6 +445,15 @@ REDUCTION_CASES = [
     "v, i = T.empty(0), T.empty(0, dtype=T.int64)\nr = T.max(T.tensor([[1.5, 2.5]]), 1, out=(v, i))\n"
     "result = (v, i, r[0] is v)",
     "result = T.max(T.tensor([[1.5, 2.5]]), 1, out=(T.empty(0), T.empty(0, dtype=T.int32)))",
+    # mode's values carry the gradient to their index
+    "x = T.tensor([[1.0, 2.0, 1.0], [3.0, 3.0, -1.0]], dtype=T.float64, requires_grad=True)\nr = T.mode(x, 1)\n"
+    "(r[0] * T.tensor([1.0, 2.0], dtype=T.float64)).sum().backward()\nresult = (r, x.grad)",
+    "x = T.tensor(2.5, requires_grad=True)\nr = T.mode(x)\nr[0].backward()\nresult = (r, x.grad)",
+    # empty scans and reductions
+    "result = T.cummin(T.zeros((0, 2), dtype=T.int8), dim=0)",
+    "result = T.cummax(T.zeros((2, 0)), dim=1)",
+    "result = [T.median(T.zeros((0,), dtype=d)) for d in (T.int8, T.uint8, T.int16, T.int32, T.int64, T.float32)]",
+    "result = T.take_along_dim(T.tensor([-997, 3, -5]), T.zeros((3,), dtype=T.int64), 1)",
 ]
 
 

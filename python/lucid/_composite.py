@@ -317,7 +317,7 @@ def float_power(input, exponent):  # noqa: A002
 
 def positive(input):  # noqa: A002
     if input.dtype == _C.dtype.bool:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -472,10 +472,10 @@ def _k_along(input, dim, position, keepdim, what="median"):  # noqa: A002
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median; NaN if any value along the dim is NaN (PyTorch's rule)."""
     if dim is None:
-        if input.numel() == 0:  # PyTorch's: NaN, cast to the dtype (an integer's is its minimum)
-            fill = float("nan") if input.dtype.is_floating_point or input.dtype == _C.dtype.bool else \
-                int(np.iinfo(str(input.dtype).split(".")[-1]).min)
-            return _C.full([], fill, input.dtype, input.device)
+        if input.numel() == 0:  # PyTorch's: NaN, cast to the dtype as x86 does (int32/int64: the minimum, 8/16 bits: 0)
+            if input.dtype in (_C.dtype.int32, _C.dtype.int64):
+                return _C.full([], int(np.iinfo(input.dtype.name).min), input.dtype, input.device)
+            return _C.cast(_C.full([], float("nan"), _C.dtype.float32, input.device), input.dtype)
         flat = _C.reshape(input, [input.numel()])
         v = _k_along(flat, 0, (input.numel() - 1) // 2, False).values
         if input.dtype.is_floating_point:
@@ -595,6 +595,8 @@ def _cum_extreme(input, dim, pick):  # noqa: A002
     d = F._wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
+    if input.shape[d] == 0:  # nothing to scan
+        return _ValuesIndices(_C.clone(input), _C.full(list(input.shape), 0, _C.dtype.int64, input.device))
     parts = _C.split_with_sizes(input, [1] * input.shape[d], d)
     values = [parts[0]]
     idx = [_C.full(list(parts[0].shape), 0, _C.dtype.int64, input.device)]
@@ -615,29 +617,29 @@ def cummin(input, dim):  # noqa: A002
 
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """The most frequent value along `dim` (the smallest among ties) and an
-    index of it. Counted on the host: eager only, no gradient."""
+    index of it. Counted on the host: eager only; the values are gathered at
+    the indices, so the gradient goes there (PyTorch's)."""
     d = F._wrap_dim(dim, input.ndim)
     if input.ndim == 0:
-        return _ValuesIndices(_C.clone(input.detach()), _C.full([], 0, _C.dtype.int64, input.device))
+        return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
     if input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     host = input.detach()
     arr = (_C.cast(host, _C.dtype.float32) if host.dtype == _C.dtype.bfloat16 else host).cpu().numpy()  # NumPy has no bf16
     moved = np.moveaxis(arr, d, -1)
     flat = moved.reshape(-1, moved.shape[-1])
-    vals, idxs = [], []
+    idxs = []
     for row in flat:
         u, counts = np.unique(row, return_counts=True)
         v = u[np.argmax(counts)]
-        vals.append(v)
         idxs.append(np.nonzero(row == v)[0][-1])
     shape = moved.shape[:-1]
     from ._creation import tensor
 
-    v = tensor(np.array(vals, dtype=arr.dtype).reshape(shape), dtype=input.dtype, device=input.device)
-    i = tensor(np.array(idxs, dtype=np.int64).reshape(shape), device=input.device)
-    if keepdim:
-        v, i = _C.unsqueeze(v, d), _C.unsqueeze(i, d)
+    i = _C.unsqueeze(tensor(np.array(idxs, dtype=np.int64).reshape(shape), device=input.device), d)
+    v = _C.gather(input, d, i)
+    if not keepdim:
+        v, i = _C.squeeze(v, [d]), _C.squeeze(i, [d])
     return _ValuesIndices(v, i)
 
 
@@ -1155,7 +1157,7 @@ def cartesian_prod(*tensors):
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     if dim is None:
         return _C.gather(_C.reshape(input, [input.numel()]), 0, _C.reshape(indices, [indices.numel()]))
-    d = dim % input.ndim
+    d = F._wrap_dim(dim, input.ndim)
     shape = list(broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(input.shape)),
                                   tuple(s if i != d else 1 for i, s in enumerate(indices.shape))))
     xi = _C.broadcast_to(input, shape[:d] + [input.shape[d]] + shape[d + 1:])

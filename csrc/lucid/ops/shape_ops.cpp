@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -412,6 +413,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   int64_t off = 0;
   for (auto s : sizes) {
     out.push_back(narrow(x, d, off, s));
+    if (out.back().same(x)) out.back() = alias(x);  // a view of its own, however many pieces
+    if (autograd::GradMode::is_enabled() && !out.back().is_symbolic())
+      out.back().impl()->multi_output_view = "SplitBackward0";
     off += s;
   }
   return out;
