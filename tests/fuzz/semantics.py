@@ -622,7 +622,8 @@ def family_views(g: Gen):
                 f"result = (y, y.shape, y.stride(), y.storage_offset(), y.is_contiguous())")
     if form == "ptr":
         return (f"x = {x}\ny = x{chain}\n"
-                f"result = (y.data_ptr() - x.data_ptr()) // x.element_size() if y.dtype == x.dtype else y.data_ptr() == x.data_ptr()")
+                f"shared = y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()\n"
+                f"result = (shared, (y.data_ptr() - x.data_ptr()) // x.element_size() if shared and y.numel() else None)")
     if form == "write_view":
         op = r.choice(["y.add_(1)", "y.mul_(2)", "y.fill_(7)", "y.zero_()", "y[...] = 5", "y.copy_(T.ones_like(y))",
                        "y.clamp_(0, 2)", "y.neg_()", "y += 3", "y.masked_fill_(T.ones_like(y, dtype=T.bool), 4)",
