@@ -346,3 +346,41 @@ def test_random_module_and_fork_rng_as_torch():
         lib.rand(3), lib.rand(3), lib.rand(2)
         assert np.array_equal(c.numpy(), lib.rand(1).numpy())
     assert lucid.random.get_rng_state is lucid.get_rng_state and isinstance(lucid.random.Generator(), lucid.Generator)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid.
+CONSTRUCTION_CASES = [
+    # the dtype of a list: every element's own type, promoted (promote_types)
+    "result = T.tensor([1, T.tensor(2), np.float32(1.5)])",
+    "result = T.tensor([[np.int64(3), 3], [False, np.float32(1.5)]])",
+    "result = T.tensor([T.tensor(0.0, dtype=T.float16), T.tensor(4.0, dtype=T.float64)])",
+    "result = T.tensor([T.tensor(108, dtype=T.int16), T.tensor(True)])",
+    "result = T.tensor([T.tensor(0, dtype=T.uint8), T.tensor(True)])",
+    "result = T.tensor([T.tensor(-188, dtype=T.int16), T.tensor(2.5, dtype=T.bfloat16)])",
+    "result = T.tensor([T.tensor(1, dtype=T.int16), 5])",
+    "result = T.tensor([np.uint8(1), np.int8(2)])",
+    "result = T.tensor([np.array([1, 2], dtype=np.int32), np.array([3, 4], dtype=np.int32)])",
+    "result = T.tensor([T.tensor([1]), T.tensor([2])])",
+    # tensors of several elements inside a list, Python ints beyond int64
+    "result = T.tensor([T.tensor([-2, 34], dtype=T.int8), T.tensor([0, 223], dtype=T.uint8)])",
+    "result = T.tensor([T.tensor(-0.5, dtype=T.float64), T.tensor([-2.0, -1.0], dtype=T.bfloat16)])",
+    "result = T.tensor(2**63)",
+    "result = T.tensor([1, 2**63])",
+    "result = T.tensor(2**63, dtype=T.int8)",
+    "result = T.tensor(2**63, dtype=T.float32)",
+    # an explicit integer dtype: Python ints in range (an unsigned one wraps down to -max), floats in range
+    "result = T.tensor([2.5, -2], dtype=T.uint8)",
+    "result = T.tensor([-255, 255], dtype=T.uint8)",
+    "result = T.tensor([-256], dtype=T.uint8)",
+    "result = T.tensor([-0.5], dtype=T.uint8)",
+    "result = T.tensor([127.9, -128.5], dtype=T.int8)",
+    "result = T.tensor(['abc'])",
+]
+
+
+@pytest.mark.parametrize("src", CONSTRUCTION_CASES)
+def test_construction_matches_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

@@ -335,3 +335,19 @@ def test_soak_findings_stay_fixed(seed, family, why):
     prog = generate(seed, family)
     res = check(prog)
     assert not any(not isinstance(r, str) and r.found for r in res.values()), why + "\n" + _report(seed, prog, res)
+
+
+def test_semantics_probe_runs_every_family():
+    """The differential probe (python -m tests.fuzz.semantics): a few cases of
+    each family run to completion, without a crash or an error of the probe
+    itself, and a planted difference is reported."""
+    import time
+
+    from tests.fuzz import semantics
+
+    assert semantics.check("result = T.__name__") is not None
+    assert semantics.check("result = T.tensor([1, 2]) + 1") is None
+    for family in semantics.FAMILIES:
+        ran, found = semantics.run_family(family, seed=1, count=25, deadline=time.time() + 120)
+        assert ran == 25
+        assert not [what for _, what in found if what.startswith(("crash", "probe error"))], family

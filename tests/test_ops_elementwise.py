@@ -641,3 +641,53 @@ def test_special_function_gradients_and_forms_match_torch():
     x = lucid.tensor([1.5])
     x.polygamma_(1)
     np.testing.assert_allclose(x.numpy(), torch.tensor([1.5]).polygamma_(1).numpy(), rtol=1e-6)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid and must give
+# the same values, dtypes, shapes and exception kinds.
+PROMOTION_CASES = [
+    # augmented assignment is in place, and refuses a result it cannot cast
+    "a = T.tensor([-3.5, 2.5])\nkeep = a\na %= 2\nresult = (a, a is keep)",
+    "a = T.tensor([7, -7])\nkeep = a\na //= T.tensor(2)\nresult = (a, a is keep)",
+    "a = T.tensor([3, 2])\nkeep = a\na **= 2\nresult = (a, a is keep)",
+    "a = T.tensor([True, False])\na %= T.tensor([6, 5])\nresult = a",
+    "a = T.tensor([1, 2])\na **= T.tensor([0.5, 1.0], dtype=T.float16)\nresult = a",
+    # out=: cast within a category, refuse a lower one, resize an empty out
+    "a = T.tensor([1, 2], dtype=T.uint8)\no = T.empty(0, dtype=T.float64)\nr = T.div(a, 7, out=o)\n"
+    "result = (o, r is o)",
+    "a = T.tensor([1.5, 2.5])\no = T.empty(2, dtype=T.int32)\nresult = T.floor_divide(a, 1.0, out=o)",
+    "a = T.tensor([1, 2], dtype=T.uint8)\nr = T.maximum(a, T.tensor(1.5), out=a)\nresult = (r, a)",
+    "a = T.tensor([0.5, 0.0])\no = T.empty(0, dtype=T.bool)\nr = T.logical_and(a, a, out=o)\nresult = (o, r is o)",
+    "a = T.tensor([0.5, 0.0])\no = T.empty(0, dtype=T.float64)\nr = T.eq(a, a, out=o)\nresult = (o, r is o)",
+    "a = T.tensor([0.5, 0.0], requires_grad=True)\nresult = T.add(a, 1, out=T.empty(2))",
+    "a = T.tensor([0.5, 0.0])\nresult = T.clamp(a, 0, 1, out=T.empty(2, dtype=T.float64))",
+    # float-valued binary ops promote like the arithmetic ones
+    "result = T.xlogy(T.tensor(-4), T.tensor(5.0, dtype=T.bfloat16))",
+    "result = T.xlogy(T.tensor([[3], [-5]], dtype=T.int16), T.tensor(-2.5, dtype=T.float16))",
+    "result = T.logaddexp(T.tensor([[-4], [1]]), T.tensor([[4.0], [2.0]], dtype=T.bfloat16))",
+    "result = T.logaddexp(T.tensor([1], dtype=T.int8), T.tensor([2], dtype=T.int8))",
+    "result = T.copysign(T.tensor([0, 3], dtype=T.uint8), T.tensor([-5.0, 1.0], dtype=T.float64))",
+    "result = T.ldexp(T.tensor(-2.5, dtype=T.float64), T.tensor([[5.0, -3.0]], dtype=T.float16))",
+    "result = T.ldexp(T.tensor(1.5, dtype=T.bfloat16), T.tensor(2.0))",
+    "result = T.ldexp(T.tensor(True), T.tensor(-5.0, dtype=T.bfloat16))",
+    # clamp compares in the result dtype; an unsigned bound may wrap as PyTorch's check allows
+    "result = T.clamp(T.tensor([1, 0, 2], dtype=T.uint8), -2, 0.5)",
+    "result = T.clamp(T.tensor([112, 131], dtype=T.uint8), None, -2)",
+    "result = T.clamp(T.tensor([112, 131], dtype=T.uint8), -2, None)",
+    "result = T.clamp(T.tensor([1, -3], dtype=T.int8), None, 300)",
+    "result = T.angle(T.tensor([-2, 0, 3], dtype=T.int8))",
+    "result = T.tensor([-1.5, 0.0, float('nan'), 2.0]).angle()",
+    "result = T.sinc(T.tensor([1.9140625, -2.5, -4.0, -3.0], dtype=T.bfloat16))",
+    "result = T.heaviside(T.tensor([-1, 0, 2]), T.tensor([5, 5, 5], dtype=T.uint8))",
+    "result = T.gcd(T.tensor([6], dtype=T.uint8), T.tensor([True]))",
+    "result = T.gcd(T.tensor([True]), T.tensor([False]))",
+    "result = T.lcm(T.tensor([-2.5]), T.tensor([4]))",
+]
+
+
+@pytest.mark.parametrize("src", PROMOTION_CASES)
+def test_promotion_matches_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

@@ -515,3 +515,43 @@ def test_duplicate_writes_keep_the_last_as_torch_cpu():
     want = np.zeros(5, np.float32)
     want[np.arange(4000) % 5] = np.arange(4000.)
     np.testing.assert_array_equal(big.numpy(), want)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid.
+INDEXING_CASES = [
+    # advanced-index writes take a value of the tensor's own dtype only...
+    "x = T.tensor([[2.5, 1.5], [2.0, 1.0]])\nx[[1]] = T.tensor([-70], dtype=T.int16)\nresult = x",
+    "x = T.tensor([5, 448], dtype=T.int32)\nx[..., T.tensor([[1, 0], [0, 1]])] = T.tensor([-2.0])\nresult = x",
+    "x = T.tensor([4, 6], dtype=T.int64)\nx[T.tensor([0])] = T.tensor(1, dtype=T.int32)\nresult = x",
+    # ... except one value under one bool mask (PyTorch's masked_fill_), and basic indexing (a copy_)
+    "x = T.zeros(3)\nx[x == 0] = T.tensor(1)\nresult = x",
+    "x = T.zeros(2, 3)\nx[:, T.tensor([True, False, True])] = T.tensor([7], dtype=T.float64)\nresult = x",
+    "x = T.zeros(2, 3)\nx[T.tensor([True, False])] = T.tensor([1, 2, 3])\nresult = x",
+    "x = T.zeros(3)\nx[1:] = T.tensor([5, 6])\nresult = x",
+    # a Python number must fit the dtype (PyTorch's overflow check)
+    "x = T.zeros(3, dtype=T.int8)\nx[0] = 300\nresult = x",
+    "x = T.zeros(3, dtype=T.int8)\nx[[0, 0]] = -129\nresult = x",
+    "x = T.zeros(3, dtype=T.int16)\nx[T.tensor([], dtype=T.int64)] = float('nan')\nresult = x",
+    "x = T.zeros(3, dtype=T.int8)\nx[0] = 2.5\nresult = x",
+    "x = T.zeros(3, dtype=T.uint8)\nx[0] = -3\nresult = x",
+    "x = T.zeros(3, dtype=T.uint8)\nx[0] = -0.5\nresult = x",
+    "x = T.zeros(3, dtype=T.float16)\nx[0] = 70000\nresult = x",
+    "x = T.zeros(3, dtype=T.float32)\nx[0] = 1e39\nresult = x",
+    "result = T.zeros(2, dtype=T.uint8).fill_(-256)",
+    # index_put_
+    "x = T.tensor([[23, 4], [-3, -14]], dtype=T.int32)\n"
+    "x.index_put_((T.tensor([0, -1]),), T.tensor([2.0], dtype=T.float16), accumulate=True)\nresult = x",
+    "x = T.zeros((3, 4, 0), dtype=T.float64)\nr = x.index_put_((T.tensor([1, -2]),), T.tensor([2.0], dtype=T.float64), "
+    "accumulate=True)\nresult = (x, r is x)",
+    # an empty slice starts where PyTorch's does
+    "x = T.tensor([2, 0], dtype=T.uint8)\ny = x[3:]\nresult = (y, y.stride(), y.storage_offset(), y.is_contiguous())",
+    "x = T.zeros(3, 4)\ny = x[1:1, 2:]\nresult = (y.shape, y.storage_offset(), y.is_contiguous())",
+]
+
+
+@pytest.mark.parametrize("src", INDEXING_CASES)
+def test_indexing_semantics_match_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

@@ -420,3 +420,45 @@ def test_softmax_rows_of_any_length(name, dtype, r):
     x[5, -1] = -3.0  # one finite entry
     tol = {"float16": 2e-3, "bfloat16": 2e-2}.get(dtype)
     check(lambda m, a: getattr(m, name)(a, -1), x, dtypes=[dtype], rtol=tol, atol=tol, grad=False)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid.
+REDUCTION_CASES = [
+    "result = T.prod(T.tensor([[[88]]], dtype=T.uint8), dtype=T.int32)",
+    "result = T.tensor([[300, 300], [7, 1]], dtype=T.int16).prod(0, dtype=T.int16)",
+    "result = T.prod(T.tensor([[1, 2], [0, 3]]), dtype=T.bool)",
+    "result = T.sum(T.tensor([[1, 2], [0, 3]]), dtype=T.bool)",
+    "result = T.sum(T.tensor([[1, 0], [0, 0]]), 0, dtype=T.bool)",
+    "result = T.all(T.tensor([[-31, -10], [0, 2]], dtype=T.int8), dim=())",
+    "result = T.any(T.tensor([[-7, 0, 2]]), dim=(), keepdim=True)",
+    "result = T.any(T.tensor([[3, 6], [0, 0]], dtype=T.uint8))",
+    "result = T.all(T.tensor([[3, 6], [0, 1]], dtype=T.uint8), dim=0)",
+    "result = T.tensor([[3, 6], [0, 1]], dtype=T.uint8).any(-1, keepdim=True)",
+    # out=: reductions compute in out's dtype; indices must be int64
+    "o = T.empty(0, dtype=T.float32)\nr = T.sum(T.tensor([[4, -394], [-5, 835]], dtype=T.int32), dim=0, out=o)\n"
+    "result = (o, r is o)",
+    "o = T.empty(0, dtype=T.int8)\nr = T.cumsum(T.tensor([[-277, -155, 7]], dtype=T.int16), dim=-1, out=o)\n"
+    "result = (o, r is o)",
+    "o = T.empty(0, dtype=T.int64)\nr = T.sum(T.tensor([1.5, 2.5]), 0, out=o)\nresult = (o, r is o)",
+    "result = T.amax(T.tensor([1.5, 2.5]), 0, out=T.empty(0, dtype=T.int64))",
+    "v, i = T.empty(0), T.empty(0, dtype=T.int64)\nr = T.max(T.tensor([[1.5, 2.5]]), 1, out=(v, i))\n"
+    "result = (v, i, r[0] is v)",
+    "result = T.max(T.tensor([[1.5, 2.5]]), 1, out=(T.empty(0), T.empty(0, dtype=T.int32)))",
+    # mode's values carry the gradient to their index
+    "x = T.tensor([[1.0, 2.0, 1.0], [3.0, 3.0, -1.0]], dtype=T.float64, requires_grad=True)\nr = T.mode(x, 1)\n"
+    "(r[0] * T.tensor([1.0, 2.0], dtype=T.float64)).sum().backward()\nresult = (r, x.grad)",
+    "x = T.tensor(2.5, requires_grad=True)\nr = T.mode(x)\nr[0].backward()\nresult = (r, x.grad)",
+    # empty scans and reductions
+    "result = T.cummin(T.zeros((0, 2), dtype=T.int8), dim=0)",
+    "result = T.cummax(T.zeros((2, 0)), dim=1)",
+    "result = [T.median(T.zeros((0,), dtype=d)) for d in (T.int8, T.uint8, T.int16, T.int32, T.int64, T.float32)]",
+    "result = T.take_along_dim(T.tensor([-997, 3, -5]), T.zeros((3,), dtype=T.int64), 1)",
+]
+
+
+@pytest.mark.parametrize("src", REDUCTION_CASES)
+def test_reduction_semantics_match_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

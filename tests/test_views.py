@@ -354,3 +354,50 @@ def test_full_basic_index_is_a_new_view_of_every_tensor_even_0d():
         for x in (m.ones(2, 3), m.ones(3)):
             assert x[...] is not x and x[:] is not x and x[...]._base is not None
     assert grads[1] == grads[0] == (0.0, 1.0)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics) found differing
+# from PyTorch; each source runs with T = torch and T = lucid.
+VIEW_CASES = [
+    # the strides PyTorch gives size-1 dims (they address nothing, but stride() reports them)
+    "x = T.zeros(1, 2, 4, dtype=T.int32)\ny = x.unbind(1)[0]\nresult = (y.stride(), x.select(1, 0).stride())",
+    "x = T.zeros(4, 1, 4).swapaxes(0, -1)\nresult = (x.unsqueeze(-1).stride(), x.unsqueeze(1).stride(), "
+    "x.squeeze().stride(), x.squeeze(1).stride())",
+    "x = T.zeros(2, 1, 3)[:, :, ::2]\nresult = (x.unsqueeze(0).stride(), x.unsqueeze(2).stride(), x.squeeze(1).stride())",
+    # an empty tensor is contiguous and keeps its offset
+    "x = T.tensor([True, True, True])\ny = x.unfold(0, 0, 2).t()\nresult = (y.shape, y.is_contiguous())",
+    "x = T.tensor([-0.5], dtype=T.float64)\ny = x.narrow(0, 1, 0)\nresult = (y.storage_offset(), y.is_contiguous())",
+    # fill_ and zero_ write one value, so an expanded tensor takes them; other writes refuse it
+    "x = T.tensor([[242, 7, 232, 2]], dtype=T.int16)\ny = x.expand(3, 4)\ny.zero_()\nresult = (x, y)",
+    "x = T.zeros(1, 4)\ny = x.expand(3, 4)\ny.fill_(2)\nresult = (x, y)",
+    "x = T.zeros(1, 4)\ny = x.expand(3, 4)\ny.add_(1)\nresult = x",
+    "x = T.zeros(1, 4)\ny = x.expand(3, 4)\ny.fill_(T.tensor(2.0))\nresult = x",
+    # the pieces of split/chunk/unbind refuse in-place writes while the base records history
+    "x = T.tensor([5.0, 1.5], dtype=T.float64, requires_grad=True)\nb = x * 1\ny = b.chunk(2, 0)[0]\ny.mul_(2)\n"
+    "result = b",
+    "x = T.tensor([5.0, 1.5], dtype=T.float64, requires_grad=True)\nb = x * 1\ny = b.unbind(0)[0]\ny.mul_(2)\n"
+    "result = b",
+    "x = T.tensor([5.0, 1.5], dtype=T.float64, requires_grad=True)\nb = x * 1\ny = b.split(1)[1].view(1)\n"
+    "y.zero_()\nresult = b",
+    "x = T.tensor([5.0, 1.5], dtype=T.float64)\nb = x * 1\ny = b.split(1)[1]\ny.zero_()\nresult = b",
+    "x = T.tensor([5.0, 1.5], dtype=T.float64, requires_grad=True)\nb = x * 1\nwith T.no_grad():\n"
+    "    y = b.split(1)[1]\n    y.zero_()\nresult = b",
+    # y * 2 and y / 2 do not save y: writing y afterwards is legal (PyTorch saves what its formula reads)
+    "x = T.tensor([[1.0]], dtype=T.float64, requires_grad=True)\ny = x * 1\nz = y.mul(2)\ny[0] = 0\n"
+    "z.sum().backward()\nresult = x.grad",
+    "x = T.tensor([[1.0, 2.0]], dtype=T.float64, requires_grad=True)\ny = x * 1\nz = y / 2\ny.add_(1)\n"
+    "z.sum().backward()\nresult = x.grad",
+    "x = T.tensor([[1.0, 2.0]], dtype=T.float64, requires_grad=True)\ny = x * 1\nz = y * x\ny.add_(1)\n"
+    "z.sum().backward()\nresult = x.grad",
+    "x = T.tensor([[1.0, 2.0]], dtype=T.float64, requires_grad=True)\ny = x * 1\nz = x / y\ny.add_(1)\n"
+    "z.sum().backward()\nresult = x.grad",
+    # a diagonal of fewer than 2 dims: PyTorch wraps the dims first
+    "result = T.tensor([-4]).diagonal(1, 0, -2)",
+]
+
+
+@pytest.mark.parametrize("src", VIEW_CASES)
+def test_view_semantics_match_torch(src):
+    from tests.fuzz.semantics import check as difference_from_torch
+
+    assert difference_from_torch(src) is None, difference_from_torch(src)

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "lucid/autograd/grad_mode.h"
+#include "lucid/ops/op_util.h"
 
 namespace lucid::python {
 
@@ -214,6 +215,7 @@ void init_ops(py::module_& m) {
     return clamp(x, lo ? *lo : Tensor(), hi ? *hi : Tensor());
   }, py::arg("x"), py::arg("min") = py::none(), py::arg("max") = py::none(), release);
   m.def("wrap_scalar", &wrap_scalar, release);
+  m.def("check_scalar_fits", [](Scalar v, DType dt, const std::string& op) { detail::check_scalar_fits(v, dt, op.c_str()); });
   m.def("result_type", &result_type);
 
   // creation
@@ -287,15 +289,7 @@ void init_ops(py::module_& m) {
   m.def("contiguous_copy", &contiguous_copy, release);
   // PyTorch's strides for a view whose size-1 dims (or all dims, when it is
   // empty) another derivation strides differently; they address nothing.
-  m.def("_set_unit_strides", [](const Tensor& t, const Shape& strides) {
-    LUCID_CHECK(int64_t(strides.size()) == t.ndim(), "_set_unit_strides: ", strides.size(), " strides for ", t.ndim(),
-                " dims");
-    for (size_t d = 0; d < strides.size(); ++d)
-      LUCID_CHECK(t.numel() == 0 || t.shape()[d] == 1 || t.strides()[d] == strides[d],
-                  "_set_unit_strides: dim ", d, " of size ", t.shape()[d], " has stride ", t.strides()[d]);
-    t.impl()->strides = strides;
-    return t;
-  });
+  m.def("_set_unit_strides", &detail::with_unit_strides);
   m.def("flatten", [](const Tensor& x, int64_t s, int64_t e) { return new_view(x, flatten(x, s, e)); }, py::arg("x"),
         py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> d) { return new_view(x, squeeze(x, d)); },

@@ -121,5 +121,7 @@ from . import distributions, func, testing  # noqa: E402,F401
 from .amp import autocast, GradScaler  # noqa: E402  (torch.autocast, torch.GradScaler)
 from ._runtime_flags import *  # noqa: E402,F401,F403  (autocast/anomaly/warning switches, error types)
 vmap = func.vmap
+from ._out import accept_out as _accept_out  # noqa: E402
+_accept_out(globals())  # PyTorch's out= on the functions that have it
 # find_package(Lucid) prefix for native apps linking the C++ core (like torch.utils.cmake_prefix_path).
 cmake_prefix_path = __import__("os").path.join(__import__("os").path.dirname(__file__), "share", "cmake")

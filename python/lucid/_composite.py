@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _C
 from . import _functions as F
-from ._utils import as_dims, as_shape, check_probability, check_std, is_number, to_dtype
+from ._utils import as_dims, as_shape, check_probability, check_std, is_number, to_dtype, torch_type_name
 
 Tensor = _C.Tensor
 
@@ -28,7 +28,7 @@ __all__ = [
     "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan", "arctan",
     "atanh", "arctanh", "arctan2", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod", "frac", "heaviside",
     "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "clamp_min", "clamp_max", "nan_to_num", "sinc",
-    "deg2rad", "rad2deg", "float_power", "positive", "signbit", "copysign", "fix", "divide", "true_divide",
+    "deg2rad", "rad2deg", "angle", "float_power", "positive", "signbit", "copysign", "fix", "divide", "true_divide",
     "greater", "greater_equal", "less", "less_equal", "not_equal", "rsub", "erfc",
     # comparisons
     "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal",
@@ -66,6 +66,19 @@ def _floating(x):
     """x as a floating tensor (integer and bool inputs take the default dtype, as PyTorch's unary float ops do)."""
     x = _t(x)
     return x if x.dtype.is_floating_point else _C.cast(x, _C.get_default_dtype())
+
+
+def _floating_pair(input, other):  # noqa: A002
+    """Both operands (tensors or Python numbers) as tensors of their promoted
+    dtype, or of the default float dtype when that is integral or bool: the
+    dtype PyTorch's float-valued binary ops compute in."""
+    x = None if is_number(input) else _t(input)
+    y = None if is_number(other) else _t(other)
+    x = _C.wrap_scalar(input, y) if x is None else x
+    y = _C.wrap_scalar(other, x) if y is None else y
+    dtype = _C.result_type(x, y)
+    dtype = dtype if dtype.is_floating_point else _C.get_default_dtype()
+    return _C.cast(x, dtype), _C.cast(y, dtype)
 
 
 # ------------------------------------------------------------------ pointwise
@@ -173,12 +186,7 @@ def logit(input, eps=None):  # noqa: A002
 
 def xlogy(input, other):  # noqa: A002
     """x * log(y), 0 where x == 0 (unless y is NaN)."""
-    x, y = _t(input) if not is_number(input) else input, _t(other) if not is_number(other) else other
-    if is_number(x):
-        x = _C.wrap_scalar(x, y)
-    if is_number(y):
-        y = _C.wrap_scalar(y, x)
-    x, y = _floating(x), _floating(y)
+    x, y = _floating_pair(input, other)
     zero = _C.logical_and(_C.eq(x, 0.0), _C.logical_not(_C.isnan(y)))
     safe_y = _C.where(zero, 1.0, y)
     return _C.where(zero, 0.0, _C.mul(x, _C.log(safe_y)))
@@ -219,10 +227,16 @@ def fix(input):  # noqa: A002
 
 
 def heaviside(input, values):  # noqa: A002
+    if isinstance(values, Tensor) and values.dtype != input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     return _C.where(_C.eq(input, 0), values, _C.cast(_C.gt(input, 0), input.dtype))
 
 
 def logaddexp(input, other):  # noqa: A002
+    dtype = F.result_type(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{torch_type_name(dtype)}\'')
+    input, other = _floating_pair(input, other)
     m = _C.maximum(input, other)
     d = _C.neg(_C.abs(_C.sub(input, other)))
     # inf + inf: the maximum itself (the difference would be NaN)
@@ -273,10 +287,18 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
 
 
 def sinc(input):  # noqa: A002
+    def f(x):
+        px = _C.mul(x, math.pi)
+        zero = _C.eq(x, 0.0)
+        return _C.where(zero, 1.0, _C.div(_C.sin(px), _C.where(zero, 1.0, px)))
+
+    return _computed_in_float32(f, _floating(input))
+
+
+def angle(input):  # noqa: A002
+    """The argument of a real number: pi below zero, 0 at and above, NaN at NaN."""
     x = _floating(input)
-    px = _C.mul(x, math.pi)
-    zero = _C.eq(x, 0.0)
-    return _C.where(zero, 1.0, _C.div(_C.sin(px), _C.where(zero, 1.0, px)))
+    return _C.where(_C.isnan(x), x, _C.where(_C.lt(x, 0.0), math.pi, _C.mul(x, 0.0)))
 
 
 def deg2rad(input):  # noqa: A002
@@ -295,7 +317,7 @@ def float_power(input, exponent):  # noqa: A002
 
 def positive(input):  # noqa: A002
     if input.dtype == _C.dtype.bool:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -308,8 +330,7 @@ def signbit(input):  # noqa: A002
 
 
 def copysign(input, other):  # noqa: A002
-    x = _floating(input)
-    o = _t(other) if not is_number(other) else _C.wrap_scalar(float(other), x)
+    x, o = _floating_pair(input, other)
     out = _C.where(signbit(o), _C.neg(_C.abs(x)), _C.abs(x))
     if isinstance(other, Tensor) and other.requires_grad:
         # PyTorch gives `other` a zero gradient: join it to the graph with one
@@ -451,10 +472,10 @@ def _k_along(input, dim, position, keepdim, what="median"):  # noqa: A002
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower median; NaN if any value along the dim is NaN (PyTorch's rule)."""
     if dim is None:
-        if input.numel() == 0:  # PyTorch's: NaN, cast to the dtype (an integer's is its minimum)
-            fill = float("nan") if input.dtype.is_floating_point or input.dtype == _C.dtype.bool else \
-                int(np.iinfo(str(input.dtype).split(".")[-1]).min)
-            return _C.full([], fill, input.dtype, input.device)
+        if input.numel() == 0:  # PyTorch's: NaN, cast to the dtype as x86 does (int32/int64: the minimum, 8/16 bits: 0)
+            if input.dtype in (_C.dtype.int32, _C.dtype.int64):
+                return _C.full([], int(np.iinfo(input.dtype.name).min), input.dtype, input.device)
+            return _C.cast(_C.full([], float("nan"), _C.dtype.float32, input.device), input.dtype)
         flat = _C.reshape(input, [input.numel()])
         v = _k_along(flat, 0, (input.numel() - 1) // 2, False).values
         if input.dtype.is_floating_point:
@@ -574,6 +595,8 @@ def _cum_extreme(input, dim, pick):  # noqa: A002
     d = F._wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
+    if input.shape[d] == 0:  # nothing to scan
+        return _ValuesIndices(_C.clone(input), _C.full(list(input.shape), 0, _C.dtype.int64, input.device))
     parts = _C.split_with_sizes(input, [1] * input.shape[d], d)
     values = [parts[0]]
     idx = [_C.full(list(parts[0].shape), 0, _C.dtype.int64, input.device)]
@@ -594,29 +617,29 @@ def cummin(input, dim):  # noqa: A002
 
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """The most frequent value along `dim` (the smallest among ties) and an
-    index of it. Counted on the host: eager only, no gradient."""
+    index of it. Counted on the host: eager only; the values are gathered at
+    the indices, so the gradient goes there (PyTorch's)."""
     d = F._wrap_dim(dim, input.ndim)
     if input.ndim == 0:
-        return _ValuesIndices(_C.clone(input.detach()), _C.full([], 0, _C.dtype.int64, input.device))
+        return _ValuesIndices(_C.clone(input), _C.full([], 0, _C.dtype.int64, input.device))
     if input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     host = input.detach()
     arr = (_C.cast(host, _C.dtype.float32) if host.dtype == _C.dtype.bfloat16 else host).cpu().numpy()  # NumPy has no bf16
     moved = np.moveaxis(arr, d, -1)
     flat = moved.reshape(-1, moved.shape[-1])
-    vals, idxs = [], []
+    idxs = []
     for row in flat:
         u, counts = np.unique(row, return_counts=True)
         v = u[np.argmax(counts)]
-        vals.append(v)
         idxs.append(np.nonzero(row == v)[0][-1])
     shape = moved.shape[:-1]
     from ._creation import tensor
 
-    v = tensor(np.array(vals, dtype=arr.dtype).reshape(shape), dtype=input.dtype, device=input.device)
-    i = tensor(np.array(idxs, dtype=np.int64).reshape(shape), device=input.device)
-    if keepdim:
-        v, i = _C.unsqueeze(v, d), _C.unsqueeze(i, d)
+    i = _C.unsqueeze(tensor(np.array(idxs, dtype=np.int64).reshape(shape), device=input.device), d)
+    v = _C.gather(input, d, i)
+    if not keepdim:
+        v, i = _C.squeeze(v, [d]), _C.squeeze(i, [d])
     return _ValuesIndices(v, i)
 
 
@@ -1134,7 +1157,7 @@ def cartesian_prod(*tensors):
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     if dim is None:
         return _C.gather(_C.reshape(input, [input.numel()]), 0, _C.reshape(indices, [indices.numel()]))
-    d = dim % input.ndim
+    d = F._wrap_dim(dim, input.ndim)
     shape = list(broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(input.shape)),
                                   tuple(s if i != d else 1 for i, s in enumerate(indices.shape))))
     xi = _C.broadcast_to(input, shape[:d] + [input.shape[d]] + shape[d + 1:])
@@ -1170,7 +1193,10 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
         raise TypeError("index_put(): indices must be a tuple of Tensors")
     if not isinstance(values, Tensor):
         values = _C.full([], values, input.dtype, input.device)
-    values = _C.cast(values, input.dtype)
+    elif accumulate and values.dtype != input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{torch_type_name(input.dtype)} for the destination and "
+                           f"{torch_type_name(values.dtype)} for the source.")
     if not accumulate:
         out = _C.clone(input)
         out[indices] = values
@@ -1190,8 +1216,8 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
                                 f"with size {size}")
         t = _C.where(_C.lt(t, 0), _C.add(t, size), t)
         flat = t if flat is None else _C.add(_C.mul(flat, size), t)
-    src = _C.reshape(_C.broadcast_to(values, list(flat.shape) + rest), [-1] + rest)
-    out = _C.index_add(_C.reshape(input, [-1] + rest), 0, _C.reshape(flat, [-1]), src)
+    src = _C.reshape(_C.broadcast_to(values, list(flat.shape) + rest), [flat.numel()] + rest)
+    out = _C.index_add(_C.reshape(input, [math.prod(lead)] + rest), 0, _C.reshape(flat, [-1]), src)
     return _C.reshape(out, list(input.shape))
 
 

@@ -24,21 +24,58 @@ def _finish(t, dtype, device, requires_grad):
 
 
 def _infer_array(data, dtype=None):
-    """Python data -> NumPy array with PyTorch's dtype inference: Python
-    floats become the default dtype (or go straight to an explicit `dtype`,
-    without rounding through the default), ints int64, bools bool."""
+    """Python data -> (NumPy array, its lucid dtype) with PyTorch's dtype inference: the
+    promotion (promote_types) of every element's own type, where a Python
+    float is the default dtype, an int int64, a bool bool, a NumPy scalar or
+    a one-element tensor its dtype. An explicit `dtype` takes the values
+    without rounding through the inferred one."""
     if isinstance(data, _C.Tensor):
-        return data.detach().cpu().numpy()
+        return data.detach().cpu().numpy(), data.dtype
     if isinstance(data, np.ndarray):
-        return data
-    if isinstance(data, (list, tuple)) and any(isinstance(x, _C.Tensor) for x in _flatten(data)):
-        data = _tensors_to_lists(data)
-    arr = np.asarray(data)
+        return data, None
+    leaves = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
+    if isinstance(data, (list, tuple)) and leaves and isinstance(leaves[0], str):
+        raise ValueError("too many dimensions 'str'")  # PyTorch reads the leading string as a sequence
+    if dtype is None or not dtype.is_floating_point:
+        for x in leaves:  # PyTorch unpacks every Python int as a C long long
+            if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
+                raise ValueError("Overflow when unpacking long long")
+    target = dtype
+    if target is None:
+        target = _element_dtype(leaves[0]) if leaves else _C.get_default_dtype()
+        for x in leaves[1:]:
+            target = _C.promote_types(target, _element_dtype(x))
+    if any(isinstance(x, _C.Tensor) for x in leaves):
+        data = _tensors_to_scalars(data, target.is_floating_point)
+    np_dtype = None if target is None else ("float32" if target == _C.dtype.bfloat16 else target.name)
+    if dtype is not None and not dtype.is_floating_point and dtype != _C.dtype.bool:
+        np_dtype = None  # integers: numpy's own inference, then the range check and the cast
+    arr = np.asarray(data, dtype=np_dtype)
     if arr.dtype == object:
         raise TypeError(f"could not convert {type(data).__name__} to a tensor (ragged or non-numeric data)")
-    if arr.dtype.kind == "f" and not _has_numpy_floats(data) and dtype != _C.dtype.float64:
-        arr = arr.astype(_C.get_default_dtype().name if _C.get_default_dtype() != _C.dtype.bfloat16 else "float32")
-    return arr
+    if dtype is None and arr.dtype.name != np_dtype:
+        arr = arr.astype(np_dtype)
+    return arr, target
+
+
+def _element_dtype(x):
+    if isinstance(x, _C.Tensor):
+        return x.dtype
+    if isinstance(x, np.ndarray):  # a list of arrays: their dtype
+        return _C.dtype_from_name(x.dtype.name) if x.dtype.name in _NUMPY_DTYPES + ("bool",) else \
+            _C.get_default_dtype()
+    if isinstance(x, (bool, np.bool_)):
+        return _C.dtype.bool
+    if isinstance(x, np.generic):
+        return _C.dtype_from_name(x.dtype.name) if x.dtype.name in _NUMPY_DTYPES else _C.dtype.int64
+    if isinstance(x, numbers.Integral):
+        return _C.dtype.int64
+    if isinstance(x, numbers.Real):
+        return _C.get_default_dtype()
+    raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+
+
+_NUMPY_DTYPES = ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
 def _flatten(data):
@@ -49,30 +86,27 @@ def _flatten(data):
             yield x
 
 
-def _tensors_to_lists(data):
+def _tensors_to_scalars(data, to_float):
+    """A tensor inside a list stands for its one element, as PyTorch's
+    (more elements: PyTorch's error, which depends on the result dtype)."""
     if isinstance(data, _C.Tensor):
-        if data.ndim == 0:
-            return data.item()
-        return data.detach().cpu().numpy().tolist()
+        if data.numel() != 1:
+            if to_float:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return data.item()
     if isinstance(data, (list, tuple)):
-        return [_tensors_to_lists(x) for x in data]
+        return [_tensors_to_scalars(x, to_float) for x in data]
     return data
-
-
-def _has_numpy_floats(data):
-    if isinstance(data, np.generic):
-        return data.dtype.kind == "f"
-    if isinstance(data, (list, tuple)):
-        return any(isinstance(x, np.floating) for x in _flatten(data))
-    return False
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (scalar, nested lists, NumPy)."""
     dtype = to_dtype(dtype)
-    arr = _infer_array(data, dtype)
+    arr, inferred = _infer_array(data, dtype)
+    dtype = dtype or (inferred if inferred == _C.dtype.bfloat16 else None)  # NumPy holds bfloat16 as float32
     if dtype is not None and not isinstance(data, (np.ndarray, _C.Tensor)):
-        _check_python_values_fit(arr, dtype)
+        _check_python_values_fit(data, dtype)
     if arr.dtype in _NP_WIDEN:
         arr = arr.astype(_NP_WIDEN[arr.dtype])
     elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
@@ -84,16 +118,24 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return _finish(t, dtype, device, requires_grad)
 
 
-def _check_python_values_fit(arr, dtype):
-    # PyTorch converts each Python number with a range check (an array or a
-    # tensor is cast instead, wrapping).
-    if dtype.is_floating_point or dtype == _C.dtype.bool or arr.dtype.kind not in "iuf" or arr.size == 0:
+def _check_python_values_fit(data, dtype):
+    """PyTorch converts each Python number with a range check (an array or a
+    tensor is cast instead, wrapping): a float must lie in the dtype's range,
+    an integer too, except that an unsigned dtype takes integers down to
+    -max, which wrap (c10::overflows)."""
+    if dtype.is_floating_point or dtype == _C.dtype.bool:
         return
+    leaves = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
+    leaves = [x.item() if isinstance(x, _C.Tensor) and x.numel() == 1 else x for x in leaves]
     info = np.iinfo(dtype.name)
-    if arr.dtype.kind == "f":
-        ok = np.isfinite(arr).all() and arr.min() > info.min - 1 and arr.max() < info.max + 1
-    else:
-        ok = arr.min() >= info.min and arr.max() <= info.max
+    ints = np.array([x for x in leaves if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))],
+                    dtype=np.int64)
+    floats = np.array([x for x in leaves if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral)],
+                      dtype=np.float64)
+    ok = ints.size == 0 or (ints.min() >= (-info.max if info.min == 0 else info.min) and ints.max() <= info.max)
+    if floats.size:
+        with np.errstate(invalid="ignore"):
+            ok = ok and bool(np.all((floats >= info.min) & (floats <= info.max)))
     if not ok:
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 

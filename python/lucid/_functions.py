@@ -263,7 +263,10 @@ def detach_(input):  # noqa: A002
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
-    return _C.sum(input, as_dims(dim), keepdim, to_dtype(dtype))
+    dtype = to_dtype(dtype)
+    if dtype == _C.dtype.bool:  # a sum of bools saturates: any nonzero (dim=() is every dim here)
+        return any(_C.cast(input, dtype), as_dims(dim) or None, keepdim)
+    return _C.sum(input, as_dims(dim), keepdim, dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -273,9 +276,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    if dtype is not None:
-        input = _C.cast(input, to_dtype(dtype))
-    return _C.prod(input, as_dims(dim), keepdim)
+    if dtype is None:
+        return _C.prod(input, as_dims(dim), keepdim)
+    dtype = to_dtype(dtype)
+    if dtype == _C.dtype.bool:  # a product of bools: all nonzero
+        return all(_C.cast(input, dtype), as_dims(dim) or None, keepdim)
+    # An integer product accumulates in int64; wrapping it to a narrower
+    # dtype afterwards gives the same bits as multiplying in that dtype.
+    return _C.cast(_C.prod(_C.cast(input, dtype), as_dims(dim), keepdim), dtype)
 
 
 def _correction(unbiased, correction):
@@ -348,12 +356,20 @@ def min(input, dim=None, keepdim=False):  # noqa: A001,A002
     return _MinMax(_C.min_dim(input, dim, keepdim))
 
 
+def _logical_reduction(reduce, input, dim, keepdim):
+    # PyTorch: dim=() reduces nothing (unlike sum's); a uint8 input gives
+    # uint8 0/1, every other dtype bool.
+    dims = as_dims(dim)
+    out = _C.ne(input, _C.wrap_scalar(0, input)) if dims == [] else reduce(input, dims, keepdim)
+    return _C.cast(out, _C.dtype.uint8) if input.dtype == _C.dtype.uint8 else out
+
+
 def all(input, dim=None, keepdim=False):  # noqa: A001,A002
-    return _C.all(input, as_dims(dim), keepdim)
+    return _logical_reduction(_C.all, input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):  # noqa: A001,A002
-    return _C.any(input, as_dims(dim), keepdim)
+    return _logical_reduction(_C.any, input, dim, keepdim)
 
 
 def argmax(input, dim=None, keepdim=False):  # noqa: A002

@@ -64,6 +64,8 @@ def is_in_format(t, fmt):
         return False
     order = _order(t, fmt, "is_contiguous") or list(range(t.ndim))
     shape, strides = t.shape, t.stride()
+    if 0 in shape:  # no element to lay out
+        return True
     expected = 1
     for d in reversed(order):
         if shape[d] == 1:

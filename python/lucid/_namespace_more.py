@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from . import _C
-from ._utils import as_shape
+from ._utils import as_shape, torch_type_name
 
 Tensor = _C.Tensor
 
@@ -141,7 +141,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     the given edges; the last bin includes its right edge. The range of the
     data is read on the host (eager, as PyTorch syncs here too)."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"histogramdd" not implemented for \'{_torch_type_name(input.dtype)}\'')
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{torch_type_name(input.dtype)}\'')
     x = _C.reshape(input, [input.numel()])
     if isinstance(bins, Tensor):
         edges = _C.cast(bins, input.dtype)
@@ -209,8 +209,10 @@ def i0(input):  # noqa: A002
 
 
 def ldexp(input, other):  # noqa: A002
-    x = input if input.dtype.is_floating_point else _C.cast(input, _C.get_default_dtype())
-    return _C.mul(x, _C.pow(2.0, _C.cast(other, x.dtype) if isinstance(other, Tensor) else float(other)))
+    from ._composite import _floating_pair
+
+    x, e = _floating_pair(input, other)
+    return _C.mul(x, _C.pow(2.0, e))
 
 
 def frexp(input):  # noqa: A002
@@ -232,16 +234,14 @@ def frexp(input):  # noqa: A002
 _FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
 
 
-def _check_integral(name, *tensors):
-    for t in tensors:
-        if t.dtype.is_floating_point or t.dtype == _C.dtype.bool:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_torch_type_name(t.dtype)}\'')
-
-
-def _torch_type_name(dtype):
-    """PyTorch's scalar-type name of a dtype, as its error messages print it."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "bool": "Bool",
-            "int32": "Int", "int64": "Long"}.get(str(dtype).split(".")[-1], str(dtype))
+def _check_integral(name, input, other):  # noqa: A002
+    for position, (arg, t) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    dtype = _C.promote_types(input.dtype, other.dtype)
+    if dtype.is_floating_point or dtype == _C.dtype.bool:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_type_name(dtype)}\'')
 
 
 def gcd(input, other):  # noqa: A002

@@ -25,7 +25,7 @@ def put(input, index, source, accumulate=False):  # noqa: A002
     """input with the elements at flat positions `index` (as if input were
     1-D; negative positions count from the end) set to, or with accumulate
     added, source's elements in order."""
-    from ._namespace_more import _torch_type_name as name
+    from ._utils import torch_type_name as name
 
     if index.dtype != _C.dtype.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {name(index.dtype)}")

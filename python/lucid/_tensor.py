@@ -9,7 +9,7 @@ import numpy as np
 from . import _C
 from . import _functions as F
 from ._memory_format import contiguous_format, is_in_format, make_in_format, preserve_format
-from ._utils import as_dims, as_shape, check_std, is_number, to_dtype
+from ._utils import as_dims, as_shape, cast_error, check_std, is_number, to_dtype, torch_type_name
 
 Tensor = _C.Tensor
 
@@ -396,7 +396,7 @@ def _source(self, *args):
 
 def _write(self, value):
     if not F.can_cast(value.dtype, self.dtype):
-        raise RuntimeError(f"result type {value.dtype} can't be cast to the desired output type {self.dtype}")
+        raise cast_error(value.dtype, self.dtype)
     _C.assign_(self, value)
     return self
 
@@ -486,6 +486,10 @@ _method("__ior__", lambda self, o: Tensor.bitwise_or_(self, _other(o)))
 _method("__ixor__", lambda self, o: Tensor.bitwise_xor_(self, _other(o)))
 _method("__ilshift__", lambda self, o: Tensor.bitwise_left_shift_(self, _other(o)))
 _method("__irshift__", lambda self, o: Tensor.bitwise_right_shift_(self, _other(o)))
+_method("__idiv__", lambda self, o: Tensor.div_(self, _other(o)))
+_method("__ifloordiv__", lambda self, o: Tensor.floor_divide_(self, _other(o)))
+_method("__imod__", lambda self, o: Tensor.remainder_(self, _other(o)))
+_method("__ipow__", lambda self, o: Tensor.pow_(self, _other(o)))
 
 
 # ------------------------------------------------------------------ indexing
@@ -668,9 +672,36 @@ def _getitem(self, key):
     return out
 
 
+def _check_put_dtype(self, key, value):
+    """PyTorch's index_put_ writes only a value of self's dtype, except where
+    it becomes a masked_fill_: a single value under one bool mask (the other
+    indices full slices)."""
+    if value.dtype == self.dtype:
+        return
+    items = key if isinstance(key, tuple) else (key,)
+    masks = [k for k in items if isinstance(k, Tensor) and k.dtype == _C.dtype.bool and k.ndim]
+    if not (value.numel() == 1 and len(masks) == 1 and
+            builtins.all(k is masks[0] or k is Ellipsis or (isinstance(k, slice) and k == slice(None))
+                         for k in items)):
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{torch_type_name(self.dtype)} for the destination and {torch_type_name(value.dtype)} "
+                           f"for the source.")
+
+
 @_method("__setitem__")
 def _setitem(self, key, value):
-    value = value if isinstance(value, Tensor) else _C.wrap_scalar(value, self) if is_number(value) else _other(value)
+    if is_number(value):
+        # PyTorch converts the number as fill_ does (refusing one out of the
+        # dtype's range), except that 16-bit floats round to inf instead.
+        if self.dtype not in (_C.dtype.float16, _C.dtype.bfloat16):
+            _C.check_scalar_fits(value, self.dtype, "index_put_")
+        value = _C.wrap_scalar(value, self)
+    elif not isinstance(value, Tensor):  # a list or an array takes self's dtype
+        from ._creation import tensor
+
+        value = tensor(value, dtype=self.dtype, device=self.device)
+    elif builtins.any(_is_index_tensor(k) for k in (key if isinstance(key, tuple) else (key,))):
+        _check_put_dtype(self, key, value)
     # PyTorch drops the value's leading size-1 dims before any kind of write
     # (x[i] = v with v of shape (1, 1, n) writes like v of shape (n,)).
     lead_ones = next((d for d, n in enumerate(value.shape) if n != 1), value.ndim)

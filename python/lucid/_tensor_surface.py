@@ -137,7 +137,7 @@ def _attach():
     methods = ["absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
                "arctan", "atanh", "arctanh", "arctan2", "tan", "sinh", "cosh", "logit", "xlogy", "hypot", "fmod",
                "frac", "fix", "heaviside", "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "clamp_min",
-               "clamp_max", "nan_to_num", "sinc", "deg2rad", "rad2deg", "float_power", "positive", "signbit",
+               "clamp_max", "nan_to_num", "sinc", "angle", "deg2rad", "rad2deg", "float_power", "positive", "signbit",
                "copysign", "divide", "greater", "greater_equal", "less", "less_equal", "not_equal", "erfc",
                "isclose", "allclose", "equal", "isneginf", "isposinf", "isreal", "argsort", "msort", "cumprod",
                "logcumsumexp", "renorm", "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "quantile",

@@ -29,6 +29,23 @@ def as_dims(dim):
     return [int(d) for d in dim]
 
 
+_TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                     "int64": "Long"}
+
+
+def torch_type_name(dtype):
+    """PyTorch's scalar-type name of a dtype, as its error messages print it."""
+    name = str(dtype).split(".")[-1]
+    return _TORCH_TYPE_NAMES.get(name, name)
+
+
+def cast_error(result_dtype, out_dtype):
+    """PyTorch's error for writing a result into a tensor of a lower category."""
+    return RuntimeError(f"result type {torch_type_name(result_dtype)} can't be cast to the desired output type "
+                        f"{torch_type_name(out_dtype)}")
+
+
 def is_number(x):
     return isinstance(x, (numbers.Number, np.number, np.bool_)) and not isinstance(x, _C.Tensor)
 

@@ -42,7 +42,10 @@ Tensor SavedTensor::unpack(const std::string& node_name, bool with_history) cons
 PrimitiveNode::PrimitiveNode(PrimitivePtr prim, const std::vector<Tensor>& inputs,
                              const std::vector<Tensor>& outputs)
     : prim_(std::move(prim)) {
-  for (size_t i = 0; i < inputs.size(); ++i) inputs_.emplace_back(inputs[i], prim_->saves_input(int(i)));
+  std::vector<bool> needs_grad(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    needs_grad[i] = inputs[i].requires_grad() && prim_->differentiable_input(int(i));
+  for (size_t i = 0; i < inputs.size(); ++i) inputs_.emplace_back(inputs[i], prim_->saves_input(int(i), needs_grad));
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs_.emplace_back(outputs[i], prim_->saves_output(int(i)), /*is_output=*/true);
     output_metas_.push_back(outputs[i].meta());

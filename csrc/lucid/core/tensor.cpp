@@ -39,6 +39,7 @@ Tensor Tensor::make_view(const Tensor& src, const Layout& layout) {
   impl->trace_id = s->trace_id;
   impl->value_version = s->value_version;
   impl->view_base = s->view_base ? s->view_base : src.impl_;
+  impl->multi_output_view = s->view_base ? s->multi_output_view : nullptr;
   impl->view_history_version = s->storage ? s->storage->version() : 0;
   return Tensor(std::move(impl));
 }

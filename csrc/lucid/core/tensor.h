@@ -57,6 +57,10 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> view_base;
   uint64_t view_history_version = 0;
   bool view_in_grad_mode = true;  // made while gradients were recorded (else it never carries the base's history)
+  // One of several views a function returned at once (split, chunk, unbind),
+  // or a view of one: PyTorch refuses in-place writes to it while the base
+  // records history. The name is that of PyTorch's backward node.
+  const char* multi_output_view = nullptr;
 
   // autograd
   bool requires_grad = false;

@@ -25,11 +25,14 @@ void detail::check_scalar_fits(const Scalar& value, DType dt, const char* op) {
   if (dt == DType::Bool) {
     ok = true;
   } else if (!is_floating(dt)) {
-    // (a float converts by truncation: the open interval (lo - 1, hi + 1))
+    // PyTorch's c10::overflows: a float must lie in [lowest, max] (NaN and
+    // the infinities never do); an integer too, except that an unsigned dtype
+    // also takes -max..-1, which wrap (x - 1 on uint8 adds 255).
     const double lo = double(integral_min(dt)), hi = double(integral_max(dt));
     if (value.kind == Scalar::Kind::Float)
-      ok = dt == DType::Int64 ? value.f >= -9223372036854775808.0 && value.f < 9223372036854775808.0
-                              : value.f > lo - 1 && value.f < hi + 1;
+      ok = value.f >= lo && value.f <= hi;
+    else if (dt == DType::UInt8)
+      ok = value.i >= -integral_max(dt) && value.i <= integral_max(dt);
     else
       ok = dt == DType::Int64 || (value.i >= integral_min(dt) && value.i <= integral_max(dt));
   } else if (std::isfinite(value.f)) {

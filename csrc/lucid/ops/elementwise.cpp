@@ -365,6 +365,14 @@ uint8_t Binary::saved() const {
   }
 }
 
+bool Binary::saves_input(int i, const std::vector<bool>& needs_grad) const {
+  switch (op) {
+    case BinaryOp::Mul: return needs_grad[1 - i];         // d(a*b)/da = b, d(a*b)/db = a
+    case BinaryOp::Div: return i == 1 || needs_grad[1];  // d(a/b)/da = 1/b; a only for d/db
+    default: return saves_input(i);
+  }
+}
+
 std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                                 const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
   const Tensor &a = in[0], &b = in[1], &g = cot[0];
@@ -549,7 +557,11 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
   if (hi) dt = result_type(cast(x, dt), thi);
   if (lo) detail::check_scalar_fits(*lo, dt, "clamp");
   if (hi) detail::check_scalar_fits(*hi, dt, "clamp");
-  return clamp(x, tlo, thi);
+  // PyTorch compares in the result dtype: clamp(uint8, -2, 0.5) is a float
+  // clamp (-2 does not wrap to 254 first).
+  if (lo) tlo = detail::wrapped_scalar_tensor(*lo, dt, x.device());
+  if (hi) thi = detail::wrapped_scalar_tensor(*hi, dt, x.device());
+  return clamp(cast(x, dt), tlo, thi);
 }
 
 // -------------------------------------------------------------- Cast, Copy
@@ -621,8 +633,10 @@ Tensor to_device(const Tensor& t, const Device& device) {
 }
 
 // --------------------------------------------------------------- in-place
-static void check_inplace_target(const Tensor& self) {
-  LUCID_CHECK_T(Error, !has_internal_overlap(self.shape(), self.strides()),
+// uniform_value: every element receives the same value (fill_, zero_), which
+// PyTorch allows into an expanded tensor (its elements sharing memory).
+static void check_inplace_target(const Tensor& self, bool uniform_value = false) {
+  LUCID_CHECK_T(Error, uniform_value || !has_internal_overlap(self.shape(), self.strides()),
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation.");
   if (!autograd::GradMode::is_enabled()) return;
@@ -638,12 +652,20 @@ static void check_inplace_target(const Tensor& self) {
                 "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
                 "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
                 "tracked) or both outside (if you want the inplace to be tracked).");
+  if (const char* fn = self.impl()->multi_output_view)
+    fail<Error>("Output 0 of ", fn, " is a view and is being modified inplace. This view is the output of a function "
+                "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
+                "You should replace the inplace operation by an out-of-place one.");
   if (!base->grad_fn)
     fail<Error>("a view of a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-Tensor& assign_(Tensor& self, const Tensor& value) {
-  check_inplace_target(self);
+static Tensor& assign_impl(Tensor& self, const Tensor& value, bool uniform_value);
+
+Tensor& assign_(Tensor& self, const Tensor& value) { return assign_impl(self, value, false); }
+
+static Tensor& assign_impl(Tensor& self, const Tensor& value, bool uniform_value) {
+  check_inplace_target(self, uniform_value);
   Tensor v = value;
   if (v.shape() != self.shape()) {
     LUCID_CHECK(broadcast_shapes(v.shape(), self.shape()) == self.shape(), "in-place: value of shape ",
@@ -694,7 +716,7 @@ Tensor& assign_(Tensor& self, const Tensor& value) {
 Tensor& copy_(Tensor& self, const Tensor& src) { return assign_(self, to_device(src, self.device())); }
 Tensor& fill_(Tensor& self, Scalar value) {
   detail::check_scalar_fits(value, self.dtype(), "fill_");
-  return assign_(self, detail::wrapped_scalar_tensor(value, self.dtype(), self.device()));
+  return assign_impl(self, detail::wrapped_scalar_tensor(value, self.dtype(), self.device()), true);
 }
 Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
 

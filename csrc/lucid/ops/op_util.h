@@ -35,6 +35,11 @@ std::vector<Tensor> grads_for(const std::vector<int>& argnums, F&& grad_of) {
 
 inline std::vector<int64_t> to_i64(const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
 
+// `view` with `strides` where its size-1 dims (all dims, when it is empty)
+// are strided differently by Lucid's derivation than by PyTorch's; such
+// strides address nothing, but stride() and is_contiguous() report them.
+Tensor with_unit_strides(const Tensor& view, const Shape& strides);
+
 // PyTorch's check for fills and bounds: an integer must be in the dtype's
 // range, a finite float within its largest value (inf and NaN pass).
 void check_scalar_fits(const Scalar& value, DType dtype, const char* op);

@@ -116,6 +116,10 @@ class Primitive {
   // formula reads (an index, a condition), so an in-place write to the rest
   // between forward and backward stays legal.
   virtual bool saves_input(int i) const { return (saved() & kSaveInputs) != 0; }
+  // The same knowing which inputs want a gradient: PyTorch saves only what
+  // the formulas it will run read (y * 2 does not save y, whose gradient is
+  // 2 * g), so an in-place write to the rest stays legal.
+  virtual bool saves_input(int i, const std::vector<bool>& needs_grad) const { return saves_input(i); }
   // The same among the outputs: an in-place write to one vjp() does not read
   // stays legal.
   virtual bool saves_output(int i) const { return (saved() & kSaveOutputs) != 0; }

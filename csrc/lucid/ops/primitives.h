@@ -88,6 +88,8 @@ struct Binary final : Primitive {
   LUCID_PRIMITIVE_COMMON
   LUCID_PRIMITIVE_ATTRS
   uint8_t saved() const override;
+  using Primitive::saves_input;
+  bool saves_input(int i, const std::vector<bool>& needs_grad) const override;
 };
 
 // where(cond, a, b), broadcasting all three.

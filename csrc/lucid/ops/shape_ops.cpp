@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "lucid/autograd/grad_mode.h"
 #include "lucid/ops/op_util.h"
 
 namespace lucid {
@@ -89,22 +90,35 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   return reshape(x, out);
 }
 
+Tensor detail::with_unit_strides(const Tensor& view, const Shape& strides) {
+  LUCID_CHECK(int64_t(strides.size()) == view.ndim(), "with_unit_strides: ", strides.size(), " strides for ",
+              view.ndim(), " dims");
+  for (size_t d = 0; d < strides.size(); ++d)
+    LUCID_CHECK(view.numel() == 0 || view.shape()[d] == 1 || view.strides()[d] == strides[d], "with_unit_strides: dim ",
+                d, " of size ", view.shape()[d], " has stride ", view.strides()[d]);
+  view.impl()->strides = strides;
+  return view;
+}
+
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
-  Shape out;
+  Shape out, strides;  // the kept dims keep their strides (PyTorch's)
   std::vector<int> axes;
   if (dims) axes = normalize_axes(*dims, x.ndim());
   for (int d = 0; d < int(x.ndim()); ++d) {
     const bool chosen = !dims || std::find(axes.begin(), axes.end(), d) != axes.end();
-    if (!(chosen && x.shape()[d] == 1)) out.push_back(x.shape()[d]);
+    if (!(chosen && x.shape()[d] == 1)) out.push_back(x.shape()[d]), strides.push_back(x.strides()[d]);
   }
-  return reshape(x, out);
+  if (out == x.shape()) return reshape(x, out);
+  return detail::with_unit_strides(reshape(x, out), strides);
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
   const int d = normalize_axis(dim, x.ndim() + 1);
-  Shape s = x.shape();
+  Shape s = x.shape(), strides = x.strides();
+  // PyTorch's stride for the new dim: that of the dim it is put before, times its size
+  strides.insert(strides.begin() + d, d < x.ndim() ? x.shape()[d] * x.strides()[d] : 1);
   s.insert(s.begin() + d, 1);
-  return reshape(x, s);
+  return detail::with_unit_strides(reshape(x, s), strides);
 }
 
 // ----------------------------------------------------------------- Permute
@@ -216,7 +230,8 @@ std::vector<Tensor> Slice::vjp(const std::vector<Tensor>& in, const std::vector<
 }
 std::optional<Layout> Slice::view_layout(const Layout& in) const {
   Layout out{spec.out_shape(), in.strides, in.offset};
-  if (numel(out.shape) == 0) return out;
+  // An empty result keeps the offset of where it starts, as PyTorch's does
+  // (at most one past the last element: starts are clamped to the size).
   for (size_t d = 0; d < in.shape.size(); ++d) {
     out.offset += spec.starts[d] * in.strides[d];
     out.strides[d] *= spec.steps[d];
@@ -398,6 +413,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   int64_t off = 0;
   for (auto s : sizes) {
     out.push_back(narrow(x, d, off, s));
+    if (out.back().same(x)) out.back() = alias(x);  // a view of its own, however many pieces
+    if (autograd::GradMode::is_enabled() && !out.back().is_symbolic())
+      out.back().impl()->multi_output_view = "SplitBackward0";
     off += s;
   }
   return out;

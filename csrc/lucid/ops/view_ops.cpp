@@ -124,8 +124,9 @@ std::vector<Tensor> StridedView::vjp(const std::vector<Tensor>& in, const std::v
 
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   const int64_t nd = x.ndim();
-  LUCID_CHECK(nd >= 2, "diagonal dimensions requires at least 2 dimensions, but got ", nd);
+  // PyTorch wraps the dims first: on fewer than 2 dims one of them is out of range
   const int d1 = normalize_axis(dim1, nd), d2 = normalize_axis(dim2, nd);
+  LUCID_CHECK(nd >= 2, "diagonal dimensions requires at least 2 dimensions, but got ", nd);
   LUCID_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
   const int64_t n1 = x.shape()[d1], n2 = x.shape()[d2];
   int64_t len = offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2);
@@ -179,9 +180,10 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   LUCID_CHECK_T(IndexError, index >= -size && index < size, "select(): index ", index,
                 " out of range for tensor of size ", shape_str(x.shape()), " at dimension ", d);
   if (index < 0) index += size;
-  Shape out = x.shape();
+  Shape out = x.shape(), strides = x.strides();
   out.erase(out.begin() + d);
-  return reshape(narrow(x, d, index, 1), out);
+  strides.erase(strides.begin() + d);
+  return detail::with_unit_strides(reshape(narrow(x, d, index, 1), out), strides);
 }
 
 Tensor as_strided(const Tensor& x, const Shape& size, const Shape& stride, std::optional<int64_t> storage_offset) {
