@@ -74,6 +74,18 @@ HOST_ONLY = {
     "test_namespaces.py::test_data_parallel_runs_the_module": "DataParallel's device_ids of a CPU module",
     "test_creation.py::test_numpy_shares_memory_and_checks_grad": _HOST_REPR,
     "test_serialization.py::test_map_location": "loads to the host by default",
+    "test_autograd_functional.py::test_gradcheck_matches_torch": _HOST_REPR,
+    "test_distributions_transforms.py::test_invalid_parameters_and_values_raise_torchs_errors": _HOST_REPR,
+    "test_dtypes_small_int.py::test_names_aliases_and_properties": _HOST_REPR,
+    "test_dtypes_small_int.py::test_printing_matches_torch": _HOST_REPR,
+    "test_torch_namespace.py::test_predicates_and_identities": _HOST_REPR,
+    "test_dtypes_small_int.py::test_fused_step_with_uint8_input_equals_eager":
+        "feeds an array from NumPy (host memory, as from_numpy gives in PyTorch) to a module on the default device",
+    "test_distributions_sampling.py::test_draws_are_reproducible_and_independent_of_the_thread_split":
+        "draws from a CPU generator and splits the work over the host's threads",
+    "test_torch_namespace.py::test_python_elementwise_methods_and_resize": "apply_ runs Python on host memory "
+                                                                          "(CPU tensors only, as in PyTorch)",
+    "test_programs.py": "runs each program beside CPU PyTorch in a process of its own, on the host",
 }
 
 
@@ -123,6 +135,12 @@ TORCH_2_13 = {  # file::test name, or the start of a parametrised one
     "test_optim_api.py::test_adagrad_state_exists_from_construction_like_torch": _ADAGRAD,
     "test_ops_composite.py::test_composite_matches_torch[aminmax]": "aminmax has a derivative (PyTorch 2.13)",
     "test_ops_composite.py::test_more_tensor_methods": "narrow_copy has a derivative (PyTorch 2.13)",
+    "test_torch_namespace.py::test_copy_variants[narrow_copy]": "narrow_copy has a derivative (PyTorch 2.13)",
+    "test_torch_namespace.py::test_lazy_modules_materialize_as_torch[LazyBatchNorm": _REPR_BIAS,
+    "test_torch_namespace.py::test_lazy_modules_materialize_as_torch[LazyInstanceNorm": _REPR_BIAS,
+    "test_autograd_functional.py::test_gradcheck_matches_torch[no-input-requires-grad]":
+        "gradcheck's message says 'none of them' (PyTorch 2.13)",
+    "test_profiler.py::test_schedule_matches_torchs": "ProfilerAction has no DEVICE_STOPPED before PyTorch 2.13",
 }
 _OLD_TORCH = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13)
 

@@ -384,3 +384,31 @@ def test_construction_matches_torch(src):
     from tests.fuzz.semantics import check as difference_from_torch
 
     assert difference_from_torch(src) is None, difference_from_torch(src)
+
+
+def test_tensor_of_any_sequence_like_torch():
+    """PyTorch reads any sequence (a deque, a range, an array.array, a class
+    with __len__ and __getitem__), nested too, as it reads a list; a set is
+    refused (REINFORCE-style code passes a deque of returns)."""
+    import array
+    import collections
+
+    class Pair:
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            if i >= 2:
+                raise IndexError(i)
+            return float(i) + 0.5
+
+    for make in (lambda m: m.tensor(collections.deque([1.0, 2.0])), lambda m: m.tensor(range(3)),
+                 lambda m: m.tensor([collections.deque([1, 2]), (3, 4)]), lambda m: m.tensor(Pair()),
+                 lambda m: m.tensor(array.array("f", [1, 2])), lambda m: m.tensor((range(2), [True, False]))):
+        got, want = make(lucid), make(torch)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.tensor({1, 2})
+    with pytest.raises(TypeError):
+        lucid.tensor({1, 2})

@@ -323,10 +323,15 @@ def test_matmul(dtype):
 
 @gpu
 def test_matmul_is_float32_without_tf32():
-    # TF32 keeps 10 mantissa bits: a product of 1 + 2^-20 differs from float32's in the 7th digit.
-    a = np.full((64, 64), 1 + 2.0 ** -20, np.float32)
-    cpu, dev = both(a, a)
-    close(dev[0] @ dev[1], cpu[0] @ cpu[1], rtol=1e-7, atol=0)
+    # TF32 keeps 10 mantissa bits: 1 + 2^-11 becomes 1 (or 1 + 2^-10) and a
+    # row of 64 sums to 64 (or 64 + 2^-4). In float32 every partial sum of
+    # the products 1 + 2^-11 is exact, so any order of summation gives
+    # 64 + 2^-5 exactly.
+    a = np.full((64, 64), 1 + 2.0 ** -11, np.float32)
+    cpu, dev = both(a, np.ones((64, 64), np.float32))
+    got = (dev[0] @ dev[1]).cpu().numpy()
+    np.testing.assert_array_equal(got, np.float32(64 + 2.0 ** -5))
+    np.testing.assert_array_equal(got, (cpu[0] @ cpu[1]).numpy())
 
 
 @gpu
@@ -491,14 +496,16 @@ def test_cudnn_convolutions_match_the_cpu(dtype, geometry):
 
 @cudnn_gpu
 def test_cudnn_float32_is_float32_without_tf32():
-    # TF32 keeps 10 mantissa bits: every product of (1 + 2^-20)^2 would be 1 and y 64, not 64 (1 + 2^-19).
+    # TF32 keeps 10 mantissa bits: 1 + 2^-11 becomes 1 (or 1 + 2^-10) and y
+    # 64 (or 64 + 2^-4). In float32 every partial sum of the products
+    # 1 + 2^-11 is exact, so any order of summation gives 64 + 2^-5 exactly.
     geo = ((1, 64, 4, 4), (8, 64, 1, 1), (1, 1), (0, 0), (1, 1), 1)
-    x = lucid.full(geo[0], 1 + 2.0 ** -20, device="cuda")
-    w = lucid.full(geo[1], 1 + 2.0 ** -20, device="cuda")
+    x = lucid.full(geo[0], 1 + 2.0 ** -11, device="cuda")
+    w = lucid.ones(geo[1], device="cuda")
     assert lucid.backends.cuda.matmul.allow_tf32 is False
     y = cudnn_conv2d("forward", x, w, *geo)
     assert y is not None
-    np.testing.assert_array_equal(y.cpu().numpy(), np.float32(64 * (1 + 2.0 ** -20) ** 2))
+    np.testing.assert_array_equal(y.cpu().numpy(), np.float32(64 + 2.0 ** -5))
     lucid.backends.cuda.matmul.allow_tf32 = True  # may use TF32: within its precision
     try:
         y = cudnn_conv2d("forward", x, w, *geo)

@@ -33,6 +33,7 @@ def _infer_array(data, dtype=None):
         return data.detach().cpu().numpy(), data.dtype
     if isinstance(data, np.ndarray):
         return data, None
+    data = _as_lists(data)
     leaves = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
     if isinstance(data, (list, tuple)) and leaves and isinstance(leaves[0], str):
         raise ValueError("too many dimensions 'str'")  # PyTorch reads the leading string as a sequence
@@ -76,6 +77,26 @@ def _element_dtype(x):
 
 
 _NUMPY_DTYPES = ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+
+
+def _is_sequence(x):
+    """What PyTorch reads as a sequence of elements (PySequence_Check): a
+    deque, a range, an array.array, a class with __len__ and __getitem__;
+    not a string, a mapping, a tensor or an array."""
+    if isinstance(x, (str, bytes, dict, _C.Tensor, np.ndarray, np.generic)):
+        return False
+    return hasattr(type(x), "__len__") and hasattr(type(x), "__getitem__")
+
+
+def _as_lists(data):
+    """Nested sequences of any kind as lists and tuples (the data itself when
+    it has none of another kind, which is the common case)."""
+    if isinstance(data, (list, tuple)):
+        items = [_as_lists(x) for x in data]
+        return data if all(a is b for a, b in zip(items, data)) else items
+    if _is_sequence(data):
+        return [_as_lists(x) for x in data]
+    return data
 
 
 def _flatten(data):

@@ -34,6 +34,7 @@ import argparse
 import math
 import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -884,6 +885,17 @@ def run_family(family, seed, count, deadline):
             os.close(rfd)
             code = 0
             try:
+                # The parent's thread pools (PyTorch's OpenMP team, Lucid's
+                # workers) did not survive the fork: a parallel region would
+                # wait on them forever. One thread each, and an alarm that
+                # ends a child still running well past the deadline.
+                import torch
+
+                import lucid
+
+                torch.set_num_threads(1)
+                lucid.set_num_threads(1)
+                signal.alarm(max(1, int(deadline - time.time()) + 60))
                 _worker(family, seed, i, count, deadline, wfd)
             except BaseException:  # noqa: BLE001
                 code = 1

@@ -391,6 +391,17 @@ cudnnStatus_t workspace_size(Direction dir, const Plan& p, int algo, size_t* byt
   }
 }
 
+// Whether an algorithm transforms the operands (FFT, Winograd): its sums
+// differ from the direct products' by far more than float32 rounding (a
+// 5x5 weight gradient 4e-4 apart), so strict float32 takes the others.
+bool transforms(Direction dir, int algo) {
+  switch (dir) {
+    case kForward: return algo >= 4;       // FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED
+    case kBackwardData: return algo >= 2;  // FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED
+    default: return algo == 2 || algo >= 4;  // FFT, WINOGRAD, WINOGRAD_NONFUSED, FFT_TILING
+  }
+}
+
 // The heuristics' first deterministic algorithm (of the allowed math) whose
 // workspace fits the limit, asked once per plan and direction (no timing
 // runs); nullptr when there is none.
@@ -426,7 +437,7 @@ Choice* choose(Direction dir, Plan& p) {
   for (int i = 0; i < std::min(returned, max_count); ++i) {
     const AlgoPerf& candidate = perf[size_t(i)];
     if (candidate.status != CUDNN_STATUS_SUCCESS || candidate.determinism != CUDNN_DETERMINISTIC) continue;
-    if (p.fma_only && candidate.mathType != CUDNN_FMA_MATH) continue;
+    if (p.fma_only && (candidate.mathType != CUDNN_FMA_MATH || transforms(dir, candidate.algo))) continue;
     // The workspace an algorithm needs depends on the math type it runs with.
     if (!succeeded(a.cudnnSetConvolutionMathType(p.conv, candidate.mathType), "cudnnSetConvolutionMathType"))
       continue;
