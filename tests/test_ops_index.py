@@ -555,3 +555,22 @@ def test_indexing_semantics_match_torch(src):
     from tests.fuzz.semantics import check as difference_from_torch
 
     assert difference_from_torch(src) is None, difference_from_torch(src)
+
+
+def test_index_fill_keeps_the_input_dtype_like_torch():
+    """index_fill(_) writes the value in the input's dtype (2.7 into int64
+    is 2, 9 into bool is True), in place too; a number the dtype cannot
+    hold raises."""
+    for dtype, value in [("int64", 2.7), ("int32", -3.9), ("bool", 9), ("uint8", 7), ("float32", -1.5), ("float64", 3)]:
+        got = lucid.zeros(2, 3, dtype=getattr(lucid, dtype)).index_fill(1, lucid.tensor([0, 2]), value)
+        want = torch.zeros(2, 3, dtype=getattr(torch, dtype)).index_fill(1, torch.tensor([0, 2]), value)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        x = lucid.zeros(3, dtype=getattr(lucid, dtype))
+        assert x.index_fill_(0, lucid.tensor([1]), value) is x
+        np.testing.assert_array_equal(x.numpy(), torch.zeros(3, dtype=getattr(torch, dtype)).index_fill_(
+            0, torch.tensor([1]), value).numpy())
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.zeros(3, dtype=torch.uint8).index_fill_(0, torch.tensor([0]), 300)
+    with pytest.raises(RuntimeError, match="overflow"):
+        lucid.zeros(3, dtype=lucid.uint8).index_fill_(0, lucid.tensor([0]), 300)

@@ -462,3 +462,24 @@ def test_reduction_semantics_match_torch(src):
     from tests.fuzz.semantics import check as difference_from_torch
 
     assert difference_from_torch(src) is None, difference_from_torch(src)
+
+
+def test_var_without_degrees_of_freedom_like_torch():
+    """correction above the element count: PyTorch's value divides by 0 (inf,
+    or NaN for 0/0) and its gradient by the negative degrees of freedom, so
+    it stays finite (not the NaN a division by 0 would give)."""
+    import warnings
+
+    for data in ([[-4.0], [-1.5]], [[1.0, 2.0, 4.0]], [[1.0, 1.0]]):
+        results = []
+        for m in (lucid, torch):
+            x = m.tensor(data, dtype=m.float64, requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # PyTorch's "degrees of freedom is <= 0"
+                v = m.var(x, dim=-1, correction=5)
+            v.sum().backward()
+            results.append((v.detach().numpy(), x.grad.numpy()))
+        (lv, lg), (tv, tg) = results
+        np.testing.assert_array_equal(lv, tv)
+        assert np.all(np.isfinite(lg))
+        np.testing.assert_allclose(lg, tg, rtol=1e-12, atol=0)

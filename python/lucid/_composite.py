@@ -1222,7 +1222,11 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
 
 
 def index_fill(input, dim, index, value):  # noqa: A002
-    return _C.where(_dim_mask(input, dim, index), value if is_number(value) else _C.cast(value, input.dtype), input)
+    """input with its slices at `index` along `dim` set to `value`, in
+    input's dtype whatever the value's (PyTorch's: 2.7 into int64 is 2, 9
+    into bool is True; a number the dtype cannot hold raises)."""
+    fill = _C.full([], value, input.dtype, input.device) if is_number(value) else _C.cast(value, input.dtype)
+    return _C.where(_dim_mask(input, dim, index), fill, input)
 
 
 def index_copy(input, dim, index, source):  # noqa: A002

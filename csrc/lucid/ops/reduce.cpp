@@ -179,7 +179,12 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   const int64_t n = reduced_count(x, dims);
   Tensor centered = sub(x, mean(x, dims, true));
   Tensor ss = sum(mul(centered, centered), dims, keepdim);
-  return div(ss, std::max(0.0, double(n) - correction));
+  const double dof = double(n) - correction;
+  if (dof >= 0) return div(ss, dof);
+  // Fewer than no degrees of freedom: PyTorch's value divides by 0 (inf,
+  // or NaN for 0 / 0) while its gradient divides by the dof itself.
+  const Tensor by_dof = div(ss, dof);
+  return add(by_dof, sub(div(ss, 0.0), by_dof).detach());
 }
 
 // f(v) whose derivative is 0 where v == 0: PyTorch's std and norm backward
