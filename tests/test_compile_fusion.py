@@ -128,6 +128,31 @@ def test_unbind_gradient_is_one_concat_and_slices_are_views():
     assert not any(lbl.startswith("slice ") for lbl in labels), labels
 
 
+@pytest.mark.parametrize("window", [(2, 2, 0, False), (3, 2, 1, False), (3, 1, 1, False), (3, 2, 0, True)],
+                         ids=["2x2", "3x3s2p1", "3x3s1p1", "3x3s2ceil"])
+@pytest.mark.parametrize("shift", [0.0, -2.0], ids=["mixed", "mostly-negative"])
+def test_relu_gradient_is_masked_on_the_pooled_grid(window, shift):
+    """conv -> ReLU -> max-pool: the ReLU's gradient mask is applied to the
+    pool's gradient before it is scattered back (no pass over the full-size
+    gradient), with the eager results bit for bit, for overlapping, padded
+    and ceil-mode windows and windows whose maximum is 0."""
+    k, s, p, ceil = window
+
+    def forward(x, w, b):
+        y = lucid.nn.functional.conv2d(x, w, b, padding=1).relu()
+        return lucid.nn.functional.max_pool2d(y, k, s, p, ceil_mode=ceil).tanh()
+
+    model = Model(forward, (4, 2, 3, 3), (4,))
+    x = lucid.randn(3, 2, 9, 9) + shift
+    eager, compiled, exe, labels = compiled_vs_eager(model, x)
+    assert_bitwise(eager, compiled)
+    # every select runs on the pooled grid (for a stride-1 pool, as large as the input)
+    pooled = lucid.nn.functional.max_pool2d(lucid.zeros(3, 4, 9, 9), k, s, p, ceil_mode=ceil).numel()
+    selects = [lbl for lbl in labels if lbl.startswith("fused x") and "where" in lbl]
+    assert selects and all(int(lbl.split()[1][1:]) <= pooled for lbl in selects), labels
+    assert any(lbl.startswith("max_pool2d_backward") for lbl in labels), labels
+
+
 def test_strided_slice_still_copies():
     def forward(x, w):
         y = x @ w

@@ -190,6 +190,15 @@ void simplify_permutes(Graph& g) {
   replace_uses(g, repl);
 }
 
+// Whether value v is a fill with zeros (any shape; a node, before
+// fold_constants turns such fills into constants).
+static bool zero_fill(const Graph& g, int v) {
+  const Value& val = g.values[v];
+  if (val.kind != ValueKind::Node) return false;
+  const Node& p = g.nodes[val.producer];
+  return p.prim->kind() == OpKind::Full && static_cast<const Full&>(*p.prim).value == 0.0;
+}
+
 void concat_scattered_sums(Graph& g) {
   // Pieces of a value that is a sum of slice_scatters into zeros: (source
   // value, its slice). Such sums come from the gradients of slices.
@@ -198,15 +207,9 @@ void concat_scattered_sums(Graph& g) {
     const SliceSpec* spec;
   };
   std::unordered_map<int, std::vector<Piece>> pieces;
-  auto zero_fill = [&](int v) {
-    const Value& val = g.values[v];
-    if (val.kind != ValueKind::Node) return false;
-    const Node& p = g.nodes[val.producer];
-    return p.prim->kind() == OpKind::Full && static_cast<const Full&>(*p.prim).value == 0.0;
-  };
   for (auto& n : g.nodes) {
     const OpKind k = n.prim->kind();
-    if (k == OpKind::SliceScatter && zero_fill(n.inputs[0])) {
+    if (k == OpKind::SliceScatter && zero_fill(g, n.inputs[0])) {
       pieces[n.outputs[0]] = {{n.inputs[1], &static_cast<const SliceScatter&>(*n.prim).spec}};
       continue;
     }
@@ -242,6 +245,46 @@ void concat_scattered_sums(Graph& g) {
     }
     pieces[n.outputs[0]] = std::move(all);
   }
+}
+
+void mask_pooled_relu_gradients(Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int i : n.inputs) ++uses[size_t(i)];
+  for (int o : g.outputs) ++uses[size_t(o)];
+  auto producer = [&](int v, OpKind kind) -> const Node* {
+    const Value& val = g.values[size_t(v)];
+    if (val.kind != ValueKind::Node || g.nodes[size_t(val.producer)].prim->kind() != kind) return nullptr;
+    return &g.nodes[size_t(val.producer)];
+  };
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    // where(cond, grad, 0), cond = y > 0, grad = max_pool2d_backward(g, idx),
+    // idx from max_pool2d(y): grad's only use, and no broadcasting.
+    const Node* gt = n.prim->kind() == OpKind::Where ? producer(n.inputs[0], OpKind::Binary) : nullptr;
+    const Node* back = gt ? producer(n.inputs[1], OpKind::MaxPool2dBackward) : nullptr;
+    const Node* pool = back ? producer(back->inputs[1], OpKind::MaxPool2d) : nullptr;
+    const bool matches = pool && static_cast<const Binary&>(*gt->prim).op == BinaryOp::Gt &&
+                         zero_fill(g, gt->inputs[1]) && zero_fill(g, n.inputs[2]) &&
+                         gt->inputs[0] == pool->inputs[0] && back->inputs[1] == pool->outputs[1] &&
+                         uses[size_t(n.inputs[1])] == 1 &&
+                         g.values[size_t(n.outputs[0])].meta == g.values[size_t(n.inputs[1])].meta;
+    if (!matches) {
+      nodes.push_back(n);  // a copy: later matches read the nodes they come from
+      continue;
+    }
+    const int pooled = pool->outputs[0], grad = back->inputs[0];
+    TensorMeta mask_meta = g.values[size_t(pooled)].meta;
+    mask_meta.dtype = DType::Bool;
+    const int mask = g.add_value(mask_meta, ValueKind::Node, -1, 0);
+    const int masked = g.add_value(g.values[size_t(grad)].meta, ValueKind::Node, -1, 0);
+    nodes.push_back(Node{gt->prim, {pooled, gt->inputs[1]}, {mask}});
+    nodes.push_back(Node{n.prim, {mask, grad, n.inputs[2]}, {masked}});
+    nodes.push_back(Node{back->prim, {masked, back->inputs[1]}, {n.outputs[0]}});
+  }
+  g.nodes = std::move(nodes);
+  renumber_producers(g);
 }
 
 void decompose_primitives(Graph& g, const std::function<bool(const Primitive&)>& unsupported) {
@@ -292,7 +335,8 @@ void decompose_primitives(Graph& g, const std::function<bool(const Primitive&)>&
 
 void optimize(Graph& g) {
   eliminate_dead_code(g);
-  concat_scattered_sums(g);  // before folding: it looks for zero-fill nodes
+  concat_scattered_sums(g);  // these two before folding: they look for zero-fill nodes
+  mask_pooled_relu_gradients(g);
   fold_constants(g);
   simplify_reshapes(g);
   simplify_permutes(g);

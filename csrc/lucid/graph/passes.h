@@ -18,6 +18,13 @@ void fold_constants(Graph& g);
 // A sum of slice_scatters into zeros whose slices tile one axis (the
 // gradient of unbind/chunk) becomes one concat.
 void concat_scattered_sums(Graph& g);
+// The ReLU gradient after a max-pool's (conv, ReLU, max-pool):
+// where(y > 0, max_pool2d_backward(g, idx), 0) with y the pool's input
+// becomes max_pool2d_backward(where(pooled > 0, g, 0), idx). The pool's
+// gradient only lands where y is a window's maximum, which is what the pool
+// returned there, so the mask is read on the pooled grid: the same values,
+// without a pass over the full-size gradient.
+void mask_pooled_relu_gradients(Graph& g);
 // Removes reshapes of reshapes and reshapes to the same shape.
 void simplify_reshapes(Graph& g);
 // Composes permutes of permutes and removes identity permutes.

@@ -209,7 +209,8 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const std::vector<
     case UnaryOp::Cos: r = mul(g, neg(sin(x))); break;
     case UnaryOp::Tanh: r = mul(g, rsub(mul(y, y), 1.0)); break;
     case UnaryOp::Sigmoid: r = mul(g, mul(y, rsub(y, 1.0))); break;
-    case UnaryOp::Relu: r = where(gt(y, wrap_scalar(0.0, y)), g, zeros_like(g)); break;
+    // The zeros a select passes are a scalar, not a tensor of g's size to fill and read.
+    case UnaryOp::Relu: r = where(gt(y, wrap_scalar(0.0, y)), g, wrap_scalar(0.0, g)); break;
     case UnaryOp::GeluErf: r = mul(g, unary(UnaryOp::GeluErfGrad, x)); break;
     case UnaryOp::GeluTanh: r = mul(g, unary(UnaryOp::GeluTanhGrad, x)); break;
     case UnaryOp::Silu: r = mul(g, unary(UnaryOp::SiluGrad, x)); break;
@@ -401,7 +402,7 @@ std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const std::vector
         // gets none, and a NaN on either side passes it to both.
         Tensor mine = i == 0 ? a : b, other = i == 0 ? b : a;
         Tensor loses = op == BinaryOp::Maximum ? lt(mine, other) : gt(mine, other);
-        r = where(loses, zeros_like(g), where(eq(mine, other), mul(g, 0.5), g));
+        r = where(loses, wrap_scalar(0.0, g), where(eq(mine, other), mul(g, 0.5), g));
         break;
       }
       case BinaryOp::Atan2: {
@@ -524,7 +525,7 @@ std::vector<TensorMeta> Where::infer(const std::vector<TensorMeta>& in) const {
 std::vector<Tensor> Where::vjp(const std::vector<Tensor>& in, const std::vector<Tensor>&,
                                const std::vector<Tensor>& cot, const std::vector<int>& argnums) const {
   const Tensor& g = cot[0];
-  Tensor z = zeros_like(g);
+  const Tensor z = wrap_scalar(0.0, g);
   return grads_for(argnums, [&](int i) {
     return sum_to(i == 1 ? where(in[0], g, z) : where(in[0], z, g), in[i].shape());
   });

@@ -127,7 +127,7 @@ std::vector<Tensor> Scan::vjp(const std::vector<Tensor>& in, const std::vector<T
   const Tensor y_skip = call<Scan>({where(first_zero, one, x)}, ScanOp::Prod, axis, reverse);
   const Tensor plain = div(back_sum(mul(g, y)), where(before_zero, x, one));
   const Tensor at_zero = back_sum(mul(g, y_skip));
-  return {where(before_zero, plain, where(first_zero, at_zero, zeros_like(g)))};
+  return {where(before_zero, plain, where(first_zero, at_zero, wrap_scalar(0.0, g)))};
 }
 
 static Tensor scan(ScanOp op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
