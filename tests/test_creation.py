@@ -412,3 +412,17 @@ def test_tensor_of_any_sequence_like_torch():
         torch.tensor({1, 2})
     with pytest.raises(TypeError):
         lucid.tensor({1, 2})
+
+
+@pytest.mark.parametrize("data", [[1, 2], [1.0, 2], [True, 2], [True, False], [True, 1.5], [[1, 2], [3, 4]],
+                                  [(1, 2.5)], [2**62], [1e300, -1e300], [0.1, 1e-50], [[]], [], [[1], [2.5]],
+                                  [[[True]], [[0.5]]]],
+                         ids=repr)
+def test_tensor_of_python_numbers_like_torch(data):
+    """Nested lists of Python numbers (converted by NumPy in one call): the
+    dtype PyTorch infers (default float, int64 or bool by the kinds present),
+    the shape and the values (a float beyond float32's range is inf)."""
+    got, want = lucid.tensor(data), torch.tensor(data)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert list(got.shape) == list(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -33,6 +33,10 @@ def _infer_array(data, dtype=None):
         return data.detach().cpu().numpy(), data.dtype
     if isinstance(data, np.ndarray):
         return data, None
+    if dtype is None and isinstance(data, (list, tuple)):
+        fast = _python_numbers_array(data)
+        if fast is not None:
+            return fast
     data = _as_lists(data)
     leaves = list(_flatten(data)) if isinstance(data, (list, tuple)) else [data]
     if isinstance(data, (list, tuple)) and leaves and isinstance(leaves[0], str):
@@ -57,6 +61,39 @@ def _infer_array(data, dtype=None):
     if dtype is None and arr.dtype.name != np_dtype:
         arr = arr.astype(np_dtype)
     return arr, target
+
+
+def _python_numbers_array(data):
+    """The common case of `_infer_array` at NumPy's speed: nested lists and
+    tuples of Python floats, ints and bools only (a rectangular array), whose
+    PyTorch dtype is the default float dtype, int64 or bool, by the kinds
+    present. None for anything else (NumPy scalars or arrays, tensors, other
+    sequences, ragged or empty data, ints beyond int64), which the general
+    path takes."""
+    kinds = set()
+    pending = [data]
+    while pending:  # one pass over each container, in C (map/set), not one Python step per number
+        level = pending.pop()
+        types = set(map(type, level))
+        if list in types or tuple in types:
+            if not types <= {list, tuple}:
+                return None
+            pending.extend(level)
+        else:
+            kinds |= types
+    if not kinds or not kinds <= {float, int, bool}:
+        return None
+    if float in kinds:
+        target = _C.get_default_dtype()
+        if target not in (_C.dtype.float32, _C.dtype.float64):
+            return None
+    else:
+        target = _C.dtype.int64 if int in kinds else _C.dtype.bool
+    try:
+        with np.errstate(over="ignore"):  # a float beyond float32's range is inf, silently, as in PyTorch
+            return np.asarray(data, dtype=target.name), target
+    except (OverflowError, ValueError):  # an int beyond int64, ragged data: the general path raises PyTorch's error
+        return None
 
 
 def _element_dtype(x):
