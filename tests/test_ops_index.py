@@ -574,3 +574,28 @@ def test_index_fill_keeps_the_input_dtype_like_torch():
         torch.zeros(3, dtype=torch.uint8).index_fill_(0, torch.tensor([0]), 300)
     with pytest.raises(RuntimeError, match="overflow"):
         lucid.zeros(3, dtype=lucid.uint8).index_fill_(0, lucid.tensor([0]), 300)
+
+
+def test_setitem_with_scalar_tensor_indices_casts_like_torch():
+    """A 0-d integer tensor in a key indexes as an int does (a view whose
+    write casts the value), and one bool mask beside basic items takes a
+    one-element value of another dtype; an index tensor with a value of
+    another dtype still raises PyTorch's error."""
+    cases = [
+        (lambda m: m.zeros(1, 3, 1, 2, dtype=m.float16), lambda m: m.tensor(-1),
+         lambda m: m.tensor([943, 6], dtype=m.int32)),
+        (lambda m: m.tensor([-2, -6, 2, -2], dtype=m.int32), lambda m: (m.tensor(0), Ellipsis),
+         lambda m: m.tensor([[-3.0]], dtype=m.float64)),
+        (lambda m: m.zeros(2, 3, dtype=m.float64), lambda m: (-1, m.tensor(-3)),
+         lambda m: m.tensor(91, dtype=m.uint8)),
+        (lambda m: m.zeros(2, 1, 2, dtype=m.bfloat16), lambda m: (m.tensor([False, True]), -1, 1, None),
+         lambda m: m.tensor([[5.0]])),
+    ]
+    for make, key, value in cases:
+        got, want = make(lucid), make(torch)
+        got[key(lucid)] = value(lucid)
+        want[key(torch)] = value(torch)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    x = lucid.zeros(3)
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+        x[lucid.tensor([0, 1])] = lucid.tensor([1.5, 2.5], dtype=lucid.float64)

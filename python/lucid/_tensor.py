@@ -672,17 +672,30 @@ def _getitem(self, key):
     return out
 
 
+def _integer_scalar_index(k):
+    """A 0-d integer tensor in a key: PyTorch indexes with it as with an int
+    (a basic index, whose write casts the value)."""
+    return isinstance(k, Tensor) and k.ndim == 0 and k.dtype not in (_C.dtype.bool, _C.dtype.uint8) and \
+        not k.dtype.is_floating_point
+
+
+def _basic_item(k):
+    return k is None or k is Ellipsis or isinstance(k, (slice, numbers.Integral)) or _integer_scalar_index(k)
+
+
 def _check_put_dtype(self, key, value):
     """PyTorch's index_put_ writes only a value of self's dtype, except where
     it becomes a masked_fill_: a single value under one bool mask (the other
-    indices full slices)."""
+    items basic: applied first, as a view). Keys of basic items only (0-d
+    integer tensors included) write through a view and cast."""
     if value.dtype == self.dtype:
         return
     items = key if isinstance(key, tuple) else (key,)
+    if builtins.all(_basic_item(k) for k in items):
+        return
     masks = [k for k in items if isinstance(k, Tensor) and k.dtype == _C.dtype.bool and k.ndim]
     if not (value.numel() == 1 and len(masks) == 1 and
-            builtins.all(k is masks[0] or k is Ellipsis or (isinstance(k, slice) and k == slice(None))
-                         for k in items)):
+            builtins.all(k is masks[0] or _basic_item(k) for k in items)):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{torch_type_name(self.dtype)} for the destination and {torch_type_name(value.dtype)} "
                            f"for the source.")
