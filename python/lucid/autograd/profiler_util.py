@@ -37,7 +37,19 @@ def _format_percent(part, total):
     return f"{100.0 * part / total:.2f}%" if total else "0.00%"
 
 
-class FunctionEvent:
+class _FormattedTimes:
+    """The formatted times of an event or of a key's sum (``cpu_time``,
+    ``cpu_time_total`` and ``self_cpu_time_total`` defined by each), and the
+    device time Lucid does not record."""
+
+    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
+    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
+    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
+    device_time = property(lambda self: 0.0)
+    cuda_time = device_time
+
+
+class FunctionEvent(_FormattedTimes):
     """One recorded interval: ``name``, ``thread``, ``time_range`` (start and
     end in microseconds), ``input_shapes`` (with ``record_shapes``) and its
     place in the tree (``cpu_parent``, ``cpu_children``)."""
@@ -86,19 +98,13 @@ class FunctionEvent:
     def cpu_time(self):
         return self.cpu_time_total / self.count
 
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
-    device_time = property(lambda self: 0.0)
-    cuda_time = device_time
-
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} thread={self.thread} "
                 f"cpu_time={self.cpu_time_total_str} self_cpu_time={self.self_cpu_time_total_str} "
                 f"input_shapes={self.input_shapes}>")
 
 
-class FunctionEventAvg:
+class FunctionEventAvg(_FormattedTimes):
     """The events of one key (a name, or a name and input shapes) summed:
     ``count``, ``cpu_time_total``, ``self_cpu_time_total``, ``cpu_time``
     (the mean)."""
@@ -140,12 +146,6 @@ class FunctionEventAvg:
     @property
     def cpu_time(self):
         return self.cpu_time_total / self.count if self.count else 0.0
-
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
-    device_time = property(lambda self: 0.0)
-    cuda_time = device_time
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
