@@ -45,6 +45,33 @@ static std::vector<Tensor> new_views(const Tensor& x, std::vector<Tensor> result
   return results;
 }
 
+// The strides PyTorch gives x[key] for a key of basic items, each coded
+// as kNewAxis (None), kDropDim (an int) or a slice's step (advanced
+// indices count as full slices): it applies the items left to right, so a
+// None takes its stride from the dim that follows it at that point.
+constexpr int64_t kNewAxis = 0, kDropDim = -1;
+static Shape indexed_strides(const Shape& shape, const Shape& strides, const std::vector<int64_t>& codes) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // size, stride
+  for (size_t k = 0; k < shape.size(); ++k) dims.emplace_back(shape[k], strides[k]);
+  size_t at = 0;
+  for (const int64_t code : codes) {
+    if (code == kNewAxis) {
+      dims.insert(dims.begin() + std::ptrdiff_t(at), {1, at < dims.size() ? dims[at].first * dims[at].second : 1});
+      ++at;
+    } else if (code == kDropDim) {
+      LUCID_CHECK(at < dims.size(), "_indexed_strides: more items than dims");
+      dims.erase(dims.begin() + std::ptrdiff_t(at));
+    } else {
+      LUCID_CHECK(at < dims.size(), "_indexed_strides: more items than dims");
+      dims[at].second *= code;
+      ++at;
+    }
+  }
+  Shape out;
+  for (const auto& dim : dims) out.push_back(dim.second);
+  return out;
+}
+
 // x[key] for keys of Python ints, slices (step > 0), None and one
 // Ellipsis: what _tensor.py's _basic gives (a slice, then a reshape to the
 // result's dims with PyTorch's strides for the size-1 ones), without its
@@ -127,28 +154,12 @@ static py::object basic_getitem(const Tensor& x, const py::handle& key) {
     py::gil_scoped_release unlocked;
     r = ndim ? new_view(x, slice(x, starts, stops, steps)) : alias(x);
     if (reshaped) {
-      // PyTorch applies the items left to right: a None takes its stride from
-      // the dim that follows it at that point; an int drops its dim.
-      std::vector<std::pair<int64_t, int64_t>> dims;  // size, stride
-      for (int64_t k = 0; k < ndim; ++k) dims.emplace_back(shape[size_t(k)], x.strides()[size_t(k)]);
-      size_t at = 0;
-      for (int j = 0; j < n_items; ++j) {
-        const Item& it = items[j];
-        if (it.kind == Item::kNone) {
-          dims.insert(dims.begin() + std::ptrdiff_t(at), {1, at < dims.size() ? dims[at].first * dims[at].second : 1});
-          ++at;
-        } else if (it.kind == Item::kInt) {
-          dims.erase(dims.begin() + std::ptrdiff_t(at));
-        } else {
-          dims[at].second *= it.step;
-          ++at;
-        }
-      }
+      std::vector<int64_t> codes;
+      for (int j = 0; j < n_items; ++j)
+        codes.push_back(items[j].kind == Item::kNone ? kNewAxis : items[j].kind == Item::kInt ? kDropDim : items[j].step);
       Tensor v = reshape(r, out_shape);
       r = v.same(r) ? view(r, out_shape) : v;
-      Shape strides;
-      for (const auto& dim : dims) strides.push_back(dim.second);
-      r.impl()->strides = strides;  // differ from the reshape's only on size-1 dims
+      r.impl()->strides = indexed_strides(shape, x.strides(), codes);  // differ from the reshape's only on size-1 dims
     }
   }
   return py::cast(r);
@@ -307,6 +318,9 @@ void init_ops(py::module_& m) {
   m.def("split", [](const Tensor& x, int64_t size, int64_t d) { return new_views(x, split(x, size, d)); }, release);
   m.def("chunk", [](const Tensor& x, int64_t n, int64_t d) { return new_views(x, chunk(x, n, d)); }, release);
   m.def("_basic_getitem", &basic_getitem);
+  m.def("_indexed_strides", [](const Tensor& x, const std::vector<int64_t>& codes) {
+    return indexed_strides(x.shape(), x.strides(), codes);
+  });
   m.def("slice", [](const Tensor& x, const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                     const std::vector<int64_t>& c) { return new_view(x, slice(x, a, b, c)); }, release);
   m.def("split_with_sizes", &split_with_sizes, py::arg("x"), py::arg("sizes"), py::arg("dim") = 0, release);

@@ -631,22 +631,13 @@ def _basic(self, items):
 
 
 def _indexed_strides(self, items):
-    """The strides PyTorch gives x[items] (ints, slices, None; the
-    advanced indices as full slices): it applies the items left to right, so
-    a None takes its stride from the dim that follows it at that point."""
-    dims = [[size, stride] for size, stride in zip(self.shape, self.stride())]
-    at = 0  # the result dim the next item applies to
-    for k in items:
-        if k is None or isinstance(k, tuple):
-            dims.insert(at, [1, dims[at][0] * dims[at][1] if at < len(dims) else 1])
-            at += 1
-        elif isinstance(k, builtins.int):
-            del dims[at]
-        else:
-            if isinstance(k, slice) and k.step not in (None, 1):
-                dims[at][1] *= builtins.int(k.step)
-            at += 1
-    return [stride for _, stride in dims]
+    """The strides PyTorch gives x[items] (ints, slices, None; the advanced
+    indices as full slices): one rule with the C++ indexing path's
+    (ops.cpp, indexed_strides), the items coded as 0 for a new axis, -1 for
+    an int and a slice's step otherwise."""
+    codes = [0 if k is None or isinstance(k, tuple) else -1 if isinstance(k, builtins.int)
+             else builtins.int(k.step) if isinstance(k, slice) and k.step is not None else 1 for k in items]
+    return _C._indexed_strides(self, codes)
 
 
 @_method("__getitem__")
