@@ -229,11 +229,9 @@ struct alignas(64) TileConfig {
 // matrices themselves, often a power of two apart, would fall into the same
 // cache sets). Tile (t, u) of op(A) holds rows 16 t.. and pairs 16 u.. (a
 // row per matrix row); tile (t, u) of op(B) holds columns 16 t.. and pairs
-// 16 u.. (a row per pair). Each tile is written whole, one after another.
-//
-// word(x, y) gives the word at tile row x, column y of the tile at origin
-// (r0, q0) of the [outer][pair] view (outer: rows of A or columns of B),
-// zero outside the matrix.
+// 16 u.. (a row per pair). Each tile is written whole, one after another;
+// word_at_(o, q) reads the word of row or column o (outer: rows of A,
+// columns of B) and pair q, inside the matrix (the rest is zero).
 template <class WordAt>
 void pack_tiles(int64_t outer, int64_t pairs, int64_t outer_tiles, int64_t q_tiles, bool pair_is_row, WordAt&& word_at_,
                 uint32_t* out) {
