@@ -5,11 +5,13 @@
 // replayed per call.
 //
 // Everything a run reads lives at an address fixed when the graph is
-// captured: the arguments are copied into arena slots, and the scalar feeds
-// (learning rates, bias corrections, the loss scale, random keys) and any
-// host-side captured constants are staged into one device block with one
-// host-to-device copy per call, so a new learning rate never needs a new
-// capture. Captured device buffers (parameters, optimizer state) are read
+// captured: the scalar feeds (learning rates, bias corrections, the loss
+// scale, random keys), any host-side captured constants and the addresses of
+// the call's arguments and results are staged into one device block with one
+// host-to-device copy per call (none when nothing changed), so a new learning
+// rate or a new batch never needs a new capture. The graph's first kernel
+// copies the arguments into arena slots and its last the results out, so a
+// call is that copy and one graph launch. Captured device buffers (parameters, optimizer state) are read
 // and written where they live; a call that finds one rebound (a per-call
 // .grad that is a new tensor) captures again.
 //
@@ -204,6 +206,18 @@ class StagedUpload {
   std::vector<char> last_;
 };
 
+struct CopyListArgs {
+  const uint64_t* table;
+  int count;
+};
+
+// A staged copy_list table: the arguments (results) a call copies.
+struct CopyTable {
+  std::vector<size_t> positions;  // into the graph's inputs (outputs)
+  size_t offset = 0;              // of the table in the staged block
+  size_t max_bytes = 0;           // of the largest copy
+};
+
 // Where a value's bytes live during a run.
 struct Location {
   enum Kind : uint8_t { Arena, Staged, Capture, Alias } kind = Arena;
@@ -288,6 +302,19 @@ class CudaExecutable final : public graph::Executable {
       loc_[out] = {Location::Staged, int64_t(staged.allocate(nbytes(out)))};
       host_casts_.push_back({in.index, size_t(loc_[out].index), size_t(in.meta.numel())});
     }
+    // The call's copies, arguments in and device results out, as copy_list
+    // tables staged with the feeds: the graph copies from and to the
+    // addresses each call writes there.
+    auto table = [&](CopyTable& t, const std::vector<int>& values) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (graph_.values[values[i]].meta.device.type != DeviceType::CUDA) continue;
+        t.positions.push_back(i);
+        t.max_bytes = std::max(t.max_bytes, nbytes(values[i]));
+      }
+      if (!t.positions.empty()) t.offset = staged.allocate(3 * sizeof(uint64_t) * t.positions.size());
+    };
+    table(input_copies_, graph_.inputs);
+    table(output_copies_, graph_.outputs);
     staged_bytes_ = staged.size();
 
     std::vector<bool> is_view(size_t(nn), false);
@@ -438,10 +465,28 @@ class CudaExecutable final : public graph::Executable {
   }
 
   // Queues the schedule and the writebacks on the stream (or into a capture).
+  // Queues the copies a staged copy_list table lists.
+  void copy_table(const CopyTable& t) {
+    if (t.positions.empty()) return;
+    Runtime& rt = Runtime::get();
+    const auto* table = reinterpret_cast<const uint64_t*>(static_cast<char*>(staged_.raw_data()) + t.offset);
+    rt.launch(rt.fixed_kernel("elementwise", {"", "copy_list"}), rt.elementwise(int64_t(std::max<size_t>(t.max_bytes / 16, 1))),
+              CopyListArgs{table, int(t.positions.size())});
+  }
+
+  // Writes one copy_list entry into the host side of the staged block.
+  void set_copy(const CopyTable& t, size_t k, const void* dst, const void* src, size_t bytes) {
+    auto* entry = reinterpret_cast<uint64_t*>(host_staged_.data() + t.offset) + 3 * k;
+    entry[0] = reinterpret_cast<uint64_t>(dst);
+    entry[1] = reinterpret_cast<uint64_t>(src);
+    entry[2] = bytes;
+  }
+
   void enqueue() {
     std::vector<ConstArg> in_args;
     std::vector<MutArg> out_args;
     Runtime& rt = Runtime::get();
+    copy_table(input_copies_);
     std::vector<uint64_t> words;
     using Clock = std::chrono::steady_clock;
     Clock::time_point t0 = Clock::now();
@@ -477,6 +522,7 @@ class CudaExecutable final : public graph::Executable {
       rt.device_to_device(graph_.captures[w.capture].storage->data(), address(w.value),
                           size_t(m.numel()) * itemsize(m.dtype));
     }
+    copy_table(output_copies_);
   }
 
   std::vector<void*> capture_addresses() const {
@@ -540,9 +586,23 @@ class CudaExecutable final : public graph::Executable {
     }
     for (const auto& s : stage_captures_)
       std::memcpy(host_staged_.data() + s.offset, graph_.captures[s.index].storage->data(), s.bytes);
+    for (size_t k = 0; k < input_copies_.positions.size(); ++k) {
+      const size_t i = input_copies_.positions[k];
+      set_copy(input_copies_, k, address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)  // host arguments, copied before the run
+      if (inputs[i].device().type != DeviceType::CUDA)
+        rt.host_to_device(address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
+    std::vector<Tensor> outs;
+    for (int o : graph_.outputs) {
+      const TensorMeta& m = graph_.values[o].meta;
+      outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));
+    }
+    for (size_t k = 0; k < output_copies_.positions.size(); ++k) {
+      const size_t i = output_copies_.positions[k];
+      set_copy(output_copies_, k, outs[i].raw_data(), address(graph_.outputs[i]), outs[i].nbytes());
+    }
     if (staged_bytes_) staged_upload_.upload(staged_.raw_data(), host_staged_, rt.stream());
-    for (size_t i = 0; i < inputs.size(); ++i)
-      rt.device_to_device(address(graph_.inputs[i]), inputs[i].raw_data(), inputs[i].nbytes());
 
     if (exec_ && capture_addresses() != bound_addresses_) drop_graph();  // a buffer was rebound
     bool ran = false;
@@ -557,14 +617,9 @@ class CudaExecutable final : public graph::Executable {
       else enqueue();
     }
     for (const auto& w : graph_.writebacks) graph_.captures[w.capture].storage->bump_version();
-    std::vector<Tensor> outs;
-    for (int o : graph_.outputs) {
-      const TensorMeta& m = graph_.values[o].meta;
-      Tensor t = Tensor::empty(m.shape, m.dtype, m.device);
-      if (m.device.type == DeviceType::CUDA) rt.device_to_device(t.raw_data(), address(o), t.nbytes());
-      else rt.device_to_host(t.raw_data(), address(o), t.nbytes());
-      outs.push_back(t);
-    }
+    for (size_t i = 0; i < outs.size(); ++i)  // host results, read back after the run
+      if (outs[i].device().type != DeviceType::CUDA)
+        rt.device_to_host(outs[i].raw_data(), address(graph_.outputs[i]), outs[i].nbytes());
     return outs;
   }
 
@@ -609,6 +664,7 @@ class CudaExecutable final : public graph::Executable {
     size_t numel;
   };
   std::vector<HostCast> host_casts_;
+  CopyTable input_copies_, output_copies_;
   bool use_graphs_ = true;
   bool warmed_ = false;
   std::string capture_error_;

@@ -726,10 +726,10 @@ LUCID_REGISTER_KERNEL(IndexSelect, CUDA, index_select_kernel);
 
 struct IndexChainArgs {
   const void* index;
-  int64_t* next;
-  int32_t* lead;
+  uint64_t* next;
+  int32_t* follower;
   int* err;
-  int64_t n, size;
+  int64_t n, size, position_tiles, candidate_tiles;
   int idx64;
 };
 struct IndexAddArgs {
@@ -737,13 +737,14 @@ struct IndexAddArgs {
   const void* index;
   const void* src;
   const int64_t* next;
-  const int32_t* lead;
+  const int32_t* follower;
   int64_t outer, size, n, inner;
   int idx64;
 };
 // Deterministic, in the CPU's order (source_index.cpp): the positions that
 // name one row are chained first, then each chain is added by one thread.
 void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
+  constexpr int64_t kPositionTile = 256, kCandidateTile = 128;  // threads per block; LUCID_CHAIN_TILE
   const int axis = static_cast<const IndexAdd&>(p).axis;
   DeviceOperands d(in);
   copy_bytes(out[0].data, d[0], *out[0].meta);
@@ -754,13 +755,21 @@ void index_add_kernel(const Primitive& p, const std::vector<ConstArg>& in, const
   Runtime& rt = Runtime::get();
   const int idx64 = in[1].meta->dtype == DType::Int64;
   const Device dev = out[0].meta->device;
-  Tensor next = Tensor::empty({n}, DType::Int64, dev), lead = Tensor::empty({n}, DType::Int32, dev);
-  auto* next_data = static_cast<int64_t*>(next.raw_data());
-  auto* lead_data = static_cast<int32_t*>(lead.raw_data());
-  run("index", untyped("index_chain"), rt.elementwise(n),
-      IndexChainArgs{d[1], next_data, lead_data, rt.error_word(), n, size, idx64});
+  Tensor next = Tensor::empty({n}, DType::Int64, dev), follower = Tensor::empty({n}, DType::Int32, dev);
+  auto* next_data = static_cast<uint64_t*>(next.raw_data());
+  auto* follower_data = static_cast<int32_t*>(follower.raw_data());
+  rt.memset(next_data, 0xFF, size_t(n) * sizeof(uint64_t));
+  rt.memset(follower_data, 0, size_t(n) * sizeof(int32_t));
+  const int64_t position_tiles = (n + kPositionTile - 1) / kPositionTile;
+  const int64_t candidate_tiles = (n + kCandidateTile - 1) / kCandidateTile;
+  Launch chain;
+  chain.threads = unsigned(kPositionTile);
+  chain.blocks = unsigned(std::min<int64_t>(position_tiles * candidate_tiles, int64_t(rt.sm_count()) * 64));
+  run("index", untyped("index_chain"), chain,
+      IndexChainArgs{d[1], next_data, follower_data, rt.error_word(), n, size, position_tiles, candidate_tiles, idx64});
   run("index", name_for("index_add", out[0].meta->dtype), rt.elementwise(outer * n * inner),
-      IndexAddArgs{out[0].data, d[1], d[2], next_data, lead_data, outer, size, n, inner, idx64});
+      IndexAddArgs{out[0].data, d[1], d[2], reinterpret_cast<const int64_t*>(next_data), follower_data, outer, size, n,
+                   inner, idx64});
 }
 LUCID_REGISTER_KERNEL(IndexAdd, CUDA, index_add_kernel);
 

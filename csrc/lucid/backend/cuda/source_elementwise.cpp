@@ -149,6 +149,23 @@ __device__ __forceinline__ void strided_copy_impl(const StridedCopyArgs& a) {
 LUCID_FOR_WIDTHS(DEF)
 #undef DEF
 
+// The copies a device table lists, as (dst, src, bytes) triples: a compiled
+// step's arguments in and results out, whose addresses change from call to
+// call while the captured graph that copies them stays the same.
+struct CopyListArgs { const u64* table; int count; };
+#if LUCID_UNTYPED_SHARD
+extern "C" __global__ void copy_list(const CopyListArgs a) {
+  for (int c = 0; c < a.count; ++c) {
+    const u64 dst = a.table[3 * c], src = a.table[3 * c + 1], n = a.table[3 * c + 2];
+    if (((dst | src | n) & 15) == 0) {
+      for (u64 i = global_index(); i < n / 16; i += global_stride()) ((uint4*)dst)[i] = ((const uint4*)src)[i];
+    } else {
+      for (u64 i = global_index(); i < n; i += global_stride()) ((u8*)dst)[i] = ((const u8*)src)[i];
+    }
+  }
+}
+#endif
+
 // dst[layout] += src (row-major): overlapping positions add up.
 template <class T>
 __device__ __forceinline__ void add_at_layout_impl(const StridedCopyArgs& a) {

@@ -122,62 +122,60 @@ __device__ __forceinline__ void index_select_impl(const IndexSelectArgs& a) {
 LUCID_FOR_WIDTHS(DEF)
 #undef DEF
 
-// IndexAdd in two passes, deterministic and in the CPU's order. index_chain
-// links the index positions that name one row: next[j] is the following
-// position with j's row (-1 at the last), lead[j] whether j is the first;
-// -2 marks an index out of range. index_add: each chain's first position
-// adds the chain's source rows into out [outer, size, inner] (a copy of
-// base) in order; src is [outer, n, inner].
-struct IndexChainArgs { const void* index; i64* next; int* lead; int* err; i64 n, size; int idx64; };
-#define LUCID_CHAIN_TILE 1024
+// IndexAdd, deterministic and in the CPU's order, in two passes. index_chain
+// links the index positions that name one row: next[j] becomes the following
+// position with j's row (all ones at the last, which reads as -1 in i64) and
+// follower[j] 1 when an earlier position names it too (both start as memsets:
+// all ones, zeros). Every pair of positions is compared, one block per tile of
+// positions (a thread each) and tile of candidates (in shared memory), so the
+// comparisons spread over the whole device; the candidates' tiles combine
+// through atomicMin. index_add: each chain's first position adds the chain's
+// source rows into out [outer, size, inner] (a copy of base) in order; src is
+// [outer, n, inner]. An out-of-range index is reported once (by the blocks of
+// the first candidates' tile) and adds nothing.
+struct IndexChainArgs { const void* index; unsigned long long* next; int* follower; int* err; i64 n, size, position_tiles,
+                        candidate_tiles; int idx64; };
+#define LUCID_CHAIN_TILE 128
 #if LUCID_UNTYPED_SHARD
 extern "C" __global__ void index_chain(const IndexChainArgs a) {
-  // Every thread compares its index with all n, a shared-memory tile at a
-  // time (a broadcast read per comparison); the loops are block-uniform.
-  __shared__ i64 tile[LUCID_CHAIN_TILE];
-  for (i64 base = i64(blockIdx.x) * blockDim.x; base < a.n; base += global_stride()) {
-    const i64 j = base + threadIdx.x;
-    i64 v = -1;
-    bool valid = false;
-    if (j < a.n) {
-      v = read_index(a.index, a.idx64, j);
-      valid = wrap_index(v, a.size, a.err);
+  __shared__ i64 tile[LUCID_CHAIN_TILE];  // wrapped candidates, -1 where out of range
+  const i64 blocks = a.position_tiles * a.candidate_tiles;
+  for (i64 b = blockIdx.x; b < blocks; b += gridDim.x) {  // block-uniform
+    const i64 j = (b / a.candidate_tiles) * blockDim.x + threadIdx.x;
+    const i64 t = (b % a.candidate_tiles) * LUCID_CHAIN_TILE, m = min(i64(LUCID_CHAIN_TILE), a.n - t);
+    __syncthreads();  // the previous tile has been read
+    for (i64 k = threadIdx.x; k < m; k += blockDim.x) {
+      i64 w = read_index(a.index, a.idx64, t + k);
+      tile[k] = (w < -a.size || w >= a.size) ? -1 : (w < 0 ? w + a.size : w);
     }
-    bool first = true;
+    __syncthreads();
+    if (j >= a.n) continue;
+    i64 v = read_index(a.index, a.idx64, j);
+    if (t == 0 ? !wrap_index(v, a.size, a.err) : (v < -a.size || v >= a.size)) continue;
+    if (v < 0) v += a.size;
+    bool follower = false;
     i64 next = -1;
-    for (i64 t = 0; t < a.n; t += LUCID_CHAIN_TILE) {
-      const i64 m = min(i64(LUCID_CHAIN_TILE), a.n - t);
-      __syncthreads();
-      for (i64 k = threadIdx.x; k < m; k += blockDim.x) {
-        i64 w = read_index(a.index, a.idx64, t + k);
-        tile[k] = w < 0 ? w + a.size : w;
-      }
-      __syncthreads();
-      if (!valid) continue;
-      for (i64 k = 0; k < m; ++k) {
-        if (tile[k] != v) continue;
-        const i64 at = t + k;
-        if (at < j) first = false;
-        else if (at > j && next < 0) next = at;
-      }
+    for (i64 k = 0; k < m; ++k) {  // ascending: the first later match is the nearest
+      if (tile[k] != v) continue;
+      if (t + k < j) follower = true;
+      else if (t + k > j) { next = t + k; break; }
     }
-    if (j < a.n) {
-      a.next[j] = valid ? next : -2;
-      a.lead[j] = valid && first;
-    }
+    if (follower) a.follower[j] = 1;
+    if (next >= 0) atomicMin(a.next + j, (unsigned long long)next);
   }
 }
 #endif
 
-struct IndexAddArgs { void* out; const void* index; const void* src; const i64* next; const int* lead; i64 outer, size,
-                      n, inner; int idx64; };
+struct IndexAddArgs { void* out; const void* index; const void* src; const i64* next; const int* follower; i64 outer,
+                      size, n, inner; int idx64; };
 template <class T>
 __device__ __forceinline__ void index_add_impl(const IndexAddArgs& a) {
   const i64 total = a.outer * a.n * a.inner;
   for (i64 q = global_index(); q < total; q += global_stride()) {
     const i64 in = q % a.inner, j = (q / a.inner) % a.n, o = q / (a.inner * a.n);
-    if (!a.lead[j]) continue;
+    if (a.follower[j]) continue;
     i64 v = read_index(a.index, a.idx64, j);
+    if (v < -a.size || v >= a.size) continue;
     if (v < 0) v += a.size;
     const i64 dst = (o * a.size + v) * a.inner + in;
     T acc = ((const T*)a.out)[dst];  // rounded to T after each addition, as the CPU's
