@@ -1,6 +1,7 @@
 """Training steps on the cuda device, Lucid beside its peers in one run.
 
     python -m benchmarks --device cuda [--workloads mlp_small,gpt_tiny] [--steps 50] [--variants ...]
+                                       [--precision bfloat16]   (the forward under cuda autocast)
     python -m benchmarks.cuda ...   (the same)
 
 Each step is a whole training step (forward, loss, backward, optimizer
@@ -64,9 +65,9 @@ def _to_device(lib, model, device):
     return model
 
 
-def _setup(lib, w, data, **opt_extra):
+def _setup(lib, w, data, precision="float32", **opt_extra):
     lib.manual_seed(0)
-    model = _to_device(lib, torchlike.build_model(lib, w), "cuda")
+    model = _to_device(lib, torchlike.autocast(lib, torchlike.build_model(lib, w), precision, "cuda"), "cuda")
     loss_fn = torchlike.loss_fn(lib, w)
     opt = torchlike.make_optimizer(lib, w["optimizer"], model.parameters(), **opt_extra)
     x, y = lib.tensor(data["x"]).to("cuda"), lib.tensor(data["y"]).to("cuda")
@@ -89,10 +90,10 @@ def _time(step, sync, steps):
     return {"median_ms": 1e3 * statistics.median(times), "first_ms": 1e3 * first, "loss0": loss0}
 
 
-def lucid_variant(w, data, steps, fused):
+def lucid_variant(w, data, steps, fused, precision):
     import lucid
 
-    model, loss_fn, opt, x, y = _setup(lucid, w, data)
+    model, loss_fn, opt, x, y = _setup(lucid, w, data, precision)
     if fused:
         compiled = lucid.compile.fused_step(model, loss_fn, opt)
 
@@ -112,13 +113,13 @@ def lucid_variant(w, data, steps, fused):
     return r
 
 
-def torch_variant(w, data, steps, variant):
+def torch_variant(w, data, steps, variant, precision):
     import torch
 
     fused = variant == "torch eager fused opt"
     capturable = variant == "torch graph" and w["optimizer"]["name"] in ("Adam", "AdamW")
     extra = {"fused": True} if fused else ({"capturable": True} if capturable else {})
-    model, loss_fn, opt, x, y = _setup(torch, w, data, **extra)
+    model, loss_fn, opt, x, y = _setup(torch, w, data, precision, **extra)
 
     def body():
         opt.zero_grad()
@@ -166,7 +167,9 @@ def torch_variant(w, data, steps, variant):
     return r
 
 
-def jax_variant(w, data, steps):
+def jax_variant(w, data, steps, precision):
+    if precision != "float32":
+        raise NotImplementedError("the JAX peer runs float32 only")
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
     import jax.numpy as jnp
@@ -193,6 +196,8 @@ def main(argv=None):
                     help="suite workloads, `tiny` (the fixed cost of a step) and `gpt_small`")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--precision", choices=("float32", "bfloat16", "float16"), default="float32",
+                    help="each model's forward under cuda autocast to this dtype (the loss in float32)")
     args = ap.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for v in variants:
@@ -203,8 +208,9 @@ def main(argv=None):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    precision = "float32" if args.precision == "float32" else f"{args.precision} autocast, float32"
     print(f"device: {lucid.cuda.get_device_name()}; torch {torch.__version__}; lucid {lucid.__version__}; "
-          f"float32 (no TF32); median of {args.steps} steps after 5 warm-ups, a loss read-back each step")
+          f"{precision} (no TF32); median of {args.steps} steps after 5 warm-ups, a loss read-back each step")
     print(f"{'workload':<12}{'variant':<24}{'median ms':>10}{'first ms':>10}{'peak MiB':>10}{'loss0':>10}"
           f"{'fused/this':>12}  note")
     for name in args.workloads.split(","):
@@ -217,13 +223,13 @@ def main(argv=None):
             torch.cuda.reset_peak_memory_stats()
             try:
                 if v.startswith("lucid"):
-                    r = lucid_variant(w, data, args.steps, fused=v == "lucid fused_step")
+                    r = lucid_variant(w, data, args.steps, v == "lucid fused_step", args.precision)
                     r["peak_mib"] = lucid.cuda.max_memory_allocated() / 2**20
                 elif v.startswith("torch"):
-                    r = torch_variant(w, data, args.steps, v)
+                    r = torch_variant(w, data, args.steps, v, args.precision)
                     r["peak_mib"] = torch.cuda.max_memory_allocated() / 2**20
                 else:
-                    r = jax_variant(w, data, args.steps)
+                    r = jax_variant(w, data, args.steps, args.precision)
             except Exception as e:  # a variant that cannot run here: say so, keep going
                 r = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:150] if str(e) else ''}"}
             rows.append((v, r))

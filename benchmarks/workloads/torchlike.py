@@ -91,8 +91,8 @@ def _gpt(lib, nn, F, w):
     return GPT()
 
 
-def autocast(lib, model, precision):
-    """model with its forward under lib.autocast("cpu", dtype=precision) and
+def autocast(lib, model, precision, device="cpu"):
+    """model with its forward under lib.autocast(device, dtype=precision) and
     its output back in float32 (the loss in float32, as a user writes it);
     model itself for "float32"."""
     if precision == "float32":
@@ -105,7 +105,7 @@ def autocast(lib, model, precision):
             self.inner = inner
 
         def forward(self, inputs):
-            with lib.autocast("cpu", dtype=dtype):
+            with lib.autocast(device, dtype=dtype):
                 return self.inner(inputs).float()
 
     return Autocast()
