@@ -641,7 +641,9 @@ class CudaExecutable final : public graph::Executable {
           os << (i ? ", " : " <- ") << shape_str(graph_.values[n.inputs[i]].meta.shape);
       } else {
         const cpu::FusedGroup& grp = groups_[steps_[s].group];
-        os << "fused x" << grp.numel << " (" << grp.nodes.size() << " ops)";
+        os << "fused x" << grp.numel << " [";  // as the CPU executable's labels
+        for (size_t i = 0; i < grp.nodes.size(); ++i) os << (i ? " " : "") << graph_.nodes[grp.nodes[i]].prim->name();
+        os << "]";
       }
       out.push_back({os.str(), step_seconds_[s]});
     }
