@@ -377,6 +377,15 @@ Launch reduce_launch(int64_t outer, int64_t r, int64_t inner) {
   return inner == 1 ? rt.rows(outer, r) : rt.elementwise(outer * inner);
 }
 
+// Reduce's column blocks (source_reduce.cpp): a warp per 16 rows, up to 32.
+Launch reduce_column_launch(int64_t outer, int64_t r, int64_t inner) {
+  Runtime& rt = Runtime::get();
+  Launch l;
+  l.threads = unsigned(32 * std::clamp<int64_t>((r + 15) / 16, 1, 32));
+  l.blocks = unsigned(std::min<int64_t>(outer * ((inner + 31) / 32), int64_t(rt.sm_count()) * 32));
+  return l;
+}
+
 void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const std::vector<MutArg>& out) {
   const auto& rd = static_cast<const Reduce&>(p);
   const DType dt = in[0].meta->dtype;
@@ -384,7 +393,8 @@ void reduce_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   DeviceOperands d(in);
   ReducePlan plan = plan_reduce(d[0], *in[0].meta, rd.axes);
   ReduceArgs a{plan.data, out[0].data, plan.outer, plan.r, plan.inner, int(rd.op)};
-  const Launch l = reduce_launch(plan.outer, plan.r, plan.inner);
+  const Launch l = plan.inner == 1 ? reduce_launch(plan.outer, plan.r, 1)
+                                   : reduce_column_launch(plan.outer, plan.r, plan.inner);
   if (rd.op == ReduceOp::All || rd.op == ReduceOp::Any) {
     run("reduce", untyped(rd.op == ReduceOp::All ? "reduce_all" : "reduce_any"), l, a);
     return;

@@ -1,7 +1,8 @@
 // Reductions and row kernels: Reduce, ArgReduce, Softmax(Backward),
 // LayerNorm(Backward). Each works on the [outer, r, inner] form of its
-// input: with inner == 1 one block folds a row, otherwise one thread folds
-// a column (adjacent threads read adjacent columns).
+// input: with inner == 1 one block folds a row; otherwise Reduce folds a
+// tile of 32 columns per block (reduce_column_launch), the others one
+// column per thread (adjacent threads read adjacent columns).
 #include "lucid/backend/cuda/sources.h"
 
 namespace lucid::cuda {
@@ -20,6 +21,13 @@ struct AnyF { __device__ int init() const { return 0; } __device__ int operator(
 
 struct ReduceArgs { const void* x; void* out; i64 outer, r, inner; int op; };
 
+// One partial fold per thread of a column block (at most 32 warps of 32).
+template <class A>
+__device__ __forceinline__ A* column_partials() {
+  __shared__ A part[32 * 32];
+  return part;
+}
+
 template <class T, class A, class F>
 __device__ __forceinline__ void reduce_with(const ReduceArgs& a, F f) {
   const T* x = (const T*)a.x;
@@ -32,12 +40,27 @@ __device__ __forceinline__ void reduce_with(const ReduceArgs& a, F f) {
     }
     return;
   }
-  for (i64 q = global_index(); q < a.outer * a.inner; q += global_stride()) {
-    const i64 o = q / a.inner, in = q % a.inner;
-    const T* base = x + o * a.r * a.inner + in;
+  // Columns: a block folds 32 adjacent columns (coalesced reads), each of
+  // its warps every slices-th row, and the warps' partial folds combine in
+  // a fixed order (deterministic), so a few long columns (a bias gradient)
+  // spread over a whole block instead of a thread each.
+  A* part = column_partials<A>();
+  const int lane = threadIdx.x & 31, slice = threadIdx.x >> 5, slices = blockDim.x >> 5;
+  const i64 tiles = (a.inner + 31) / 32;
+  for (i64 t = blockIdx.x; t < a.outer * tiles; t += gridDim.x) {  // block-uniform
+    const i64 o = t / tiles, in = (t % tiles) * 32 + lane;
     A acc = f.init();
-    for (i64 k = 0; k < a.r; ++k) acc = f(acc, A(ld(base, k * a.inner)));
-    st((T*)a.out, q, acc);
+    if (in < a.inner) {
+      const T* base = x + o * a.r * a.inner + in;
+      for (i64 k = slice; k < a.r; k += slices) acc = f(acc, A(ld(base, k * a.inner)));
+    }
+    part[slice * 32 + lane] = acc;
+    __syncthreads();
+    if (slice == 0 && in < a.inner) {
+      for (int w = 1; w < slices; ++w) acc = f(acc, part[w * 32 + lane]);
+      st((T*)a.out, o * a.inner + in, acc);
+    }
+    __syncthreads();
   }
 }
 template <class T>
