@@ -65,6 +65,25 @@ def fixed_cost(calls=2000):
     for label, fn in rows:
         print(f"{_per_call_us(fn or submit, calls):8.1f} us  {label}")
 
+    # The host's share of a submitted call, from the profiler's events.
+    parts = {"lucid::compiled_step": "the executable's run and the step's bookkeeping",
+             "cuda::stage_call": "  feeds and copy tables staged (uploaded when changed)",
+             "cuMemcpyHtoDAsync": "    of which the upload",
+             "cuGraphLaunch": "  the graph launch"}
+    totals = dict.fromkeys(parts, 0.0)
+    with lucid.profiler.profile() as prof:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            step(x, y)
+        total_us = 1e6 * (time.perf_counter() - t0) / calls
+        sync()
+    for e in prof.events():
+        if e.name in totals:
+            totals[e.name] += e.cpu_time_total / calls
+    print(f"{total_us:8.1f} us  a submitted call under the profiler, of which:")
+    for name, label in parts.items():
+        print(f"{totals[name]:8.1f} us  {label}")
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser()

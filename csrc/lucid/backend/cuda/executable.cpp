@@ -30,6 +30,7 @@
 #include "lucid/backend/cpu/fusion.h"
 #include "lucid/backend/cuda/compiler.h"
 #include "lucid/backend/cuda/runtime.h"
+#include "lucid/core/profiler.h"
 #include "lucid/graph/executable.h"
 #include "lucid/graph/memory_plan.h"
 #include "lucid/ops/kernels.h"
@@ -191,6 +192,7 @@ class StagedUpload {
       check(d.cuEventSynchronize(done_[k]), "cuEventSynchronize");  // its last copy has run
     }
     std::memcpy(host_[k], bytes.data(), bytes.size());
+    profiler::Scope copy("cuMemcpyHtoDAsync");
     check(d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host_[k], bytes.size(), stream),
           "cuMemcpyHtoDAsync");
     check(d.cuEventRecord(done_[k], stream), "cuEventRecord");
@@ -572,11 +574,11 @@ class CudaExecutable final : public graph::Executable {
     ++captures_made_;
   }
 
-  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
+  // The host's share of a call: the feeds, constants and copy tables
+  // staged and uploaded; returns the results' tensors the run fills.
+  std::vector<Tensor> stage_call(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) {
+    profiler::Scope scope("cuda::stage_call");
     Runtime& rt = Runtime::get();
-    rt.bind_thread();
-    std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
-    // The host scalars and constants, in one copy.
     for (const auto& s : stage_feeds_) std::memcpy(host_staged_.data() + s.offset, feeds[s.index].raw_data(), s.bytes);
     for (const auto& c : host_casts_) {
       const Tensor& f = feeds[c.feed];
@@ -603,7 +605,14 @@ class CudaExecutable final : public graph::Executable {
       set_copy(output_copies_, k, outs[i].raw_data(), address(graph_.outputs[i]), outs[i].nbytes());
     }
     if (staged_bytes_) staged_upload_.upload(staged_.raw_data(), host_staged_, rt.stream());
+    return outs;
+  }
 
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, const std::vector<Tensor>& feeds) override {
+    Runtime& rt = Runtime::get();
+    rt.bind_thread();
+    std::lock_guard<std::recursive_mutex> lock(rt.stream_mutex());
+    std::vector<Tensor> outs = stage_call(inputs, feeds);
     if (exec_ && capture_addresses() != bound_addresses_) drop_graph();  // a buffer was rebound
     bool ran = false;
     if (!exec_ && !warmed_) {
@@ -613,8 +622,12 @@ class CudaExecutable final : public graph::Executable {
     }
     if (!exec_ && use_graphs_ && capture_error_.empty() && !profiling_) capture();
     if (!ran) {
-      if (exec_ && !profiling_) check(driver().cuGraphLaunch(exec_, rt.stream()), "cuGraphLaunch");
-      else enqueue();
+      if (exec_ && !profiling_) {
+        profiler::Scope launch("cuGraphLaunch");
+        check(driver().cuGraphLaunch(exec_, rt.stream()), "cuGraphLaunch");
+      } else {
+        enqueue();
+      }
     }
     for (const auto& w : graph_.writebacks) graph_.captures[w.capture].storage->bump_version();
     for (size_t i = 0; i < outs.size(); ++i)  // host results, read back after the run
