@@ -2,7 +2,7 @@
 as plain launches with a sync after each kernel (so the sum is above the
 graph's replay time), the most expensive kernels listed.
 
-    python -m benchmarks.cuda_profile [--workload gpt_tiny] [--steps 10] [--top 25]
+    python -m benchmarks.cuda_profile [--workload gpt_tiny] [--steps 10] [--top 25] [--no-cudnn]
     python -m benchmarks.cuda_profile --fixed-cost   # a tiny step's host costs, split
 """
 import argparse
@@ -91,11 +91,14 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--fixed-cost", action="store_true", help="split a tiny step's fixed cost")
+    ap.add_argument("--no-cudnn", action="store_true", help="convolutions without cuDNN (im2col + cuBLAS)")
     args = ap.parse_args(argv)
     if args.fixed_cost:
         return fixed_cost()
     import lucid
 
+    if args.no_cudnn:
+        lucid.backends.cudnn.enabled = False
     w = workloads.WORKLOADS[args.workload]
     model, loss_fn, opt, x, y = _setup(lucid, w, workloads.make_data(w))
     step = lucid.compile.fused_step(model, loss_fn, opt)
