@@ -2,7 +2,8 @@
 // cuDNN 9's convolutions for the cuda device, loaded at run time (dlopen of
 // libcudnn.so.9, from NVIDIA's nvidia-cudnn-cu13 wheel, the `cuda` extra), as
 // driver.h loads cuBLAS: the build needs no cuDNN. The convolution kernels
-// call these first and fall back to im2col + GEMM when they return false.
+// (kernels.cpp, convolve) time these against im2col + GEMM on a shape's
+// first use and keep the faster; they fall back when these return false.
 // Every call runs on the backend's stream (Runtime::stream()), with
 // heuristically chosen deterministic algorithms and stream-ordered workspace
 // from the backend's allocator, so it can be captured into a CUDA graph.

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "lucid/backend/cuda/cudnn.h"
@@ -917,6 +919,51 @@ std::optional<cudnn::ConvShape> cudnn_shape(const Window2d& win, const ConvDims&
                           win.pad_left, win.sh, win.sw, win.dh, win.dw, d.groups, d.oh,   d.ow};
 }
 
+// Runs one convolution direction by cuDNN (`by_cudnn`, false when cuDNN
+// cannot) or by im2col + cuBLAS (`unfolded`), whichever ran faster on this
+// shape: both are timed once, warm, at the shape's first use outside a graph
+// capture, and the choice is kept (cuDNN's own choice inside a capture until
+// then). Neither always wins: in strict float32 cuDNN has one deterministic
+// weight-gradient algorithm that is not a transform, many times slower
+// than a GEMM on small images, and cuDNN wins on large ones. The output is
+// always the kept path's, so later calls match the first bit for bit.
+enum class ConvDirection { Forward, BackwardData, BackwardFilter };
+template <class ByCudnn, class Unfolded>
+void convolve(ConvDirection dir, const std::optional<cudnn::ConvShape>& shape, DType dt, ByCudnn&& by_cudnn,
+              Unfolded&& unfolded) {
+  if (!shape) return unfolded();
+  Runtime& rt = Runtime::get();
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 19>, bool> use_cudnn;  // by direction, shape, dtype and TF32 setting
+  const cudnn::ConvShape& c = *shape;
+  const std::array<int64_t, 19> key{int64_t(dir), c.n, c.c, c.h, c.w, c.o, c.kh, c.kw, c.pad_h, c.pad_w, c.stride_h,
+                                    c.stride_w, c.dil_h, c.dil_w, c.groups, c.oh, c.ow, int64_t(dt),
+                                    int64_t(allow_tf32())};
+  std::unique_lock<std::mutex> lock(mu);
+  if (auto it = use_cudnn.find(key); it != use_cudnn.end()) {
+    const bool by = it->second;
+    lock.unlock();
+    if (!by || !by_cudnn()) unfolded();
+    return;
+  }
+  lock.unlock();
+  if (rt.capturing()) {
+    if (!by_cudnn()) unfolded();
+    return;
+  }
+  if (!by_cudnn()) {  // cuDNN cannot: nothing to time
+    unfolded();
+    return;
+  }
+  const double cudnn_ms = rt.time_ms([&] { by_cudnn(); });
+  unfolded();  // warm (its scratch, its kernels loaded)
+  const double unfolded_ms = rt.time_ms(unfolded);
+  const bool by = cudnn_ms <= unfolded_ms;
+  if (by) by_cudnn();
+  lock.lock();
+  use_cudnn.emplace(key, by);
+}
+
 // [images, O, L] <-> [O, images, L] (`to_channel_major`: the first into the second).
 void swap_image_channel(void* dst, const void* src, int64_t images, int64_t o, int64_t l, DType dt,
                         bool to_channel_major) {
@@ -941,26 +988,27 @@ void conv2d_kernel(const Primitive& p, const std::vector<ConstArg>& in, const st
   check_float(dt, "conv2d");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, in[0].meta->shape, ym.shape);
-  if (const auto shape = cudnn_shape(prim.win, d);
-      shape && cudnn::conv2d_forward(*shape, dt, ops[0], ops[1], out[0].data))
-    return;
-  Runtime& rt = Runtime::get();
-  if (d.kg == 0) {
-    rt.memset(out[0].data, 0, size_t(ym.numel()) * itemsize(dt));
-    return;
-  }
-  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
-  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, ym.device);
-  Tensor prod = device_scratch(d.o * nb * d.l, dt, ym.device);
-  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
-    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
-    unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win, images,
-                  dt);
-    gemm_batched("conv2d", dt, false, false, og, span, d.kg, ops[1], d.kg, og * d.kg, cols.raw_data(), span,
-                 d.kg * span, false, prod.raw_data(), span, og * span, d.groups);
-    swap_image_channel(static_cast<char*>(out[0].data) + n0 * d.o * d.l * es, prod.raw_data(), images, d.o, d.l, dt,
-                       false);
-  }
+  const auto shape = cudnn_shape(prim.win, d);
+  auto unfolded = [&] {
+    if (d.kg == 0) {
+      Runtime::get().memset(out[0].data, 0, size_t(ym.numel()) * itemsize(dt));
+      return;
+    }
+    const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+    Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, ym.device);
+    Tensor prod = device_scratch(d.o * nb * d.l, dt, ym.device);
+    for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+      const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+      unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win,
+                    images, dt);
+      gemm_batched("conv2d", dt, false, false, og, span, d.kg, ops[1], d.kg, og * d.kg, cols.raw_data(), span,
+                   d.kg * span, false, prod.raw_data(), span, og * span, d.groups);
+      swap_image_channel(static_cast<char*>(out[0].data) + n0 * d.o * d.l * es, prod.raw_data(), images, d.o, d.l,
+                         dt, false);
+    }
+  };
+  convolve(ConvDirection::Forward, shape, dt,
+           [&] { return cudnn::conv2d_forward(*shape, dt, ops[0], ops[1], out[0].data); }, unfolded);
 }
 LUCID_REGISTER_KERNEL(Conv2d, CUDA, conv2d_kernel);
 
@@ -973,27 +1021,29 @@ void conv2d_backward_input_kernel(const Primitive& p, const std::vector<ConstArg
   check_float(dt, "conv2d_backward_input");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, xm.shape, in[0].meta->shape);
-  if (const auto shape = cudnn_shape(prim.win, d);
-      shape && cudnn::conv2d_backward_data(*shape, dt, ops[0], ops[1], out[0].data))
-    return;
-  Runtime& rt = Runtime::get();
-  if (d.o == 0) {
-    rt.memset(out[0].data, 0, size_t(xm.numel()) * itemsize(dt));
-    return;
-  }
-  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
-  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, xm.device);
-  Tensor grad = device_scratch(d.o * nb * d.l, dt, xm.device);
-  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
-    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
-    swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[0]) + n0 * d.o * d.l * es, images, d.o, d.l, dt,
-                       true);
-    gemm_batched("conv2d_backward_input", dt, true, false, d.kg, span, og, ops[1], d.kg, og * d.kg, grad.raw_data(),
-                 span, og * span, false, cols.raw_data(), span, d.kg * span, d.groups);
-    run("index", name_for("col2im", dt), rt.elementwise(images * d.c * d.h * d.w),
-        Col2ImArgs{cols.raw_data(), static_cast<char*>(out[0].data) + n0 * d.c * d.h * d.w * es, images, d.c, d.h,
-                   d.w, d.oh, d.ow, window_of(prim.win)});
-  }
+  const auto shape = cudnn_shape(prim.win, d);
+  auto unfolded = [&] {
+    Runtime& rt = Runtime::get();
+    if (d.o == 0) {
+      rt.memset(out[0].data, 0, size_t(xm.numel()) * itemsize(dt));
+      return;
+    }
+    const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+    Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, xm.device);
+    Tensor grad = device_scratch(d.o * nb * d.l, dt, xm.device);
+    for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+      const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+      swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[0]) + n0 * d.o * d.l * es, images, d.o, d.l,
+                         dt, true);
+      gemm_batched("conv2d_backward_input", dt, true, false, d.kg, span, og, ops[1], d.kg, og * d.kg,
+                   grad.raw_data(), span, og * span, false, cols.raw_data(), span, d.kg * span, d.groups);
+      run("index", name_for("col2im", dt), rt.elementwise(images * d.c * d.h * d.w),
+          Col2ImArgs{cols.raw_data(), static_cast<char*>(out[0].data) + n0 * d.c * d.h * d.w * es, images, d.c,
+                     d.h, d.w, d.oh, d.ow, window_of(prim.win)});
+    }
+  };
+  convolve(ConvDirection::BackwardData, shape, dt,
+           [&] { return cudnn::conv2d_backward_data(*shape, dt, ops[0], ops[1], out[0].data); }, unfolded);
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardInput, CUDA, conv2d_backward_input_kernel);
 
@@ -1006,35 +1056,37 @@ void conv2d_backward_weight_kernel(const Primitive& p, const std::vector<ConstAr
   check_float(dt, "conv2d_backward_weight");
   DeviceOperands ops(in);
   const ConvDims d(prim.win, prim.groups, in[0].meta->shape, in[1].meta->shape);
-  if (const auto shape = cudnn_shape(prim.win, d);
-      shape && cudnn::conv2d_backward_filter(*shape, dt, ops[0], ops[1], out[0].data))
-    return;
-  Runtime& rt = Runtime::get();
-  if (d.n == 0) {
-    rt.memset(out[0].data, 0, size_t(wm.numel()) * itemsize(dt));
-    return;
-  }
-  const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
-  // Blocks add into one sum: float32 for 16-bit types, rounded once at the end.
-  const bool narrow = dt == DType::Float16 || dt == DType::BFloat16;
-  Tensor sum = narrow ? device_scratch(wm.numel(), DType::Float32, wm.device) : Tensor();
-  void* acc = narrow ? sum.raw_data() : out[0].data;
-  Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, wm.device);
-  Tensor grad = device_scratch(d.o * nb * d.l, dt, wm.device);
-  for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
-    const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
-    unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win, images,
-                  dt);
-    swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[1]) + n0 * d.o * d.l * es, images, d.o, d.l, dt,
-                       true);
-    gemm_batched("conv2d_backward_weight", dt, false, true, og, d.kg, span, grad.raw_data(), span, og * span,
-                 cols.raw_data(), span, d.kg * span, n0 > 0, acc, d.kg, og * d.kg, d.groups, narrow);
-  }
-  if (narrow) {
-    KernelName name = name_for("cast", DType::Float32);
-    name.name = name.name + "_" + type_suffix(int(dt));
-    run("elementwise", name, rt.elementwise(wm.numel()), CastArgs{acc, out[0].data, wm.numel()});
-  }
+  const auto shape = cudnn_shape(prim.win, d);
+  auto unfolded = [&] {
+    Runtime& rt = Runtime::get();
+    if (d.n == 0) {
+      rt.memset(out[0].data, 0, size_t(wm.numel()) * itemsize(dt));
+      return;
+    }
+    const int64_t nb = d.block(dt), og = d.og(), es = int64_t(itemsize(dt));
+    // Blocks add into one sum: float32 for 16-bit types, rounded once at the end.
+    const bool narrow = dt == DType::Float16 || dt == DType::BFloat16;
+    Tensor sum = narrow ? device_scratch(wm.numel(), DType::Float32, wm.device) : Tensor();
+    void* acc = narrow ? sum.raw_data() : out[0].data;
+    Tensor cols = device_scratch(d.c * d.kk * nb * d.l, dt, wm.device);
+    Tensor grad = device_scratch(d.o * nb * d.l, dt, wm.device);
+    for (int64_t n0 = 0; n0 < d.n; n0 += nb) {
+      const int64_t images = std::min(nb, d.n - n0), span = images * d.l;
+      unfold_images(static_cast<const char*>(ops[0]) + n0 * d.c * d.h * d.w * es, cols.raw_data(), d, prim.win,
+                    images, dt);
+      swap_image_channel(grad.raw_data(), static_cast<const char*>(ops[1]) + n0 * d.o * d.l * es, images, d.o, d.l,
+                         dt, true);
+      gemm_batched("conv2d_backward_weight", dt, false, true, og, d.kg, span, grad.raw_data(), span, og * span,
+                   cols.raw_data(), span, d.kg * span, n0 > 0, acc, d.kg, og * d.kg, d.groups, narrow);
+    }
+    if (narrow) {
+      KernelName name = name_for("cast", DType::Float32);
+      name.name = name.name + "_" + type_suffix(int(dt));
+      run("elementwise", name, rt.elementwise(wm.numel()), CastArgs{acc, out[0].data, wm.numel()});
+    }
+  };
+  convolve(ConvDirection::BackwardFilter, shape, dt,
+           [&] { return cudnn::conv2d_backward_filter(*shape, dt, ops[0], ops[1], out[0].data); }, unfolded);
 }
 LUCID_REGISTER_KERNEL(Conv2dBackwardWeight, CUDA, conv2d_backward_weight_kernel);
 

@@ -190,6 +190,29 @@ void Runtime::synchronize() {
   }
 }
 
+double Runtime::time_ms(const std::function<void()>& enqueue) {
+  std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
+  const DriverApi& d = driver();
+  CUevent start = nullptr, stop = nullptr;
+  check(d.cuEventCreate(&start, 0), "cuEventCreate");
+  check(d.cuEventCreate(&stop, 0), "cuEventCreate");
+  float ms = 0;
+  try {
+    check(d.cuEventRecord(start, stream_), "cuEventRecord");
+    enqueue();
+    check(d.cuEventRecord(stop, stream_), "cuEventRecord");
+    check(d.cuEventSynchronize(stop), "cuEventSynchronize");
+    check(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  } catch (...) {
+    d.cuEventDestroy(start);
+    d.cuEventDestroy(stop);
+    throw;
+  }
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  return ms;
+}
+
 // ------------------------------------------------------------------ kernels
 CUmodule Runtime::load_module(const std::string& key, const std::function<std::string()>& cubin_of) {
   auto it = modules_.find(key);

@@ -58,6 +58,7 @@ class Runtime {
   // Brackets a graph capture on the stream: allocations made inside belong
   // to the graph (stream-ordered driver allocations), not to the block cache.
   void set_capturing(bool on);
+  bool capturing() const { return capturing_; }
 
   // Copies, in stream order. host_to_device returns once `src` may be reused;
   // device_to_host waits for the copy (and everything before it).
@@ -68,6 +69,8 @@ class Runtime {
   // Waits for all queued work; raises errors kernels reported (IndexError
   // for an out-of-range index).
   void synchronize();
+  // The device time of the work `enqueue` queues, in ms (waits for it).
+  double time_ms(const std::function<void()>& enqueue);
   // The device word kernels report errors into.
   int* error_word() const { return error_word_; }
 
