@@ -5,7 +5,8 @@
 # STAGES picks what runs after the build (default "tests bench profile";
 # "first" times first calls with a cold and a warm kernel cache);
 # "suite" runs the whole test suite with cuda as the default device
-# (LUCID_TEST_DEVICE=cuda), its log in $OUT/suite.log.
+# (LUCID_TEST_DEVICE=cuda), its log in $OUT/suite.log; "gpt_small" the
+# GPT-2-small-like step in float32 and bf16 autocast (GPT_SMALL_VARIANTS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v python >/dev/null || python() { python3 "$@"; }  # some images have python3 only
@@ -59,6 +60,14 @@ fi
 if [[ $stages == *" bench "* ]]; then
   echo "== benchmark"
   timeout 330 python -m benchmarks --device cuda ${BENCH_ARGS:-} 2>&1 | tee "$logs/bench.log" | tail -40
+fi
+if [[ $stages == *" gpt_small "* ]]; then
+  echo "== gpt_small, float32 and bfloat16 autocast"
+  for precision in float32 bfloat16; do
+    timeout 240 python -m benchmarks --device cuda --workloads gpt_small --precision "$precision" --steps 20 \
+      --variants "${GPT_SMALL_VARIANTS:-lucid fused_step,torch eager fused opt,torch graph}" 2>&1 |
+      tee -a "$logs/gpt_small.log" | grep -v -i warn | tail -6
+  done
 fi
 if [[ $stages == *" first "* ]]; then
   echo "== first call (cold and warm kernel cache)"
