@@ -11,9 +11,10 @@
 // host-to-device copy per call (none when nothing changed), so a new learning
 // rate or a new batch never needs a new capture. The graph's first kernel
 // copies the arguments into arena slots and its last the results out, so a
-// call is that copy and one graph launch. Captured device buffers (parameters, optimizer state) are read
-// and written where they live; a call that finds one rebound (a per-call
-// .grad that is a new tensor) captures again.
+// call is that upload and one graph launch. Captured device buffers
+// (parameters, optimizer state) are read and written where they live; a call
+// that finds one rebound (a per-call .grad that is a new tensor) captures
+// again.
 //
 // The first call runs the schedule as plain launches (loading every kernel
 // module and cuBLAS outside any capture), then captures it. A schedule that
@@ -466,14 +467,13 @@ class CudaExecutable final : public graph::Executable {
     return base + resolved_offset_[v];
   }
 
-  // Queues the schedule and the writebacks on the stream (or into a capture).
   // Queues the copies a staged copy_list table lists.
   void copy_table(const CopyTable& t) {
     if (t.positions.empty()) return;
     Runtime& rt = Runtime::get();
     const auto* table = reinterpret_cast<const uint64_t*>(static_cast<char*>(staged_.raw_data()) + t.offset);
-    rt.launch(rt.fixed_kernel("elementwise", {"", "copy_list"}), rt.elementwise(int64_t(std::max<size_t>(t.max_bytes / 16, 1))),
-              CopyListArgs{table, int(t.positions.size())});
+    const Launch l = rt.elementwise(int64_t(std::max<size_t>(t.max_bytes / 16, 1)));
+    rt.launch(rt.fixed_kernel("elementwise", {"", "copy_list"}), l, CopyListArgs{table, int(t.positions.size())});
   }
 
   // Writes one copy_list entry into the host side of the staged block.
@@ -484,6 +484,8 @@ class CudaExecutable final : public graph::Executable {
     entry[2] = bytes;
   }
 
+  // Queues the call on the stream (or into a capture): the arguments' copies,
+  // the schedule, the writebacks and the results' copies.
   void enqueue() {
     std::vector<ConstArg> in_args;
     std::vector<MutArg> out_args;
