@@ -350,10 +350,11 @@ ReducePlan plan_reduce(const void* data, const TensorMeta& m, const std::vector<
     for (int d = 0; d < first; ++d) plan.outer *= s[d];
     for (int d = first; d <= last; ++d) plan.r *= red[d] ? s[d] : 1;
     for (int d = last + 1; d < nd; ++d) plan.inner *= s[d];
-    // A long reduction over few columns (a bias gradient: [2048, 128] summed
-    // over rows) would be a few thousand threads each walking a column; the
-    // permuted copy below makes it one block-wide row reduction per column.
-    if (plan.inner == 1 || plan.outer * plan.inner >= 8192 || plan.r < 256) return plan;
+    // Columns fold a tile of 32 per block (Reduce), the rows split among its
+    // warps; only a very long reduction over a handful of column tiles (a
+    // few blocks, each walking a million rows) becomes rows by the permuted
+    // copy below, one block per column.
+    if (plan.inner == 1 || plan.outer * ((plan.inner + 31) / 32) >= 8 || plan.r <= 65536) return plan;
     plan.outer = plan.r = plan.inner = 1;
   }
   std::vector<int> perm;
