@@ -440,3 +440,55 @@ def test_a_fused_step_called_with_an_extra_argument_names_the_loss():
         np.testing.assert_array_equal(b, p.detach().numpy())
     with pytest.raises(RuntimeError, match="weight tensor should be defined"):
         torch.nn.functional.cross_entropy(torch.randn(2, 4), torch.tensor([0, 1]), torch.randn(2))
+
+
+# -------------------------------------------- found by the semantics probe's edge family
+def test_index_add_and_index_copy_of_a_0d_input_match_torch_in_a_child_process():
+    """index_add/index_copy of a 0-d input wrote past its (empty) shape and
+    killed the process; PyTorch treats it as a one-element vector."""
+    rc, out = run_isolated("""
+        import lucid, torch
+        calls = [
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([0]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), -1, T.tensor(0), T.tensor(2.)),
+            lambda T: T.index_copy(T.tensor(1.), 0, T.tensor([0]), T.tensor(2.)),
+            lambda T: T.tensor(5.).index_add_(-1, T.tensor([-1, 0]), T.tensor(5.)),
+            lambda T: T.index_add(T.tensor(True), -1, T.zeros(0, dtype=T.int64), T.tensor(True)),
+            lambda T: T.index_copy(T.tensor(1.), 0, T.tensor([2**40]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([1]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([0]), T.tensor([2.])),
+            lambda T: T.index_add(T.tensor(1.), 1, T.tensor([0]), T.tensor(2.)),
+        ]
+        for call in calls:
+            got = []
+            for T in (torch, lucid):
+                try:
+                    got.append(call(T).item())
+                except Exception as e:
+                    got.append(type(e))
+            t, l = got
+            same = l == t if not isinstance(t, type) else isinstance(l, type) and issubclass(l, t)
+            print("same" if same else f"differs: lucid {l}, torch {t}")
+    """)
+    assert rc == 0, out
+    assert out.splitlines() == ["same"] * 9, out
+
+
+def test_running_out_of_memory_raises_a_runtime_error_like_torch():
+    """A size that fits the index range but not the machine: PyTorch's CPU
+    allocator raises RuntimeError; Lucid raised MemoryError (std::bad_alloc)."""
+    with pytest.raises(RuntimeError):
+        torch.zeros(2**40)
+    with pytest.raises(lucid.OutOfMemoryError, match=r"out of memory: tried to allocate 4398046511104 bytes") as e:
+        lucid.zeros(2**40)
+    assert isinstance(e.value, RuntimeError) and isinstance(e.value, MemoryError)
+
+
+def test_a_many_element_tensor_where_a_number_is_expected_is_a_type_error():
+    """PyTorch's argument parser rejects it as a TypeError; Lucid's conversion
+    raised a ValueError. item() of such a tensor stays a RuntimeError."""
+    for m in (torch, lucid):
+        with pytest.raises(TypeError):
+            m.ones(2).new_full([m.ones(2, 3)], 0.5)
+        with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+            m.ones(2).item()

@@ -278,6 +278,13 @@ std::vector<Tensor> IndexAdd::vjp(const std::vector<Tensor>& in, const std::vect
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (x.ndim() == 0) {  // PyTorch: a 0-d input takes a 0-d source at its one index, as a 1-element vector would
+    normalize_axis(dim, 0);
+    LUCID_CHECK(src.ndim() == 0, "source tensor shape must match self tensor shape, excluding the specified "
+                "dimension. Got self.shape = [] source.shape = ", shape_str(src.shape()));
+    LUCID_CHECK_T(IndexError, index.numel() == 1, "Dimension specified as 0 but tensor has no dimensions");
+    return reshape(index_add(reshape(x, {1}), 0, reshape(index, {1}), reshape(src, {1})), Shape{});
+  }
   return call<IndexAdd>({x, index, cast(src, x.dtype())}, normalize_axis(dim, x.ndim()));
 }
 
