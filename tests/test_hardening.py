@@ -492,3 +492,30 @@ def test_a_many_element_tensor_where_a_number_is_expected_is_a_type_error():
             m.ones(2).new_full([m.ones(2, 3)], 0.5)
         with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
             m.ones(2).item()
+
+
+EDGE_KIND_CASES = {
+    "index_add 2-d index": lambda m: m.index_add(m.ones(6), 0, m.tensor([[0, 1], [2, 3]]), m.ones(6)),
+    "index_select 2-d index": lambda m: m.index_select(m.ones(3), 0, m.tensor([[0]])),
+    "index_copy 2-d index": lambda m: m.index_copy(m.zeros(3), 0, m.tensor([[0]]), m.ones(1)),
+    "index_copy_ count": lambda m: m.zeros(0, 3).index_copy_(0, m.tensor([-4]), m.zeros(0, 3)),
+    "index_copy count": lambda m: m.index_copy(m.zeros(2, 3, 4), 1, m.tensor([-1, 0]), m.zeros(2, 3, 4)),
+    "gather 0-d dim": lambda m: m.gather(m.tensor(True), -3, m.tensor([True, False])),
+    "index_reduce_ dim": lambda m: m.zeros(3).index_reduce_(2, m.tensor([0, 1], dtype=m.uint8), m.zeros(3), "prod"),
+    "zeros_like tuple": lambda m: m.zeros_like((2, 3)),
+    "full_like list": lambda m: m.full_like([1], 2),
+    "ones_like None": lambda m: m.ones_like(None),
+    "rand_like int": lambda m: m.rand_like(3),
+}
+
+
+@pytest.mark.parametrize("name", EDGE_KIND_CASES)
+def test_edge_argument_errors_are_torchs_kind(name):
+    """Errors the edge family found of another kind than PyTorch's (InvalidArgument
+    for IndexError, AttributeError for TypeError)."""
+    fn = EDGE_KIND_CASES[name]
+    with pytest.raises(Exception) as t_err:
+        fn(torch)
+    with pytest.raises(Exception) as l_err:
+        fn(lucid)
+    assert isinstance(l_err.value, type(t_err.value)), (l_err.value, t_err.value)

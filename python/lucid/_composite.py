@@ -1232,6 +1232,13 @@ def index_fill(input, dim, index, value):  # noqa: A002
 def index_copy(input, dim, index, source):  # noqa: A002
     """input with its slices at `index` (along `dim`) replaced by source's.
     (Indices are expected distinct, as PyTorch requires for a defined result.)"""
+    if index.ndim > 1:
+        raise _C.IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if input.ndim and source.ndim and -source.ndim <= dim < source.ndim:  # (a bad dim: index_add says so)
+        along = source.shape[dim % source.ndim]
+        if index.numel() != along:
+            raise _C.IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
+                                f"source.size(dim) ({along})")
     placed = _C.index_add(_C.mul(input, 0.0) if input.dtype.is_floating_point else _C.full(
         list(input.shape), 0, input.dtype, input.device), dim, index, source)
     return _C.where(_dim_mask(input, dim, index), placed, input)
