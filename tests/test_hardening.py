@@ -519,3 +519,15 @@ def test_edge_argument_errors_are_torchs_kind(name):
     with pytest.raises(Exception) as l_err:
         fn(lucid)
     assert isinstance(l_err.value, type(t_err.value)), (l_err.value, t_err.value)
+
+
+def test_mvlgamma_of_a_huge_dimension_raises_instead_of_looping():
+    """mvlgamma looped p times in Python (p = 2**62 never returned); PyTorch's
+    form allocates input.numel() * p terms and fails at once."""
+    for m in (torch, lucid):
+        with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+            m.zeros(2, 0).mvlgamma(2**62)
+        with pytest.raises(ValueError):
+            m.zeros(2, 0).mvlgamma(2**63)
+    x = np.array([2.5, 3.0, 7.25])
+    assert_close(lucid.mvlgamma(lucid.tensor(x), 3), torch.mvlgamma(torch.from_numpy(x), 3))
