@@ -531,3 +531,19 @@ def test_mvlgamma_of_a_huge_dimension_raises_instead_of_looping():
             m.zeros(2, 0).mvlgamma(2**63)
     x = np.array([2.5, 3.0, 7.25])
     assert_close(lucid.mvlgamma(lucid.tensor(x), 3), torch.mvlgamma(torch.from_numpy(x), 3))
+
+
+@pytest.mark.parametrize("dim,index", [(0, [-1]), (-1, [-3, 0]), (-3, [0]), (2, [0]), (0, [-3]), (0, [2])])
+def test_index_fill_takes_negative_indices_and_checks_its_dim_like_torch(dim, index):
+    """index_fill rejected -1 (PyTorch counts it from the end) and filled
+    along dim % ndim for an out-of-range dim instead of raising."""
+    x = np.arange(6.0).reshape(2, 3)
+    t_out = l_out = None
+    try:
+        t_out = torch.from_numpy(x).index_fill(dim, torch.tensor(index), -1.0)
+    except IndexError:
+        with pytest.raises(IndexError):
+            lucid.tensor(x).index_fill(dim, lucid.tensor(index), -1.0)
+        return
+    l_out = lucid.tensor(x).index_fill(dim, lucid.tensor(index), -1.0)
+    np.testing.assert_array_equal(l_out.numpy(), t_out.numpy())

@@ -1174,7 +1174,7 @@ def take(input, index):  # noqa: A002
 
 
 def _dim_mask(input, dim, index):  # noqa: A002
-    d = dim % input.ndim if input.ndim else 0
+    d = F._wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     idx = _C.reshape(index, [index.numel()])
     hits = _C.index_add(_C.full([n], 0.0, _C.dtype.float32, input.device), 0, idx,
@@ -1226,6 +1226,9 @@ def index_fill(input, dim, index, value):  # noqa: A002
     input's dtype whatever the value's (PyTorch's: 2.7 into int64 is 2, 9
     into bool is True; a number the dtype cannot hold raises)."""
     fill = _C.full([], value, input.dtype, input.device) if is_number(value) else _C.cast(value, input.dtype)
+    n = input.shape[F._wrap_dim(dim, input.ndim)] if input.ndim else 1
+    if index.dtype in (_C.dtype.int64, _C.dtype.int32):  # PyTorch's index_fill counts -n..-1 from the end
+        index = _C.where(_C.logical_and(_C.lt(index, 0), _C.ge(index, -n)), _C.add(index, n), index)
     return _C.where(_dim_mask(input, dim, index), fill, input)
 
 
