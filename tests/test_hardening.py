@@ -440,3 +440,110 @@ def test_a_fused_step_called_with_an_extra_argument_names_the_loss():
         np.testing.assert_array_equal(b, p.detach().numpy())
     with pytest.raises(RuntimeError, match="weight tensor should be defined"):
         torch.nn.functional.cross_entropy(torch.randn(2, 4), torch.tensor([0, 1]), torch.randn(2))
+
+
+# -------------------------------------------- found by the semantics probe's edge family
+def test_index_add_and_index_copy_of_a_0d_input_match_torch_in_a_child_process():
+    """index_add/index_copy of a 0-d input wrote past its (empty) shape and
+    killed the process; PyTorch treats it as a one-element vector."""
+    rc, out = run_isolated("""
+        import lucid, torch
+        calls = [
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([0]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), -1, T.tensor(0), T.tensor(2.)),
+            lambda T: T.index_copy(T.tensor(1.), 0, T.tensor([0]), T.tensor(2.)),
+            lambda T: T.tensor(5.).index_add_(-1, T.tensor([-1, 0]), T.tensor(5.)),
+            lambda T: T.index_add(T.tensor(True), -1, T.zeros(0, dtype=T.int64), T.tensor(True)),
+            lambda T: T.index_copy(T.tensor(1.), 0, T.tensor([2**40]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([1]), T.tensor(2.)),
+            lambda T: T.index_add(T.tensor(1.), 0, T.tensor([0]), T.tensor([2.])),
+            lambda T: T.index_add(T.tensor(1.), 1, T.tensor([0]), T.tensor(2.)),
+        ]
+        for call in calls:
+            got = []
+            for T in (torch, lucid):
+                try:
+                    got.append(call(T).item())
+                except Exception as e:
+                    got.append(type(e))
+            t, l = got
+            same = l == t if not isinstance(t, type) else isinstance(l, type) and issubclass(l, t)
+            print("same" if same else f"differs: lucid {l}, torch {t}")
+    """)
+    assert rc == 0, out
+    assert out.splitlines() == ["same"] * 9, out
+
+
+def test_running_out_of_memory_raises_a_runtime_error_like_torch():
+    """A size that fits the index range but not the machine: PyTorch's CPU
+    allocator raises RuntimeError; Lucid raised MemoryError (std::bad_alloc)."""
+    with pytest.raises(RuntimeError):
+        torch.zeros(2**40)
+    with pytest.raises(lucid.OutOfMemoryError, match=r"out of memory: tried to allocate 4398046511104 bytes") as e:
+        lucid.zeros(2**40)
+    assert isinstance(e.value, RuntimeError) and isinstance(e.value, MemoryError)
+
+
+def test_a_many_element_tensor_where_a_number_is_expected_is_a_type_error():
+    """PyTorch's argument parser rejects it as a TypeError; Lucid's conversion
+    raised a ValueError. item() of such a tensor stays a RuntimeError."""
+    for m in (torch, lucid):
+        with pytest.raises(TypeError):
+            m.ones(2).new_full([m.ones(2, 3)], 0.5)
+        with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+            m.ones(2).item()
+
+
+EDGE_KIND_CASES = {
+    "index_add 2-d index": lambda m: m.index_add(m.ones(6), 0, m.tensor([[0, 1], [2, 3]]), m.ones(6)),
+    "index_select 2-d index": lambda m: m.index_select(m.ones(3), 0, m.tensor([[0]])),
+    "index_copy 2-d index": lambda m: m.index_copy(m.zeros(3), 0, m.tensor([[0]]), m.ones(1)),
+    "index_copy_ count": lambda m: m.zeros(0, 3).index_copy_(0, m.tensor([-4]), m.zeros(0, 3)),
+    "index_copy count": lambda m: m.index_copy(m.zeros(2, 3, 4), 1, m.tensor([-1, 0]), m.zeros(2, 3, 4)),
+    "gather 0-d dim": lambda m: m.gather(m.tensor(True), -3, m.tensor([True, False])),
+    "index_reduce_ dim": lambda m: m.zeros(3).index_reduce_(2, m.tensor([0, 1], dtype=m.uint8), m.zeros(3), "prod"),
+    "zeros_like tuple": lambda m: m.zeros_like((2, 3)),
+    "full_like list": lambda m: m.full_like([1], 2),
+    "ones_like None": lambda m: m.ones_like(None),
+    "rand_like int": lambda m: m.rand_like(3),
+}
+
+
+@pytest.mark.parametrize("name", EDGE_KIND_CASES)
+def test_edge_argument_errors_are_torchs_kind(name):
+    """Errors the edge family found of another kind than PyTorch's (InvalidArgument
+    for IndexError, AttributeError for TypeError)."""
+    fn = EDGE_KIND_CASES[name]
+    with pytest.raises(Exception) as t_err:
+        fn(torch)
+    with pytest.raises(Exception) as l_err:
+        fn(lucid)
+    assert isinstance(l_err.value, type(t_err.value)), (l_err.value, t_err.value)
+
+
+def test_mvlgamma_of_a_huge_dimension_raises_instead_of_looping():
+    """mvlgamma looped p times in Python (p = 2**62 never returned); PyTorch's
+    form allocates input.numel() * p terms and fails at once."""
+    for m in (torch, lucid):
+        with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+            m.zeros(2, 0).mvlgamma(2**62)
+        with pytest.raises(ValueError):
+            m.zeros(2, 0).mvlgamma(2**63)
+    x = np.array([2.5, 3.0, 7.25])
+    assert_close(lucid.mvlgamma(lucid.tensor(x), 3), torch.mvlgamma(torch.from_numpy(x), 3))
+
+
+@pytest.mark.parametrize("dim,index", [(0, [-1]), (-1, [-3, 0]), (-3, [0]), (2, [0]), (0, [-3]), (0, [2])])
+def test_index_fill_takes_negative_indices_and_checks_its_dim_like_torch(dim, index):
+    """index_fill rejected -1 (PyTorch counts it from the end) and filled
+    along dim % ndim for an out-of-range dim instead of raising."""
+    x = np.arange(6.0).reshape(2, 3)
+    t_out = l_out = None
+    try:
+        t_out = torch.from_numpy(x).index_fill(dim, torch.tensor(index), -1.0)
+    except IndexError:
+        with pytest.raises(IndexError):
+            lucid.tensor(x).index_fill(dim, lucid.tensor(index), -1.0)
+        return
+    l_out = lucid.tensor(x).index_fill(dim, lucid.tensor(index), -1.0)
+    np.testing.assert_array_equal(l_out.numpy(), t_out.numpy())

@@ -2,6 +2,8 @@
 // Python counterpart (InvalidArgument is a ValueError) and also a
 // RuntimeError, the kind PyTorch raises for nearly every failed op, so code
 // written against PyTorch (`except RuntimeError`) catches Lucid's errors too.
+#include <new>
+
 #include "bindings.h"
 
 namespace lucid::python {
@@ -18,6 +20,7 @@ void init_errors(py::module_& m) {
   static PyObject* invalid = new_error(m, "InvalidArgument", PyExc_ValueError);
   static PyObject* type_error = new_error(m, "TypeError", PyExc_TypeError);
   static PyObject* index_error = new_error(m, "IndexError", PyExc_IndexError);
+  static PyObject* out_of_memory = new_error(m, "OutOfMemoryError", PyExc_MemoryError);
   // torch.linalg.LinAlgError's shape: a RuntimeError and nothing else.
   static PyObject* linalg_error = [&] {
     PyObject* cls = PyErr_NewException("lucid.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
@@ -34,6 +37,10 @@ void init_errors(py::module_& m) {
       PyErr_SetString(type_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(index_error, e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(out_of_memory, e.what());
+    } catch (const std::bad_alloc&) {  // a container of the core that could not grow
+      PyErr_SetString(out_of_memory, "out of memory (std::bad_alloc)");
     } catch (const LinAlgError& e) {
       PyErr_SetString(linalg_error, e.what());
     } catch (const NotImplementedError& e) {

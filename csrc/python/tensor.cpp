@@ -112,7 +112,9 @@ Tensor from_numpy(py::array arr, bool copy) {
 }
 
 static py::object item(const Tensor& t_in) {
-  LUCID_CHECK(t_in.numel() == 1, "a Tensor with ", t_in.numel(), " elements cannot be converted to Scalar");
+  // a TypeError (and a RuntimeError, as PyTorch's item()): where a number is expected, PyTorch's argument
+  // parser rejects a tensor of many elements as a TypeError
+  LUCID_CHECK_T(TypeError, t_in.numel() == 1, "a Tensor with ", t_in.numel(), " elements cannot be converted to Scalar");
   // Device memory the host cannot address is read through a copy (this waits for the device).
   const bool host = t_in.device().type == DeviceType::CPU || t_in.device().type == DeviceType::Metal;
   const Tensor t = host || t_in.is_symbolic() ? t_in : to_device(t_in.detach(), Device{});

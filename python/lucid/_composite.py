@@ -1174,7 +1174,7 @@ def take(input, index):  # noqa: A002
 
 
 def _dim_mask(input, dim, index):  # noqa: A002
-    d = dim % input.ndim if input.ndim else 0
+    d = F._wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     idx = _C.reshape(index, [index.numel()])
     hits = _C.index_add(_C.full([n], 0.0, _C.dtype.float32, input.device), 0, idx,
@@ -1226,12 +1226,22 @@ def index_fill(input, dim, index, value):  # noqa: A002
     input's dtype whatever the value's (PyTorch's: 2.7 into int64 is 2, 9
     into bool is True; a number the dtype cannot hold raises)."""
     fill = _C.full([], value, input.dtype, input.device) if is_number(value) else _C.cast(value, input.dtype)
+    n = input.shape[F._wrap_dim(dim, input.ndim)] if input.ndim else 1
+    if index.dtype in (_C.dtype.int64, _C.dtype.int32):  # PyTorch's index_fill counts -n..-1 from the end
+        index = _C.where(_C.logical_and(_C.lt(index, 0), _C.ge(index, -n)), _C.add(index, n), index)
     return _C.where(_dim_mask(input, dim, index), fill, input)
 
 
 def index_copy(input, dim, index, source):  # noqa: A002
     """input with its slices at `index` (along `dim`) replaced by source's.
     (Indices are expected distinct, as PyTorch requires for a defined result.)"""
+    if index.ndim > 1:
+        raise _C.IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if input.ndim and source.ndim and -source.ndim <= dim < source.ndim:  # (a bad dim: index_add says so)
+        along = source.shape[dim % source.ndim]
+        if index.numel() != along:
+            raise _C.IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
+                                f"source.size(dim) ({along})")
     placed = _C.index_add(_C.mul(input, 0.0) if input.dtype.is_floating_point else _C.full(
         list(input.shape), 0, input.dtype, input.device), dim, index, source)
     return _C.where(_dim_mask(input, dim, index), placed, input)

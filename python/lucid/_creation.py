@@ -252,6 +252,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 def _like(t, make, memory_format, what, requires_grad=False):
     """A new tensor of t's shape from make(t laid out in memory order), laid
     out as memory_format says (PyTorch's default keeps t's memory order)."""
+    if not isinstance(t, _C.Tensor):
+        raise TypeError(f"{what}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
     out = make_in_format(t, memory_format, make, what)
     if requires_grad:
         out.requires_grad_(True)
@@ -259,6 +261,8 @@ def _like(t, make, memory_format, what, requires_grad=False):
 
 
 def _full_like(t, value, dtype, device, requires_grad, memory_format, what):
+    if not isinstance(t, _C.Tensor):
+        raise TypeError(f"{what}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
     if isinstance(value, _C.Tensor):  # a 0-d tensor as the value, as PyTorch takes it (read on the host)
         value = value.item()
     dtype = to_dtype(dtype) or t.dtype

@@ -171,12 +171,15 @@ def mvlgamma(input, p):  # noqa: A002
         raise RuntimeError("p has to be greater than or equal to 1")
     if input.numel() and not bool(_C.all(_C.gt(input, (p - 1) / 2), None, False).item()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2")
+    if p >= 2**63:
+        raise ValueError("Overflow when unpacking long long")
     import math
 
-    total = _C.lgamma(input)
-    for j in range(1, p):
-        total = _C.add(total, _C.lgamma(_C.sub(input, j / 2)))
-    return _C.add(total, p * (p - 1) / 4 * math.log(math.pi))
+    # One lgamma over input[..., None] - j/2 (PyTorch's form): a p too large
+    # to hold fails to allocate at once instead of looping p times.
+    halves = _C.div(_C.arange(0.0, float(p), 1.0, input.dtype, input.device), 2.0)
+    terms = _C.lgamma(_C.sub(_C.reshape(input, list(input.shape) + [1]), halves))
+    return _C.add(_C.sum(terms, [-1], False, None), p * (p - 1) / 4 * math.log(math.pi))
 
 neg = negative = _C.neg
 abs = _C.abs  # noqa: A001

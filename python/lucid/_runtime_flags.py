@@ -129,8 +129,9 @@ def set_flush_denormal(mode):
 
 
 # -------------------------------------------------------------------- errors
-class OutOfMemoryError(RuntimeError):
-    """Raised when a device cannot allocate (torch.OutOfMemoryError)."""
+# Raised when a device cannot allocate (torch.OutOfMemoryError): a
+# RuntimeError, as PyTorch's, and a MemoryError.
+OutOfMemoryError = _C.OutOfMemoryError
 
 
 class AcceleratorError(RuntimeError):

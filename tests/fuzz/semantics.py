@@ -21,12 +21,18 @@ Families (``--family``):
 - ``reductions``: reductions and shape functions with keepdim, dim tuples,
   negative and empty dims;
 - ``construction``: ``tensor``/``as_tensor``/``from_numpy`` from lists and
-  NumPy arrays, memory sharing, ``tolist``/``item``.
+  NumPy arrays, memory sharing, ``tolist``/``item``;
+- ``edge`` (tests/fuzz/edge.py): every public callable Lucid shares with
+  PyTorch, with edge arguments, and whether a failed in-place call left its
+  input as it was.
 
 Each mismatch is printed with the case's source, runnable as it stands with
 ``import torch as T`` or ``import lucid as T``. Cases run in a forked worker,
-so a crash is reported with the case that caused it. Exit status 1 when a
-mismatch or a crash was found.
+so a crash is reported with the case that caused it and the library that
+was running; a case running past CASE_SECONDS is reported as a hang. The
+worker's address space is capped (ADDRESS_SPACE_BYTES), so a huge size
+fails to allocate instead of taking the machine's memory. Exit status 1
+when a mismatch or a crash was found.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import argparse
 import math
 import os
 import random
+import resource
 import signal
 import sys
 import time
@@ -45,11 +52,18 @@ import torch
 
 import lucid
 
+from .edge import family_edge
+
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 # (rtol, atol) by dtype: a few ulps of slack over torch.testing's defaults,
 # since composed ops may round differently from PyTorch's kernels.
+# Past these a case is a hang; its worker may hold this much address space.
+CASE_SECONDS = 15
+ADDRESS_SPACE_BYTES = 8 << 30
+# Values of larger results are not compared (their shape and dtype are).
+MAX_COMPARED_ELEMENTS = 1 << 20
 TOLERANCE = {"float16": (2e-3, 1e-4), "bfloat16": (1.6e-2, 1e-3), "float32": (1e-5, 1e-6),
              "float64": (1e-10, 1e-12)}
 
@@ -70,6 +84,8 @@ def _dtype_name(dt):
 
 def _tensor_values(t, lib):
     t = t.detach()
+    if t.numel() > MAX_COMPARED_ELEMENTS:
+        return None
     name = _dtype_name(t.dtype)
     if name in FLOATS:
         return np.asarray(t.to(lib.float64).cpu().numpy(), dtype=np.float64)
@@ -82,6 +98,8 @@ def describe(v, lib):
     """A library-neutral picture of a result, for comparison and printing."""
     if isinstance(v, Raised):
         return v
+    if isinstance(v, Exception):  # a case that caught an exception returns it
+        return Raised(v)
     if isinstance(v, (torch.Tensor, lucid.Tensor)):
         return ("tensor", _dtype_name(v.dtype), tuple(v.shape), bool(v.requires_grad), _tensor_values(v, lib))
     if isinstance(v, (torch.dtype, lucid.dtype)):
@@ -102,6 +120,8 @@ def describe(v, lib):
 
 
 def _close(a, b, dtype):
+    if a is None or b is None:
+        return a is None and b is None
     if a.shape != b.shape:
         return False
     if dtype in FLOATS:
@@ -185,10 +205,27 @@ def run_source(src, lib):
         return Raised(e)
 
 
-def check(src):
-    """None, or a description of how Lucid differs from PyTorch on ``src``."""
+# A case whose source sets this flag returns it first: True when a call that
+# raised left its input changed.
+LOST = "\nlost = "
+
+
+def check(src, on_library=None):
+    """None, or a description of how Lucid differs from PyTorch on ``src``.
+    ``on_library(name)`` is called before each library runs the case."""
+    if on_library:
+        on_library("torch")
     tv = run_source(src, torch)
+    if on_library:
+        on_library("lucid")
     lv = run_source(src, lucid)
+    if LOST in src and isinstance(lv, tuple) and lv[0] == "tuple" and lv[1][0] == ("bool", True):
+        return "lost: a failed call changed its input"  # whatever PyTorch did
+    if LOST in src and isinstance(lv, tuple) and isinstance(tv, tuple) and tv[0] == "tuple" \
+            and tv[1][0] == ("bool", True):
+        # PyTorch wrote part of the input before it raised, Lucid nothing:
+        # only the outcomes are compared
+        return difference(lv[1][1], tv[1][1], "result[1]")
     return difference(lv, tv)
 
 
@@ -845,6 +882,7 @@ FAMILIES = {
     "views": family_views,
     "reductions": family_reductions,
     "construction": family_construction,
+    "edge": family_edge,
 }
 
 
@@ -862,10 +900,12 @@ def _worker(family, seed, start, stop, deadline, pipe):
             break
         src = case_source(family, seed, i)
         os.write(pipe, f"begin {i}\n".encode())
+        signal.alarm(CASE_SECONDS)
         try:
-            d = check(src)
+            d = check(src, lambda name: os.write(pipe, f"library {name}\n".encode()))
         except Exception:  # noqa: BLE001
             d = "probe error: " + traceback.format_exc()
+        signal.alarm(0)
         if d:
             payload = (d.replace("\\", "\\\\").replace("\n", "\\n"))
             os.write(pipe, f"diff {i} {payload}\n".encode())
@@ -895,19 +935,22 @@ def run_family(family, seed, count, deadline):
 
                 torch.set_num_threads(1)
                 lucid.set_num_threads(1)
-                signal.alarm(max(1, int(deadline - time.time()) + 60))
+                resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
                 _worker(family, seed, i, count, deadline, wfd)
             except BaseException:  # noqa: BLE001
                 code = 1
             os._exit(code)
         os.close(wfd)
         current = None
+        library = None
         finished = False
         with os.fdopen(rfd, "r") as f:
             for line in f:
                 tag, _, rest = line.rstrip("\n").partition(" ")
                 if tag == "begin":
                     current = int(rest)
+                elif tag == "library":
+                    library = rest
                 elif tag == "end":
                     ran += 1
                     current = None
@@ -919,7 +962,11 @@ def run_family(family, seed, count, deadline):
                     finished = True
         _, status = os.waitpid(pid, 0)
         if current is not None:
-            found.append((current, f"crash (wait status {status})"))
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+                what = f"hang: {library} ran past {CASE_SECONDS} s"
+            else:
+                what = f"crash in {library} (wait status {status})"
+            found.append((current, what))
             ran += 1
             i = current + 1
         elif finished:
@@ -927,6 +974,19 @@ def run_family(family, seed, count, deadline):
         elif i >= count:
             break
     return ran, found
+
+
+def category(what):
+    """The kind of a reported difference, for the summary."""
+    if what.startswith(("crash", "hang", "probe error", "lost")):
+        return what.split(" ")[0].split(":")[0]
+    if "exception kind" in what:
+        return "exception kind"
+    if ": Lucid raised" in what:
+        return "Lucid raises, PyTorch returns"
+    if ", PyTorch raised" in what:
+        return "PyTorch raises, Lucid returns"
+    return "different result"
 
 
 def main(argv=None):
@@ -954,6 +1014,11 @@ def main(argv=None):
         total += ran
         mismatches += len(found)
         print(f"== {fam}: {ran} cases, {len(found)} mismatches (seed {seed})")
+        kinds = {}
+        for _, what in found:
+            kinds[category(what)] = kinds.get(category(what), 0) + 1
+        for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            print(f"   {n:5d}  {kind}")
         for idx, what in found[: a.max_print]:
             print(f"-- case {idx}  (--family {fam} --seed {seed} --case {idx})")
             print("   " + case_source(fam, seed, idx).replace("\n", "\n   "))

@@ -26,7 +26,7 @@ void copy_to(const Tensor& t, DType dtype, void* out) {
 }
 
 Scalar item(const Tensor& t) {
-  LUCID_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+  LUCID_CHECK_T(TypeError, t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
   if (t.dtype() == DType::Bool) {
     int32_t v;
     copy_to(t, DType::Int32, &v);

@@ -31,6 +31,13 @@ class NotImplementedError : public Error {
   using Error::Error;
 };
 
+// A device could not allocate: torch.OutOfMemoryError (a RuntimeError, what
+// PyTorch's CPU allocator raises too), and in Python also a MemoryError.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A matrix that a decomposition or solver cannot handle (singular, not
 // positive-definite): PyTorch's torch.linalg.LinAlgError.
 class LinAlgError : public Error {

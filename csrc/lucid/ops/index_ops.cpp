@@ -32,6 +32,7 @@ std::vector<Tensor> Gather::vjp(const std::vector<Tensor>& in, const std::vector
 }
 
 static Tensor gather_impl(const Tensor& x, int64_t dim, const Tensor& index, const std::string& loss) {
+  if (x.ndim() == 0) normalize_axis(dim, 0);  // the dim is checked first, as PyTorch does
   if (x.ndim() == 0) return reshape(call<Gather>({reshape(x, {1}), reshape(index, {1})}, 0, loss), index.shape());
   return call<Gather>({x, index}, normalize_axis(dim, x.ndim()), loss);
 }
@@ -210,6 +211,7 @@ Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Ten
                     bool include_self) {
   LUCID_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
               "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ", reduce, ".");
+  normalize_axis(dim, x.ndim());  // PyTorch checks the dim first
   LUCID_CHECK_T(IndexError, index.ndim() <= 1, "index_reduce_(): Index is supposed to be a vector, but got dim: ",
                 index.ndim(), " with type: ", dtype_name(index.dtype()), " and size: ", shape_str(index.shape()));
   LUCID_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
@@ -241,7 +243,8 @@ Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Ten
 std::string IndexSelect::name() const { return "index_select"; }
 std::vector<TensorMeta> IndexSelect::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("index_select", in[1]);
-  LUCID_CHECK(in[1].shape.size() == 1, "index_select(): Index is supposed to be a vector, got ", shape_str(in[1].shape));
+  LUCID_CHECK_T(IndexError, in[1].shape.size() == 1, "index_select(): Index is supposed to be a vector, got ",
+                shape_str(in[1].shape));
   TensorMeta m = in[0];
   m.shape[axis] = in[1].shape[0];
   return {m};
@@ -265,7 +268,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const std
 std::string IndexAdd::name() const { return "index_add"; }
 std::vector<TensorMeta> IndexAdd::infer(const std::vector<TensorMeta>& in) const {
   check_index_dtype("index_add", in[1]);
-  LUCID_CHECK(in[1].shape.size() == 1, "index_add(): Index is supposed to be a vector");
+  LUCID_CHECK_T(IndexError, in[1].shape.size() == 1, "index_add(): Index is supposed to be a vector, got ",
+                shape_str(in[1].shape));
   Shape expect = in[0].shape;
   expect[axis] = in[1].shape[0];
   LUCID_CHECK(in[2].shape == expect, "index_add(): source of shape ", shape_str(in[2].shape), " does not match ",
@@ -278,6 +282,13 @@ std::vector<Tensor> IndexAdd::vjp(const std::vector<Tensor>& in, const std::vect
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (x.ndim() == 0) {  // PyTorch: a 0-d input takes a 0-d source at its one index, as a 1-element vector would
+    normalize_axis(dim, 0);
+    LUCID_CHECK(src.ndim() == 0, "source tensor shape must match self tensor shape, excluding the specified "
+                "dimension. Got self.shape = [] source.shape = ", shape_str(src.shape()));
+    LUCID_CHECK_T(IndexError, index.numel() == 1, "Dimension specified as 0 but tensor has no dimensions");
+    return reshape(index_add(reshape(x, {1}), 0, reshape(index, {1}), reshape(src, {1})), Shape{});
+  }
   return call<IndexAdd>({x, index, cast(src, x.dtype())}, normalize_axis(dim, x.ndim()));
 }
 

@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <new>
 
 #include "lucid/core/block_cache.h"
 #include "lucid/core/device.h"
+#include "lucid/core/error.h"
 
 namespace lucid::cpu {
 
@@ -46,7 +46,7 @@ class CpuAllocator final : public Allocator {
       empty_cache();
       p = std::aligned_alloc(64, size);
     }
-    if (!p) throw std::bad_alloc();
+    if (!p) fail<OutOfMemoryError>("CPU out of memory: tried to allocate ", nbytes, " bytes");
     return p;
   }
 
