@@ -698,8 +698,10 @@ def case_tolerance(src, base):
     tol = {}
     if "(T.tensor(" in src or "lr=T.tensor(" in src or "'lr': T.tensor(" in src:
         # Tensor hyper-parameters are float32 tensors: PyTorch does the
-        # scalar arithmetic with them (bias corrections, eta) in float32.
-        tol["float64"] = base["float32"]
+        # scalar arithmetic with them (bias corrections, eta) in float32,
+        # Lucid in double with their values; 1 - beta2**t cancels, so the
+        # update carries float32's error relative to a small number.
+        tol["float64"] = tol["float32"] = (1e-4, 1e-5)
     if "T.optim.ASGD" in src and "foreach=True" in src:
         # PyTorch's multi-tensor ASGD computes eta from the float32 step
         # tensor (its for-loop path, which Lucid follows, in double) and

@@ -81,23 +81,22 @@ def _group_values(optimizer: Any, key: str) -> list:
     return [_clone_if_tensor(group[key]) for group in optimizer.param_groups]
 
 
-def _clone_if_tensor(value: Any) -> Any:
-    from .. import _C
+def _is_tensor(value: Any) -> bool:
+    # duck-typed: the module also drives other libraries' optimizers (its tests run it on torch's)
+    return hasattr(value, "fill_") and hasattr(value, "detach")
 
-    return _C.clone(value.detach()) if isinstance(value, _C.Tensor) else value
+
+def _clone_if_tensor(value: Any) -> Any:
+    return value.detach().clone() if _is_tensor(value) else value
 
 
 def _set_group_value(group: dict, key: str, value: Any) -> None:
     """``group[key] = value``, except that a tensor hyper-parameter (an lr
     given as a Tensor) is filled in place, as torch does, so it stays the
     tensor the user and the optimizer hold."""
-    from .. import _C
-
     current = group[key]
-    if isinstance(current, _C.Tensor):
-        if isinstance(value, _C.Tensor):
-            value = value.reshape(())
-        current.fill_(value)
+    if _is_tensor(current):
+        current.fill_(value.reshape(()) if _is_tensor(value) else value)
     else:
         group[key] = value
 
