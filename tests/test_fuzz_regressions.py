@@ -1141,6 +1141,7 @@ def test_sparse_adam_skips_a_gradient_entry_that_unscales_to_zero():
     opt, topt = loptim.SparseAdam([p], lr=0.1), torch.optim.SparseAdam([t], lr=0.1)
     scaler = GradScaler(init_scale=scale, growth_interval=1000)
     for g in (first, second):
+        scaler.scale(lucid.tensor(1.0))  # the step's scaled loss: unscale_/step need it, as in torch
         p.grad = lucid.tensor(g)
         scaler.step(opt)
         scaler.update()

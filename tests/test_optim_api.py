@@ -574,3 +574,96 @@ def test_parameter_replaced_under_its_state_is_an_error():
         opt.step()
     np.testing.assert_array_equal(a.detach().numpy(), before)
     assert float(opt.state[a]["step"]) == 1
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics --family optim)
+# found differing from PyTorch; each runs with T = torch and T = lucid
+# after the probe's prelude (pic, sparse, state_of).
+def _quadratic_steps(opt_line, steps, dtype="float64", tail="result = (p, state_of(opt, [p]), pic(opt.state_dict()))"):
+    return "\n".join([
+        f"p = T.tensor([1.0, -2.0, 0.5], dtype=T.{dtype}, requires_grad=True)",
+        opt_line,
+        "def one(k):",
+        "    opt.zero_grad()",
+        f"    (p * p * T.tensor([1.0, 3.0, 0.5], dtype=T.{dtype}) + p * (k - 1.5)).sum().backward()",
+        "    opt.step()",
+        *steps,
+        tail,
+    ])
+
+
+OPTIM_PROBE_CASES = {
+    # the -inf norm is the smallest magnitude (it took the largest)
+    "clip_grad_norm_minus_inf": (
+        "a = T.tensor([0.0, 2.0], requires_grad=True)\nb = T.tensor([3.0, -1.0], requires_grad=True)\n"
+        "(a * T.tensor([0.0, 2.0]) + b * 0).sum().backward()\n(b * T.tensor([3.0, -1.0])).sum().backward()\n"
+        "n1 = T.nn.utils.clip_grad_norm_([a, b], 100.0, norm_type=-inf)\n"
+        "n2 = T.nn.utils.clip_grad_norm_([b], 0.5, norm_type='-inf')\nresult = (n1, n2, a.grad, b.grad)"),
+    # a scheduler fills a Tensor lr in place; initial_lr is a copy
+    "tensor_lr_filled_in_place": _quadratic_steps(
+        "lr = T.tensor(0.1)\nopt = T.optim.SGD([p], lr=lr)\n"
+        "sched = T.optim.lr_scheduler.ChainedScheduler([T.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2),"
+        " T.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)])",
+        ["for k in range(3):\n    one(k)\n    sched.step()"], "float32",
+        "result = (opt.param_groups[0]['lr'] is lr, lr, pic(opt.param_groups[0]['initial_lr']), "
+        "pic(sched.get_last_lr()), p)"),
+    # a param group added after a schedule of base_lrs was built: torch's strict zip
+    "scheduler_after_add_param_group": (
+        "p = T.tensor([1.0], requires_grad=True)\nq = T.tensor([2.0], requires_grad=True)\n"
+        "opt = T.optim.SGD([p], lr=0.1)\nsched = T.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.9 ** e)\n"
+        "opt.add_param_group({'params': [q]})\nsched.step()\nresult = 'stepped'"),
+    # load_state_dict casts the scalar state to a float64 parameter's dtype, and the math follows
+    "nadam_mu_product_after_load": _quadratic_steps(
+        "opt = T.optim.NAdam([p], lr=0.1, momentum_decay=0.1)",
+        ["one(0)\none(1)", "opt.load_state_dict(opt.state_dict())", "for k in range(2, 6):\n    one(k)"]),
+    "asgd_eta_mu_after_load": _quadratic_steps(
+        "opt = T.optim.ASGD([p], lr=0.1, lambd=0.1, t0=1)",
+        ["one(0)\none(1)", "opt.load_state_dict(opt.state_dict())", "for k in range(2, 6):\n    one(k)"]),
+    # SparseAdam's step is a Python int in the live state too
+    "sparse_adam_live_step": (
+        "p = T.tensor([1.0, 0.0, -2.0], dtype=T.float64, requires_grad=True)\nopt = T.optim.SparseAdam([p], lr=0.1)\n"
+        "for k in range(2):\n    opt.zero_grad()\n    (p * T.tensor([1.0, 0.0, 2.0], dtype=T.float64)).sum().backward()\n"
+        "    sparse([p])\n    opt.step()\nresult = (p, state_of(opt, [p]))"),
+    # GradScaler: unscale_ before scale(), a step without any gradient
+    "scaler_unscale_before_scale": (
+        "p = T.tensor([1.0], requires_grad=True)\nopt = T.optim.SGD([p], lr=0.1)\n"
+        "scaler = T.amp.GradScaler('cpu')\nscaler.unscale_(opt)\nresult = 'unscaled'"),
+    "scaler_step_without_gradients": (
+        "p = T.tensor([1.0], requires_grad=True)\nopt = T.optim.SGD([p], lr=0.1)\n"
+        "scaler = T.amp.GradScaler('cpu')\nscaler.scale(T.tensor(1.0))\nscaler.step(opt)\nresult = 'stepped'"),
+    "scaler_update_without_checks": (
+        "p = T.tensor([1.0], requires_grad=True)\nopt = T.optim.SGD([p], lr=0.1)\n"
+        "scaler = T.amp.GradScaler('cpu')\nscaler.scale(T.tensor(1.0))\nscaler.update()\nresult = 'updated'"),
+    # Tensor betas stay Tensors in param_groups and the checkpoint
+    "tensor_betas_kept": _quadratic_steps(
+        "opt = T.optim.Adam([p], lr=0.1, betas=(T.tensor(0.5), T.tensor(0.75)))", ["one(0)\none(1)"],
+        tail="result = (p, pic(opt.param_groups[0]['betas']), pic(opt.state_dict()['param_groups']))"),
+    # LBFGS keeps the type of a Python lr in state['t']
+    "lbfgs_int_lr": (
+        "p = T.tensor([1.0, -2.0], dtype=T.float64, requires_grad=True)\nopt = T.optim.LBFGS([p], lr=1, max_iter=3)\n"
+        "def closure():\n    opt.zero_grad()\n    loss = (p * p * T.tensor([1.0, 3.0], dtype=T.float64)).sum()\n"
+        "    loss.backward()\n    return loss\nopt.step(closure)\nresult = (p, type(opt.state[p]['t']).__name__)"),
+}
+
+
+@pytest.mark.parametrize("src", list(OPTIM_PROBE_CASES.values()), ids=list(OPTIM_PROBE_CASES))
+def test_optim_probe_findings_match_torch(src):
+    from tests.fuzz.semantics import check
+    from tests.fuzz.semantics_optim import PRELUDE
+
+    src = PRELUDE + src
+    d = check(src, "optim")
+    assert d is None, f"{d}\n--- case ---\n{src}"
+
+
+def test_optim_probe_findings_raise_where_torch_raises():
+    """The error cases above must be errors on both sides, not agreeing successes."""
+    from tests.fuzz.semantics import run_source
+    from tests.fuzz.semantics_optim import PRELUDE
+
+    for key, kind in [("scheduler_after_add_param_group", "ValueError"),
+                      ("scaler_unscale_before_scale", "AssertionError"),
+                      ("scaler_step_without_gradients", "AssertionError"),
+                      ("scaler_update_without_checks", "AssertionError")]:
+        got = run_source(PRELUDE + OPTIM_PROBE_CASES[key], lucid)
+        assert type(getattr(got, "exc", None)).__name__ == kind, (key, got)

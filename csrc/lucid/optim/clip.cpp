@@ -13,9 +13,14 @@ Tensor total_norm(const std::vector<Tensor>& tensors, double norm_type) {
   const DType dt = tensors[0].dtype();
   std::vector<Tensor> norms;
   if (std::isinf(norm_type)) {
-    for (const Tensor& t : tensors) norms.push_back(cast(amax(abs(is_floating(t.dtype()) ? t : cast(t, DType::Float32))), dt));
+    // the -inf norm is the smallest magnitude, per tensor and over the tensors' norms
+    const bool smallest = norm_type < 0;
+    for (const Tensor& t : tensors) {
+      const Tensor magnitude = abs(is_floating(t.dtype()) ? t : cast(t, DType::Float32));
+      norms.push_back(cast(smallest ? amin(magnitude) : amax(magnitude), dt));
+    }
     const Tensor all = stack(norms, 0);
-    return norm_type < 0 ? amin(all) : amax(all);
+    return smallest ? amin(all) : amax(all);
   }
   for (const Tensor& t : tensors) norms.push_back(cast(norm(t, norm_type), dt));
   return norm(stack(norms, 0), norm_type);

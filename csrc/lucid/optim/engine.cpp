@@ -29,8 +29,6 @@ const std::map<std::string, const Algorithm& (*)()>& registry() {
   return r;
 }
 
-DType state_dtype() { return default_float_dtype() == DType::Float64 ? DType::Float64 : DType::Float32; }
-
 double scalar_value(const Tensor& t) {
   graph::TraceScope no_trace(nullptr);
   return to_device(cast(t, DType::Float64), Device{}).data<double>("optimizer state")[0];
@@ -38,10 +36,21 @@ double scalar_value(const Tensor& t) {
 
 }  // namespace
 
-double round_to_state_dtype(double v) { return state_dtype() == DType::Float64 ? v : double(float(v)); }
+DType state_dtype() { return default_float_dtype() == DType::Float64 ? DType::Float64 : DType::Float32; }
 
-double state_mul(double a, double b) {
-  return state_dtype() == DType::Float64 ? a * b : double(float(a) * float(b));
+double round_to(DType dtype, double v) {
+  switch (dtype) {
+    case DType::Float64: return v;
+    case DType::Float16: return half_to_float(float_to_half(float(v)));
+    case DType::BFloat16: return bf16_to_float(float_to_bf16(float(v)));
+    default: return double(float(v));
+  }
+}
+
+double state_mul(const ParamState& st, double a, double b) {
+  // a 0-d tensor times a Python float computes in the tensor's dtype (float for the half types)
+  if (st.scalar_dtype == DType::Float64) return a * b;
+  return round_to(st.scalar_dtype, double(float(a) * float(b)));
 }
 
 bool has_engine(const std::string& kind) { return registry().count(kind) != 0; }
@@ -219,7 +228,7 @@ StateEntries EngineOptimizer::state_entries(size_t i) const {
     out.emplace_back("step", scalar_tensor(st.step, algo_->integer_step() ? DType::Int64 : state_dtype()));
   const auto& snames = algo_->scalar_state_names();
   for (size_t k = 0; k < snames.size() && k < st.scalars.size(); ++k)
-    out.emplace_back(snames[k], scalar_tensor(st.scalars[k], state_dtype()));
+    out.emplace_back(snames[k], scalar_tensor(st.scalars[k], st.scalar_dtype));
   const auto& bnames = algo_->buffer_names();
   for (size_t k = 0; k < bnames.size() && k < st.buffers.size(); ++k)
     if (st.buffers[k].defined() && !(st.reserved >> k & 1)) out.emplace_back(bnames[k], st.buffers[k]);
@@ -284,6 +293,8 @@ void EngineOptimizer::set_state(size_t i, const StateEntries& entries) {
   ParamState next;
   next.buffers.resize(bnames.size());
   next.scalars.resize(snames.size());
+  // torch's load_state_dict casts every state value but "step" to a floating parameter's dtype
+  next.scalar_dtype = is_floating(p.dtype()) ? p.dtype() : state_dtype();
   for (const auto& [name, value] : entries) {
     if (name == "step") {
       next.step = scalar_value(value);
@@ -291,7 +302,7 @@ void EngineOptimizer::set_state(size_t i, const StateEntries& entries) {
     }
     auto s = std::find(snames.begin(), snames.end(), name);
     if (s != snames.end()) {
-      next.scalars[size_t(s - snames.begin())] = round_to_state_dtype(scalar_value(value));
+      next.scalars[size_t(s - snames.begin())] = round_to(next.scalar_dtype, scalar_value(value));
       continue;
     }
     const size_t k = size_t(std::find(bnames.begin(), bnames.end(), name) - bnames.begin());

@@ -33,11 +33,18 @@ constexpr size_t kMaxEngineScalars = 16;
 // (state_entries() omits it; while `exists` is false every buffer is
 // reserved); init_state() gives it its initial value in place when the state
 // is created, and the first step applied makes it part of the state.
+// torch's scalar state dtype: float64 when the default dtype is, else float32.
+DType state_dtype();
+
 struct ParamState {
   bool exists = false;          // torch would list the parameter in `state`
   double step = 0;              // completed steps
   std::vector<Tensor> buffers;  // one slot per buffer name; undefined while absent
   std::vector<double> scalars;  // per-parameter host scalars (NAdam's mu_product; ASGD's eta, mu)
+  // The dtype torch holds `scalars` in: the state dtype when the state
+  // starts; the parameter's (floating) dtype once loaded, as torch's
+  // load_state_dict casts them. Their arithmetic rounds to it.
+  DType scalar_dtype = state_dtype();
   uint32_t fresh = 0;           // bit k: buffer k was created for the step in progress
   uint32_t reserved = 0;        // bit k: buffer k is reserved, not yet part of an existing state
 };
@@ -177,8 +184,8 @@ class EngineOptimizer {
   Hyper defaults_;
 };
 
-// torch's scalar state dtype: float64 when the default dtype is, else float32.
-// Per-parameter scalars (step, mu_product, eta, mu) are rounded to it.
-double round_to_state_dtype(double v);
+// Per-parameter scalars (mu_product, eta, mu) rounded to the dtype torch
+// holds them in (ParamState::scalar_dtype).
+double round_to(DType dtype, double v);
 
 }  // namespace lucid::optim

@@ -33,8 +33,9 @@ inline void check_betas(const Hyper& h) {
   }
 }
 
-// A*B for per-parameter scalar state held as torch holds it (a float32
-// tensor multiplied in float32, unless the default dtype is float64).
-double state_mul(double a, double b);
+// A*B for a per-parameter scalar held as torch holds it: a 0-d tensor of
+// st.scalar_dtype (float32 unless the default dtype is float64 or a
+// checkpoint was loaded into a float64 parameter) multiplied in its dtype.
+double state_mul(const ParamState& st, double a, double b);
 
 }  // namespace lucid::optim

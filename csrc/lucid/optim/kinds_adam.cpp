@@ -119,7 +119,7 @@ struct NadamTraits {
     return h.num("betas", 0) * (1.0 - 0.5 * std::pow(0.96, step * h.num("momentum_decay")));
   }
   static void advance(ParamState& st, const Hyper& h) {
-    st.scalars[0] = state_mul(st.scalars[0], mu(h, step_of(st)));
+    st.scalars[0] = state_mul(st, st.scalars[0], mu(h, step_of(st)));
     st.step += 1;
   }
 
@@ -127,7 +127,7 @@ struct NadamTraits {
     const double step = step_of(st), lr = h.num("lr"), beta1 = h.num("betas", 0), beta2 = h.num("betas", 1);
     const double wd = h.num("weight_decay");
     const double mu_t = mu(h, step), mu_next = mu(h, step + 1);
-    const double mu_product = state_mul(st.scalars[0], mu_t);
+    const double mu_product = state_mul(st, st.scalars[0], mu_t);
     const double mu_product_next = mu_product * mu_next;
     NadamScalars<double> s;
     s.weight_decay = wd;

@@ -64,7 +64,7 @@ struct AsgdTraits {
   static Flags flags(const Hyper& h) { return {h.flag("maximize"), h.num("weight_decay") != 0}; }
   static constexpr uint32_t needed(const Flags&) { return 1u; }
   static double buffer_init(size_t, const Hyper&, const Hyper&) { return 0; }
-  static std::vector<double> init_scalars(const Hyper& h) { return {round_to_state_dtype(h.num("lr")), 1.0}; }
+  static std::vector<double> init_scalars(const Hyper& h) { return {round_to(state_dtype(), h.num("lr")), 1.0}; }
   template <class V>
   static void rule(V& p, const V& g, V* b, const Scalars<V>& s, const Flags& f) {
     asgd_rule(p, g, b[0], s, f);
@@ -73,8 +73,10 @@ struct AsgdTraits {
   static void advance(ParamState& st, const Hyper& h) {
     st.step += 1;
     const double step = st.step, lr = h.num("lr"), lambd = h.num("lambd");
-    st.scalars[0] = round_to_state_dtype(lr / std::pow(1 + lambd * lr * step, h.num("alpha")));
-    st.scalars[1] = round_to_state_dtype(1 / std::max(1.0, step - h.num("t0")));
+    // torch.as_tensor(value) (the default dtype), then copied into the state's dtype
+    auto held = [&](double v) { return round_to(st.scalar_dtype, round_to(state_dtype(), v)); };
+    st.scalars[0] = held(lr / std::pow(1 + lambd * lr * step, h.num("alpha")));
+    st.scalars[1] = held(1 / std::max(1.0, step - h.num("t0")));
   }
 
   static AsgdScalars<double> scalars(const Hyper& h, const ParamState& st) {

@@ -84,6 +84,14 @@ class GradScaler:
     def _lazy_init(self):
         self._core.lazy_init()
 
+    def _check_scale_growth_tracker(self, funcname):
+        # torch's assertion: unscale_/step/update need a scale() call first
+        fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier in the iteration."
+        if self._scale is None:
+            raise AssertionError(f"Attempted {funcname} but _scale is None.  " + fix)
+        if self._growth_tracker is None:
+            raise AssertionError(f"Attempted {funcname} but _growth_tracker is None.  " + fix)
+
     def get_scale(self):
         return self._core.get_scale()
 
@@ -131,7 +139,7 @@ class GradScaler:
         gradient was inf/NaN. Once per step."""
         if not self._enabled:
             return
-        self._lazy_init()
+        self._check_scale_growth_tracker("unscale_")
         st = self._state(optimizer)
         if st["stage"] is OptState.UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
@@ -139,12 +147,13 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # IEEE's reciprocal, as PyTorch's: a scale backed off to 0 gives inf.
         inv_scale = _f32(1.0 / self._scale) if self._scale else float("inf")
-        found = False
+        found = None  # no gradient, no check (torch records none either)
         for group in optimizer.param_groups:
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
+                found = bool(found)
                 # the scaled values are checked, as PyTorch's kernel does: finite
                 # ones that unscale to inf/NaN (a scale below 1 or 0) still step
                 found = found or not bool(_C.all(_C.isfinite(g)).item())
@@ -160,12 +169,14 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
-        self._lazy_init()
+        self._check_scale_growth_tracker("step")
         st = self._state(optimizer)
         if st["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if st["stage"] is OptState.READY:
             self.unscale_(optimizer)
+        if st["found_inf"] is None:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         retval = None
         if not st["found_inf"]:
             retval = optimizer.step(*args, **kwargs)
@@ -178,7 +189,7 @@ class GradScaler:
         growth_interval clean steps."""
         if not self._enabled:
             return
-        self._lazy_init()
+        self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, _C.Tensor):
                 if new_scale.numel() != 1:
@@ -188,7 +199,7 @@ class GradScaler:
         else:
             found = [s["found_inf"] for s in self._per_optimizer.values() if s["found_inf"] is not None]
             if not found:
-                raise RuntimeError("No inf checks were recorded prior to update.")
+                raise AssertionError("No inf checks were recorded prior to update.")
             self._update_scale(any(found))
         self._per_optimizer = {}
 

@@ -23,9 +23,7 @@ def _check_tensor_hypers(lr, betas, foreach, capturable):
                 raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
             if b.numel() != 1:
                 raise ValueError(f"Tensor betas[{i}] must be 1-element")
-    if isinstance(b0, Tensor):
-        return (b0.item(), b1.item())
-    return tuple(betas)
+    return tuple(betas)  # Tensor betas stay Tensors in param_groups, as torch keeps them
 
 
 class Adam(Optimizer):

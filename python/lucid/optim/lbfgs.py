@@ -195,7 +195,9 @@ class LBFGS(Optimizer):
             return self._step(enable_grad()(closure), group)
 
     def _step(self, closure, group):
-        lr = float(group["lr"])
+        lr = group["lr"]
+        if not isinstance(lr, (int, float)):
+            lr = float(lr)  # a Tensor lr; a Python number stays as given (state["t"] keeps its type, as torch's)
         max_iter = group["max_iter"]
         max_eval = group["max_eval"]
         tolerance_grad = group["tolerance_grad"]

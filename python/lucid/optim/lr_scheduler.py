@@ -76,8 +76,29 @@ def _format_param(name: str, optimizer: Any, param: Any) -> list:
 
 
 def _group_values(optimizer: Any, key: str) -> list:
-    """``[group[key] for group in optimizer.param_groups]`` (KeyError if absent)."""
-    return [group[key] for group in optimizer.param_groups]
+    """``[group[key] for group in optimizer.param_groups]`` (KeyError if
+    absent), tensors cloned so the list does not alias the live values."""
+    return [_clone_if_tensor(group[key]) for group in optimizer.param_groups]
+
+
+def _is_tensor(value: Any) -> bool:
+    # duck-typed: the module also drives other libraries' optimizers (its tests run it on torch's)
+    return hasattr(value, "fill_") and hasattr(value, "detach")
+
+
+def _clone_if_tensor(value: Any) -> Any:
+    return value.detach().clone() if _is_tensor(value) else value
+
+
+def _set_group_value(group: dict, key: str, value: Any) -> None:
+    """``group[key] = value``, except that a tensor hyper-parameter (an lr
+    given as a Tensor) is filled in place, as torch does, so it stays the
+    tensor the user and the optimizer hold."""
+    current = group[key]
+    if _is_tensor(current):
+        current.fill_(value.reshape(()) if _is_tensor(value) else value)
+    else:
+        group[key] = value
 
 
 def _set_first_beta(group: dict, value: float) -> None:
@@ -117,7 +138,7 @@ class LRScheduler:
 
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _clone_if_tensor(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -170,8 +191,8 @@ class LRScheduler:
                 else:
                     values = self.get_lr()
 
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
 
     def _warn_if_outside_step(self) -> None:
@@ -253,7 +274,7 @@ class LambdaLR(_LambdaScheduler):
         self._warn_if_outside_step()
         return [
             base_lr * lmbda(self.last_epoch)
-            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)
+            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)
         ]
 
 
@@ -287,7 +308,7 @@ class MultiplicativeLR(_LambdaScheduler):
             return _group_values(self.optimizer, "lr")
         return [
             group["lr"] * lmbda(self.last_epoch)
-            for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+            for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)
         ]
 
 
@@ -572,7 +593,7 @@ class CosineAnnealingLR(LRScheduler):
             return [
                 group["lr"]
                 + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups, strict=True)
             ]
         ratio = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / (
             1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)
@@ -670,8 +691,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
         with _flag(self, "_get_lr_called_within_step"):
             values = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
 
 
@@ -731,8 +752,8 @@ class CyclicLR(LRScheduler):
 
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                _set_group_value(group, "lr", lr)
 
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
 
@@ -764,7 +785,7 @@ class CyclicLR(LRScheduler):
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(
-                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                    self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True
                 ):
                     if self.use_beta1:
                         _set_first_beta(group, m_momentum)
@@ -820,12 +841,12 @@ class CyclicLR(LRScheduler):
 
         lrs = [
             base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(scale_arg)
-            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)
+            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)
         ]
 
         if self.cycle_momentum:
             for group, base_m, max_m in zip(
-                self.optimizer.param_groups, self.base_momentums, self.max_momentums
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums, strict=True
             ):
                 momentum = max_m - (max_m - base_m) * scale_factor * self.scale_fn(
                     scale_arg
@@ -992,7 +1013,7 @@ class OneCycleLR(LRScheduler):
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(
-                    max_momentums, base_momentums, optimizer.param_groups
+                    max_momentums, base_momentums, optimizer.param_groups, strict=True
                 ):
                     if self.use_beta1:
                         _set_first_beta(group, m_momentum)
@@ -1171,7 +1192,7 @@ class SequentialLR(_SchedulerContainer):
         # Undo the steps the wrapped schedulers took on construction, then
         # start only the one active at epoch 0.
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_group_value(group, "lr", group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -1303,11 +1324,11 @@ class ReduceLROnPlateau(LRScheduler):
                 )
             self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
 
-        for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs):
+        for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, min_lr)
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_group_value(group, "lr", new_lr)
 
     @property
     def in_cooldown(self) -> bool:

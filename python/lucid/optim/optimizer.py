@@ -196,7 +196,11 @@ class _EngineState(Mapping):
         loc = self._locate(param)
         if loc is None:
             return {}
-        return dict(self._engines()[loc[0]].state_entries(loc[1]))
+        entries = dict(self._engines()[loc[0]].state_entries(loc[1]))
+        step = entries.get("step")
+        if step is not None and step.dtype == _C.dtype.int64:
+            entries["step"] = int(step.item())  # an integer count (SparseAdam's) is a Python int, as torch keeps it
+        return entries
 
     def __contains__(self, param):
         loc = self._locate(param)
