@@ -213,3 +213,11 @@ def test_errors():
         F.channel_shuffle(lucid.zeros(1, 5, 2, 2), 2)
     with pytest.raises(ValueError, match="expected 5D input"):
         nn.BatchNorm3d(2)(lucid.zeros(2, 2, 3))
+
+
+@pytest.mark.parametrize("lambd", [0.5, 0.0, -1.5])
+def test_hardshrink_keeps_nan_and_follows_torch_for_any_lambda(lambd):
+    x = [float("nan"), float("inf"), -float("inf"), 0.3, -0.5, 0.5, -2.0, 0.0]
+    want = torch.nn.functional.hardshrink(torch.tensor(x), lambd)
+    got = lucid.nn.functional.hardshrink(lucid.tensor(x), lambd)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

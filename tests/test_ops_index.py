@@ -599,3 +599,17 @@ def test_setitem_with_scalar_tensor_indices_casts_like_torch():
     x = lucid.zeros(3)
     with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
         x[lucid.tensor([0, 1])] = lucid.tensor([1.5, 2.5], dtype=lucid.float64)
+
+
+@pytest.mark.parametrize("index", [[1, 3, 1, 1], [2, 2, 0, 0], [3, 0, 1, 2]])
+def test_index_copy_with_repeated_indices_keeps_the_last_slice(index):
+    """PyTorch's CPU result: a repeated index takes the last of its source
+    slices (the repeats used to be summed)."""
+    x = np.zeros((2, 4), np.float32)
+    src = np.arange(8, dtype=np.float32).reshape(2, 4)
+    want = torch.index_copy(torch.tensor(x), 1, torch.tensor(index), torch.tensor(src))
+    got = lucid.index_copy(lucid.tensor(x), 1, lucid.tensor(index), lucid.tensor(src))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    inplace = lucid.tensor(x)
+    inplace.index_copy_(1, lucid.tensor(index), lucid.tensor(src))
+    np.testing.assert_array_equal(inplace.numpy(), want.numpy())

@@ -581,3 +581,17 @@ def test_cov_of_one_variable_and_diff_edges_match_torch():
         assert lucid.ones(1, 1).diff(n).shape == torch.ones(1, 1).diff(n).shape
     with pytest.raises(RuntimeError, match="order must be non-negative"):
         lucid.ones(4).diff(-1)
+
+
+def test_gammainc_result_dtype_follows_promotion():
+    """A 0-d operand does not widen a dimensioned one (float16 stays float16)."""
+    for a_dtype, x_dtype, x_shape in (("float16", "float32", ()), ("float32", "float64", ()),
+                                      ("float32", "float64", (2,))):
+        a = np.ones(2)
+        x = np.full(x_shape, 1.5)
+        want = torch.special.gammainc(torch.tensor(a, dtype=getattr(torch, a_dtype)),
+                                      torch.tensor(x, dtype=getattr(torch, x_dtype)))
+        got = lucid.special.gammainc(lucid.tensor(a, dtype=getattr(lucid, a_dtype)),
+                                     lucid.tensor(x, dtype=getattr(lucid, x_dtype)))
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-3)

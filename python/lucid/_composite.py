@@ -1233,8 +1233,9 @@ def index_fill(input, dim, index, value):  # noqa: A002
 
 
 def index_copy(input, dim, index, source):  # noqa: A002
-    """input with its slices at `index` (along `dim`) replaced by source's.
-    (Indices are expected distinct, as PyTorch requires for a defined result.)"""
+    """input with its slices at `index` (along `dim`) replaced by source's;
+    where an index repeats, the last of its slices stands (PyTorch's CPU
+    result; PyTorch documents repeats as undefined)."""
     if index.ndim > 1:
         raise _C.IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
     if input.ndim and source.ndim and -source.ndim <= dim < source.ndim:  # (a bad dim: index_add says so)
@@ -1242,9 +1243,20 @@ def index_copy(input, dim, index, source):  # noqa: A002
         if index.numel() != along:
             raise _C.IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
                                 f"source.size(dim) ({along})")
-    placed = _C.index_add(_C.mul(input, 0.0) if input.dtype.is_floating_point else _C.full(
-        list(input.shape), 0, input.dtype, input.device), dim, index, source)
-    return _C.where(_dim_mask(input, dim, index), placed, input)
+    if input.ndim == 0 or index.numel() <= 1:  # no repeats: source's slices added into zeros
+        placed = _C.index_add(_C.mul(input, 0.0) if input.dtype.is_floating_point else _C.full(
+            list(input.shape), 0, input.dtype, input.device), dim, index, source)
+        return _C.where(_dim_mask(input, dim, index), placed, input)
+    # The position of the last index naming each slice (-1: none), then those slices of source.
+    d = F._wrap_dim(dim, input.ndim)
+    k = index.numel()
+    idx = _C.cast(_C.reshape(index, [k]), _C.dtype.int64)
+    last = _C.scatter_reduce(_C.full([input.shape[d]], -1, _C.dtype.int64, input.device), 0, idx,
+                             _C.arange(0, k, 1, _C.dtype.int64, input.device), "amax", True)
+    placed = _C.index_select(source, d, _C.clamp(last, 0, None))
+    shape = [1] * input.ndim
+    shape[d] = input.shape[d]
+    return _C.where(_C.reshape(_C.ge(last, 0), shape), placed, input)
 
 
 def masked_select(input, mask):  # noqa: A002

@@ -83,7 +83,8 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
-    return _C.where(_C.gt(_C.abs(input), lambd), input, 0.0)
+    # PyTorch's form: 0 inside [-lambd, lambd], x elsewhere (NaN stays NaN)
+    return _C.where(_C.logical_and(_C.ge(input, -lambd), _C.le(input, lambd)), 0.0, input)
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002

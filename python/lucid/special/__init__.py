@@ -115,7 +115,7 @@ def _igamma(a, x, upper):
     """P(a, x) (or Q = 1 - P when `upper`), computed in float64, with
     PyTorch's values at the edges: NaN for negative or NaN arguments,
     P(0, x > 0) = 1, P(a > 0, 0) = 0, P(a >= 0, inf) = 1."""
-    dtype = _C.promote_types(a.dtype, x.dtype)
+    dtype = _C.result_type(a, x)  # PyTorch's promotion: a 0-d operand does not widen a dimensioned one
     a64, x64 = (_C.cast(t, _C.dtype.float64) for t in _composite.broadcast_tensors(a, x))
     regular = _C.logical_and(_C.gt(a64, 0.0), _C.logical_and(_C.gt(x64, 0.0), _C.isfinite(x64)))
     a_safe, x_safe = _C.where(regular, a64, 1.0), _C.where(regular, x64, 1.0)
