@@ -21,7 +21,14 @@ Families (``--family``):
 - ``reductions``: reductions and shape functions with keepdim, dim tuples,
   negative and empty dims;
 - ``construction``: ``tensor``/``as_tensor``/``from_numpy`` from lists and
-  NumPy arrays, memory sharing, ``tolist``/``item``.
+  NumPy arrays, memory sharing, ``tolist``/``item``;
+- ``nn``: modules and functional calls (tests/fuzz/semantics_nn.py): their
+  outputs, input and parameter gradients, buffers, state_dict layout and
+  the errors of invalid configurations.
+
+Every case runs after ``semantics_nn.PRELUDE`` (seeded NumPy data and
+module initialisation shared by both sides); a case may set
+``tolerance = (rtol, atol)`` for its floating values.
 
 Each mismatch is printed with the case's source, runnable as it stands with
 ``import torch as T`` or ``import lucid as T``. Cases run in a forked worker,
@@ -44,6 +51,8 @@ import numpy as np
 import torch
 
 import lucid
+
+from tests.fuzz.semantics_nn import PRELUDE, family_nn
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
@@ -101,11 +110,13 @@ def describe(v, lib):
     return ("other", type(v).__name__)
 
 
-def _close(a, b, dtype):
+def _close(a, b, dtype, tolerance=None):
     if a.shape != b.shape:
         return False
     if dtype in FLOATS:
         rtol, atol = TOLERANCE[dtype]
+        if tolerance is not None and dtype in ("float32", "float64"):
+            rtol, atol = max(rtol, tolerance[0]), max(atol, tolerance[1])
         with np.errstate(invalid="ignore", over="ignore"):
             return bool(np.all((np.isnan(a) & np.isnan(b))
                                | (a == b)
@@ -113,8 +124,9 @@ def _close(a, b, dtype):
     return bool(np.array_equal(a, b))
 
 
-def difference(lv, tv, path="result"):
-    """None when Lucid's picture ``lv`` matches PyTorch's ``tv``; else what differs."""
+def difference(lv, tv, path="result", tolerance=None):
+    """None when Lucid's picture ``lv`` matches PyTorch's ``tv``; else what
+    differs. ``tolerance`` (rtol, atol) widens float32/float64's."""
     if isinstance(tv, Raised) or isinstance(lv, Raised):
         if isinstance(tv, Raised) and isinstance(lv, Raised):
             if isinstance(lv.exc, type(tv.exc)) or type(lv.exc).__name__ == type(tv.exc).__name__:
@@ -136,14 +148,14 @@ def difference(lv, tv, path="result"):
             return f"{path}: shape {lsh}, PyTorch {tsh}"
         if lrg != trg:
             return f"{path}: requires_grad {lrg}, PyTorch {trg}"
-        if not _close(lval, tval, tdt):
+        if not _close(lval, tval, tdt, tolerance):
             return f"{path}: values\n  lucid {lval.tolist()!r:.600}\n  torch {tval.tolist()!r:.600}"
         return None
     if kind in ("tuple", "list"):
         if len(lv[1]) != len(tv[1]):
             return f"{path}: length {len(lv[1])}, PyTorch {len(tv[1])}"
         for i, (a, b) in enumerate(zip(lv[1], tv[1])):
-            d = difference(a, b, f"{path}[{i}]")
+            d = difference(a, b, f"{path}[{i}]", tolerance)
             if d:
                 return d
         return None
@@ -151,7 +163,7 @@ def difference(lv, tv, path="result"):
         if set(lv[1]) != set(tv[1]):
             return f"{path}: keys {sorted(lv[1])}, PyTorch {sorted(tv[1])}"
         for k in tv[1]:
-            d = difference(lv[1][k], tv[1][k], f"{path}[{k!r}]")
+            d = difference(lv[1][k], tv[1][k], f"{path}[{k!r}]", tolerance)
             if d:
                 return d
         return None
@@ -170,8 +182,13 @@ def difference(lv, tv, path="result"):
     return None
 
 
+_PRELUDE_CODE = compile(PRELUDE, "<prelude>", "exec")
+
+
 def run_source(src, lib):
+    """(picture of ``result``, the case's ``tolerance`` or None)."""
     ns = {"T": lib, "np": np, "math": math, "nan": float("nan"), "inf": float("inf")}
+    exec(_PRELUDE_CODE, ns)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -180,16 +197,16 @@ def run_source(src, lib):
         except Exception as e:  # noqa: BLE001 - every exception is an observable outcome
             value = Raised(e)
     try:
-        return describe(value, lib)
+        return describe(value, lib), ns.get("tolerance")
     except Exception as e:  # noqa: BLE001
-        return Raised(e)
+        return Raised(e), ns.get("tolerance")
 
 
 def check(src):
     """None, or a description of how Lucid differs from PyTorch on ``src``."""
-    tv = run_source(src, torch)
-    lv = run_source(src, lucid)
-    return difference(lv, tv)
+    tv, tolerance = run_source(src, torch)
+    lv, _ = run_source(src, lucid)
+    return difference(lv, tv, tolerance=tolerance)
 
 
 # ---------------------------------------------------------------- values
@@ -845,6 +862,7 @@ FAMILIES = {
     "views": family_views,
     "reductions": family_reductions,
     "construction": family_construction,
+    "nn": family_nn,
 }
 
 
