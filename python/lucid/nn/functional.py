@@ -74,10 +74,12 @@ def _float_like(x):
 
 
 def _inplace(input, fn, inplace):  # noqa: A002
-    """fn(input), or written back into `input` (PyTorch's inplace=True)."""
+    """fn(input), or written back into `input` (PyTorch's inplace=True); the
+    in-place form returns `input` itself, the same Python object."""
     if not inplace:
         return fn(input)
-    return _C.assign_(input, fn(_C.source_for_inplace(input)))
+    _C.assign_(input, fn(_C.source_for_inplace(input)))
+    return input
 
 
 def _bshape(ndim, dim, size):
@@ -95,10 +97,30 @@ def linear(input, weight, bias=None):  # noqa: A002
 
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k, weight [out, in1, in2]."""
+    _check_bilinear_shapes(input1, input2, weight, bias)
     # [..., in1] x [out, in1, in2] -> [..., out, in2], then contract with x2
     t = _C.matmul(_C.unsqueeze(_C.unsqueeze(input1, -2), -3), weight)  # [..., out, 1, in2]
     out = _C.squeeze(_C.matmul(t, _C.unsqueeze(_C.unsqueeze(input2, -2), -1)), [-1, -2])
     return out if bias is None else _C.add(out, bias)
+
+
+def _check_bilinear_shapes(input1, input2, weight, bias):
+    """PyTorch's checks (and messages) before bilinear broadcasts anything."""
+    if input1.ndim != input2.ndim:
+        raise _C.InvalidArgument(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise _C.InvalidArgument(f"bilinear(): input batch dimensions do not match: got {input1.shape[i]} "
+                                     f"and {input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise _C.InvalidArgument(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} "
+                                 f"but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise _C.InvalidArgument(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} "
+                                 f"but expected {weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise _C.InvalidArgument(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} "
+                                 f"but expected {weight.shape[0]}")
 
 
 def _conv_padding(padding, kernel, dilation, stride, nd, fn):
@@ -456,6 +478,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "bicubic":
         raise NotImplementedError("interpolate: mode 'bicubic' is not supported by lucid")
     if antialias:
+        if mode not in ("bilinear", "bicubic") or input.ndim != 4:
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
+                             "a 4-D tensor as input")
         raise NotImplementedError("interpolate: antialias=True is not supported by lucid")
     nd = input.ndim - 2
     if nd not in (1, 2, 3):
@@ -510,7 +535,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = _C.mean(input, dims, True)
         xc = _C.sub(input, mean)
         var = _C.mean(_C.mul(xc, xc), dims, True)
-        if training and running_mean is not None and running_var is not None:
+        # an empty batch leaves the running statistics untouched, as PyTorch's does
+        if training and running_mean is not None and running_var is not None and input.numel():
             n = input.numel() // c
             with no_grad():
                 m = momentum
@@ -638,6 +664,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     if input.ndim < 2:
         raise _C.InvalidArgument(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
+    if num_groups > 0 and (n * c // num_groups) * math.prod(input.shape[2:]) == 1:
+        # PyTorch's check (its _verify_batch_size), made whether training or not
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     if num_groups <= 0 or c % num_groups:
         raise _C.InvalidArgument(f"Expected number of channels in input to be divisible by num_groups, but got "
                                  f"input of shape {list(input.shape)} and num_groups={num_groups}")
@@ -815,6 +845,14 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise _C.InvalidArgument(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not (1 <= len(pad) // 2 <= 3 and input.ndim - len(pad) // 2 in (1, 2)):
+        # PyTorch pads 1-3 trailing dims of a batched or unbatched input, nothing else
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if mode != "circular" and 0 in tuple(input.shape)[1:]:
         raise _C.InvalidArgument(f"{mode} padding: expected a tensor with possibly 0 batch size and other non-zero "
                                  f"dimensions for input, got {list(input.shape)}")
@@ -1003,11 +1041,18 @@ def glu(input, dim=-1):  # noqa: A002
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum((x1 / |x1|) * (x2 / |x2|)) over dim, each norm floored at eps in
+    value only: its gradient stays the norm's (PyTorch clamps the norms in
+    place under no_grad)."""
     x1, x2 = _broadcast_pair(x1, x2, "cosine_similarity")
-    dot = _C.sum(_C.mul(x1, x2), [dim], False)
-    n1 = _C.clamp(_C.norm(x1, 2.0, [dim], False), eps, None)
-    n2 = _C.clamp(_C.norm(x2, 2.0, [dim], False), eps, None)
-    return _C.div(dot, _C.mul(n1, n2))
+
+    def floored_norm(x):
+        n = _C.norm(x, 2.0, [dim], True)
+        with no_grad():
+            lift = _C.sub(_C.clamp(n, eps, None), n)
+        return _C.add(n, lift)
+
+    return _C.sum(_C.mul(_C.div(x1, floored_norm(x1)), _C.div(x2, floored_norm(x2))), [dim], False)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

@@ -124,7 +124,9 @@ class _InstanceNorm(_NormBase):
                              f"{x.shape[1]}.")
         use_input_stats = self.training or not self.track_running_stats
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                              self.momentum if self.momentum is not None else 0.1, self.eps)
+                              # momentum=None leaves the running statistics as they are (PyTorch
+                              # passes 0.0; no cumulative average for instance norms)
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
         return out if input.ndim == batched else _C.squeeze(out, [0])
 
 
