@@ -107,6 +107,7 @@ class _Case:
         self.lines = []
         self.n = 0
         self.dtype = dtype or self.r.choice(["float64", "float64", "float32"])
+        self.noncontiguous = True  # whether data() may give a transposed layout
 
     def seed(self):
         self.n += 1
@@ -114,7 +115,7 @@ class _Case:
 
     def data(self, shape, grad=True, lo=None, hi=None, dtype=None, contiguous=None):
         if contiguous is None:
-            contiguous = self.r.random() > 0.2
+            contiguous = self.r.random() > 0.2 or not self.noncontiguous
         extra = ""
         if lo is not None:
             extra += f", lo={lo}, hi={hi}"
@@ -245,6 +246,12 @@ def _conv(g):
         spatial = tuple(i + (1 if (i - 1) * s - 2 * p + d * (kk - 1) + o + 1 == 0 else 0)
                         for i, s, p, d, kk, o in zip(spatial, sp, pp, dp, kp, op))
     n = _batch(r)
+    if transpose and n == 0:
+        # PyTorch returns an empty batch before checking output_padding and the output size
+        sp, pp, op = _per_dim(stride, nd), _per_dim(padding, nd), _per_dim(outpad, nd)
+        if any(o >= max(s, d) or (i - 1) * s - 2 * p + d * (kk - 1) + o + 1 <= 0
+               for i, s, p, d, kk, o in zip(spatial, sp, pp, dp, kp, op)):
+            n = 1
     cin_x = cin if r.random() > 0.04 else cin + 1
     shape = ((n,) if n is not None else ()) + (cin_x,) + spatial
     if r.random() < 0.03:
@@ -317,6 +324,9 @@ def _pool(g):
             p = r.choice([1, 2, 3, 1.5])
             if r.random() < 0.3:
                 c.dtype = "float64"
+            if nd == 1:
+                # PyTorch's lp_pool1d multiplies by kernel_size itself: a tuple is its TypeError
+                k, stride = kp[0], stride if stride is _SKIP else _per_dim(stride, 1)[0]
             ctor = f"T.nn.LPPool{nd}d({p}, {k!r}, {_kw([('stride', stride), ('ceil_mode', ceil)])})"
     shape = ((n,) if n is not None else ()) + (ch,) + spatial
     if kind == "lp":
@@ -356,6 +366,10 @@ def _norm(g):
             shape = (n if n is not None else 2, ch) + tuple(r.randint(1, 3) for _ in range(nd))
         if r.random() < 0.05:
             shape = shape[1:]  # wrong rank
+        if shape and shape[0] == 1:
+            # PyTorch's CPU batch norm backward is wrong for a batch of 1 whose
+            # strides read as channels-last (e.g. (1, 1, 3, 3) for [1, 3, 1, 2])
+            c.noncontiguous = False
         mode = r.choice(["train", "train", "eval"])
         if mode == "train" and r.random() < 0.5:
             # two steps then eval: the running statistics (and their count) feed the eval output
@@ -369,12 +383,16 @@ def _norm(g):
             c.line(f"result = outcome(m, [x], y, {c.seed()})")
             return c.source()
         return _module_case(c, ctor, [c.data(shape)], mode=mode)
+    # (float32 normalising single values: PyTorch's x - mean is rounding
+    # noise, Lucid's exactly 0, so those cases run in float64)
     if kind == "layer":
         last = tuple(r.randint(1, 3) for _ in range(r.randint(1, 2)))
         lead = () if n is None else (n,)
         shape = lead + (r.randint(1, 3),) + last if r.random() < 0.5 else lead + last
         ns = last if r.random() < 0.7 else last[-1]
         kw = [("elementwise_affine", _opt(r, 0.3, False)), ("bias", _opt(r, 0.3, False)), ("eps", _opt(r, 0.2, 1e-3))]
+        if _numel(_per_dim(ns, 1)) == 1:
+            c.dtype = "float64"
         if r.random() < 0.3:
             c.line(f"x = {c.data(shape)}")
             c.line(f"w = {c.data(_per_dim(ns, 1))}")
@@ -394,6 +412,8 @@ def _norm(g):
         ch = groups * r.randint(1, 2) + (1 if r.random() < 0.04 else 0)
         shape = (n if n is not None else 2, ch) + tuple(r.randint(1, 3) for _ in range(r.randint(0, 2)))
         kw = [("affine", _opt(r, 0.3, False)), ("eps", _opt(r, 0.2, 1e-3))]
+        if ch // groups * _numel(shape[2:]) == 1:
+            c.dtype = "float64"
         return _module_case(c, f"T.nn.GroupNorm({groups}, {ch}, {_kw(kw)})", [c.data(shape)])
     if kind == "instance":
         nd = r.choice([1, 2, 3])
@@ -453,6 +473,8 @@ def _activation(g):
         x = c.data(shape, lo=-4, hi=4)
     inplace = name in ("ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardtanh",
                        "Hardsigmoid", "Hardswish", "Threshold") and r.random() < 0.2
+    if name == "LeakyReLU" and dict(kw).get("negative_slope", 0.01) < 0:
+        inplace = False  # PyTorch has no backward for an in-place leaky_relu with a negative slope
     if inplace:
         # inplace=True on a non-leaf: the result is the input tensor, written
         c.line(f"x = {x}")
@@ -779,9 +801,9 @@ def _loss(g):
             kw.append(("label_smoothing", r.choice([0.1, 0.5, 1.0])))
         if name == "MultiMarginLoss":
             kw += [("p", _opt(r, 0.4, 2)), ("margin", _opt(r, 0.4, 0.5))]
-            if n == 0 and red != "none":
-                # PyTorch's kernel reduces an empty batch to uninitialised memory (an arbitrary number)
-                xshape, tshape = (1, ch), (1,)
+        if name in ("MultiMarginLoss", "MultiLabelMarginLoss") and n == 0 and red != "none" and not unbatched:
+            # PyTorch's kernels reduce an empty batch to uninitialised memory (an arbitrary number)
+            xshape, tshape = (1, ch), (1,)
         args = _kw(kw).replace("'WT'", "wt")
         lines.append(f"crit = T.nn.{name}({args})")
         x = c.data(xshape)

@@ -126,8 +126,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         count = _C.index_add(_C.full([bags, 1], 0.0, weight.dtype, weight.device), 0, seg,
                              _C.cast(kept_col, weight.dtype))
         if mode == "max":
-            if n == 0:
-                out = zeros
+            if n == 0:  # every bag empty: zeros, still in the weight's history (PyTorch's output requires grad)
+                out = _C.broadcast_to(_C.sum(rows, [0], True), [bags, dim])
             else:
                 pos = _bag_first_max(_C.where(kept_col, rows, -_INF), seg)
                 last_row = _C.clamp(_C.sub(ends, 1), 0, None)

@@ -382,7 +382,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd): 
         out = default
     else:
         out = [int(v) for v in output_size]
-        if len(out) == nd + 2 or len(out) == nd + 1 and input.ndim == nd + 1:
+        if len(out) == nd + 2:
             out = out[-nd:]
         if len(out) != nd:
             raise _C.InvalidArgument(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but "

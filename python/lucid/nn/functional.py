@@ -1368,6 +1368,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 f"cross_entropy(): a floating-point target holds class probabilities and must have the input's "
                 f"shape {list(input.shape)}, got {target.dtype} of shape {list(target.shape)}; for class indices, "
                 f"pass an integer target of shape {indices} (target.long())")
+        if ignore_index >= 0:
+            raise _C.InvalidArgument("ignore_index is not supported for floating point target")
         t = _C.cast(target, logp.dtype)
         if label_smoothing > 0:
             t = _C.add(_C.mul(t, 1.0 - label_smoothing), label_smoothing / c)

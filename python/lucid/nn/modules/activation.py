@@ -63,12 +63,7 @@ class PReLU(Module):
         init.constant_(self.weight, self.init_value)
 
     def forward(self, input):  # noqa: A002
-        w = self.weight
-        if self.num_parameters > 1 and input.ndim >= 2:
-            w = _C.reshape(w, [1, self.num_parameters] + [1] * (input.ndim - 2))
-        elif self.num_parameters == 1:
-            w = _C.reshape(w, [])
-        return _C.where(_C.gt(input, 0), input, _C.mul(input, w))
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
