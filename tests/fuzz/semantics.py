@@ -878,10 +878,9 @@ def _worker(family, seed, start, stop, deadline, pipe):
     for i in range(start, stop):
         if time.time() > deadline:
             break
-        src = case_source(family, seed, i)
         os.write(pipe, f"begin {i}\n".encode())
         try:
-            d = check(src)
+            d = check(case_source(family, seed, i))
         except Exception:  # noqa: BLE001
             d = "probe error: " + traceback.format_exc()
         if d:

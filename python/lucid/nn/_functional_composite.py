@@ -99,8 +99,9 @@ def tanhshrink(input):  # noqa: A002
 def prelu(input, weight):  # noqa: A002
     """max(0, x) + weight * min(0, x); weight has 1 or C (channel dim 1) entries."""
     _check_tensor(input, "input", "prelu")
-    w = _C.reshape(weight, [])  # one slope: the output has the input's shape, a 0-d one's too
-    if weight.numel() != 1:
+    if weight.numel() == 1:
+        w = _C.reshape(weight, [])  # one slope: the output has the input's shape, a 0-d one's too
+    else:
         if input.ndim == 0:
             raise _C.InvalidArgument("Not allow zero-dim input tensor.")
         if input.ndim < 2 or input.shape[1] != weight.numel():
