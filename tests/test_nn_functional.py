@@ -468,3 +468,42 @@ def test_hardtanh_and_relu6_keep_an_integer_dtype():
         want, got = fn(torch, torch.tensor(x)), fn(lucid, lucid.tensor(x))
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics --family nn) found
+# differing from PyTorch; each runs with T = torch and T = lucid after the
+# probe's prelude (tests/fuzz/semantics_nn.py). (source, PyTorch's exception or None)
+FUNCTIONAL_PROBE_CASES = [
+    # the non-constant pad modes take 1-3 trailing dims of a batched or unbatched input only
+    ("result = T.nn.functional.pad(data((2, 3, 1, 4, 1), 1), (3, 0), mode='reflect')", NotImplementedError),
+    ("result = T.nn.functional.pad(data((4, 4, 1, 1), 1), (0, 3), mode='circular')", NotImplementedError),
+    ("result = T.nn.functional.pad(data((4,), 1), (1, 1), mode='replicate')", NotImplementedError),
+    ("x = data((3, 4), 1, grad=True)\ny = T.nn.functional.pad(x, (1, 2), mode='replicate')\nbackward(y, 2)\n"
+     "result = (y, x.grad)", None),
+    # cosine_similarity floors each norm at eps in value only: the gradient is the norm's
+    ("a = data((3,), 1, lo=-0.2, hi=0.2, grad=True)\nb = data((1,), 2, lo=-0.2, hi=0.2, grad=True)\n"
+     "y = T.nn.functional.cosine_similarity(a, b, dim=0, eps=0.5)\nbackward(y, 3)\nresult = (y, a.grad, b.grad)",
+     None),
+    ("a = data((2, 3), 1, grad=True)\nb = data((2, 3), 2, grad=True)\n"
+     "y = T.nn.functional.cosine_similarity(a, b)\nbackward(y, 3)\nresult = (y, a.grad, b.grad)", None),
+    # a p=0 norm keeps its input's history
+    ("a = data((2, 3), 1, grad=True)\nresult = T.nn.functional.pairwise_distance(a, data((2, 3), 2), p=0.0)", None),
+    ("result = T.linalg.vector_norm(T.tensor([1.0, 0.0, 2.0], requires_grad=True), 0)", None),
+    # bilinear's shape checks
+    ("result = T.nn.functional.bilinear(data((3, 2), 1), data((2, 4), 2), data((5, 2, 4), 3))", RuntimeError),
+    # antialias: PyTorch's ValueError for the modes and ranks it does not apply to
+    ("result = T.nn.functional.interpolate(data((1, 1, 2), 1), scale_factor=2, mode='linear', antialias=True)",
+     ValueError),
+    # triplet losses need a positive margin and inputs of one rank
+    ("result = T.nn.functional.triplet_margin_loss(data((2, 3), 1), data((2, 3), 2), data((2, 3), 3), margin=0.0)",
+     ValueError),
+    ("result = T.nn.functional.triplet_margin_loss(data((2, 3), 1), data((2, 3), 2), data((3,), 3))", RuntimeError),
+    ("result = T.nn.functional.prelu(data((), 1), T.tensor([0.25], dtype=T.float64))", None),
+]
+
+
+@pytest.mark.parametrize("src,raises", FUNCTIONAL_PROBE_CASES)
+def test_functional_semantics_match_torch(src, raises):
+    from tests.fuzz.semantics import check_expecting
+
+    assert check_expecting(src, raises) is None, check_expecting(src, raises)

@@ -209,6 +209,18 @@ def check(src):
     return difference(lv, tv, tolerance=tolerance)
 
 
+def check_expecting(src, raises=None):
+    """check(src) for a regression test, once PyTorch is seen to raise
+    ``raises`` (an exception class) or, when None, to return: a case whose
+    PyTorch side failed by accident (a typo) would otherwise pass."""
+    tv, _ = run_source(src, torch)
+    if raises is None:
+        assert not isinstance(tv, Raised), f"PyTorch {tv!r}"
+    else:
+        assert isinstance(tv, Raised) and isinstance(tv.exc, raises), f"PyTorch {tv!r}, expected {raises.__name__}"
+    return check(src)
+
+
 # ---------------------------------------------------------------- values
 
 def literal(x):
