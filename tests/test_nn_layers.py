@@ -524,6 +524,11 @@ LAYER_PROBE_CASES = [
      "result = outcome(m, [v], m(v, i, output_size=x.shape), 2)", None),
     ("v, i = T.nn.MaxPool2d(2, return_indices=True)(data((1, 4, 4), 1))\n"
      "result = T.nn.MaxUnpool2d(2)(v, i, output_size=(1, 4, 4))", ValueError),
+    # a checkpoint without num_batches_tracked loads when it predates it (unversioned), not otherwise
+    ("m = T.nn.BatchNorm1d(3)\nsd = {k: v + 1 for k, v in m.state_dict().items()}\ndel sd['num_batches_tracked']\n"
+     "r = m.load_state_dict(sd)\nresult = (r.missing_keys, r.unexpected_keys, dict(m.state_dict()))", None),
+    ("m = T.nn.BatchNorm1d(3)\nsd = m.state_dict()\ndel sd['num_batches_tracked']\nresult = m.load_state_dict(sd)",
+     RuntimeError),
     # losses: validation, duplicate targets, infinite CTC losses
     ("result = T.nn.TripletMarginLoss(margin=0.0)", ValueError),
     ("result = T.nn.TripletMarginWithDistanceLoss(margin=-1.0)", ValueError),

@@ -630,6 +630,16 @@ def _rnn(g):
     c.line(f"m = T.nn.{cls}({isz}, {hsz}, {_kw(kw)})")
     c.line(f"m = init(m.to(T.{c.dtype}), {c.seed()})")
     c.line(f"x = {c.data(xs)}")
+    if n and r.random() < 0.3:
+        # a packed batch of sequences of several lengths, padded back after the layer
+        lengths = sorted((r.randint(1, seq) for _ in range(n)), reverse=r.random() < 0.7)
+        enforce = lengths == sorted(lengths, reverse=True) and r.random() < 0.5
+        c.line(f"pk = T.nn.utils.rnn.pack_padded_sequence(x, {lengths}, batch_first={bf}, "
+               f"enforce_sorted={enforce})")
+        c.line("out, h = m(pk)")
+        c.line(f"y = (T.nn.utils.rnn.pad_packed_sequence(out, batch_first={bf}), h)")
+        c.line(f"result = outcome(m, [x], y, {c.seed()})")
+        return c.source()
     if r.random() < 0.5:
         if cls == "LSTM":
             c.line(f"h = {c.data(lead + (hout,))}")
@@ -1105,9 +1115,80 @@ def _structure(g):
     return c.source()
 
 
+def _misc(g):
+    """Padding, reshaping, upsampling and sliding-window layers; load_state_dict."""
+    c = _Case(g)
+    r = c.r
+    kind = r.choice(["pad", "pad", "shape", "upsample", "fold", "load", "adaptive_softmax", "distance"])
+    if kind == "pad":
+        name = r.choice(["ZeroPad", "ConstantPad", "ReflectionPad", "ReplicationPad", "CircularPad"])
+        nd = r.choice([1, 2, 3])
+        pad = r.randint(0, 2) if r.random() < 0.4 else tuple(r.randint(0, 2) for _ in range(2 * nd))
+        args = f"{pad!r}, {r.choice([1.5, -2.0])}" if name == "ConstantPad" else f"{pad!r}"
+        shape = ((r.choice([1, 2]),) if r.random() < 0.7 else ()) + (r.randint(1, 2),) + \
+            tuple(r.randint(2, 4) for _ in range(nd))
+        return _module_case(c, f"T.nn.{name}{nd}d({args})", [c.data(shape)])
+    if kind == "shape":
+        ctor = r.choice(["T.nn.Flatten()", "T.nn.Flatten(0, -1)", "T.nn.Flatten(-2)", "T.nn.Unflatten(1, (2, 3))",
+                         "T.nn.Unflatten(-1, (3, -1))", "T.nn.ChannelShuffle(2)", "T.nn.PixelShuffle(2)",
+                         "T.nn.PixelUnshuffle(2)", "T.nn.Identity(3, k=1)"])
+        shape = r.choice([(2, 6, 2, 2), (1, 6, 4, 2), (2, 6), (0, 6, 2, 2)])
+        if "Unshuffle" in ctor and shape[0] == 0:
+            shape = (1,) + shape[1:]  # PyTorch's pixel_unshuffle of an empty batch checks the wrong divisibility
+        return _module_case(c, ctor, [c.data(shape)])
+    if kind == "upsample":
+        mode = r.choice(["nearest", "bilinear", "nearest-exact"])
+        kw = [("size", _opt(r, 0.4, (3, 5)))]
+        if kw[0][1] is _SKIP:
+            kw.append(("scale_factor", r.choice([2, 1.5, (2.0, 1.0)])))
+        if mode == "bilinear":
+            kw.append(("align_corners", _opt(r, 0.6, r.random() < 0.5)))
+        ctor = r.choice([f"T.nn.Upsample({_kw(kw + [('mode', mode)])})",
+                         f"T.nn.UpsamplingNearest2d({_kw(kw[:2])})", f"T.nn.UpsamplingBilinear2d({_kw(kw[:2])})"])
+        return _module_case(c, ctor, [c.data((r.choice([1, 2]), 2, 2, 3))])
+    if kind == "fold":
+        k, st = _tup(r, 2, 1, 2), _opt(r, 0.5, _tup(r, 2, 1, 2))
+        kw = _kw([("stride", st), ("padding", _opt(r, 0.3, 1)), ("dilation", _opt(r, 0.3, 2))])
+        c.line(f"u = T.nn.Unfold({k!r}, {kw})")
+        c.line(f"x = {c.data((2, 2, 5, 4))}")
+        c.line("cols = u(x)")
+        c.line(f"m = T.nn.Fold((5, 4), {k!r}, {kw})")
+        c.line("y = (cols, m(cols))")
+        c.line(f"result = outcome(m, [x], y, {c.seed()})")
+        return c.source()
+    if kind == "load":
+        # load_state_dict with missing, unexpected and misshapen keys, strict or not
+        strict = r.random() < 0.5
+        edit = r.choice(["none", "drop", "extra", "shape", "buffer"])
+        c.line(f"m = init(T.nn.Sequential(T.nn.Linear(2, 3), T.nn.BatchNorm1d(3), T.nn.Linear(3, 1)), {c.seed()})")
+        c.line("sd = {k: v.clone() + 1 for k, v in m.state_dict().items()}" if r.random() < 0.5 else
+               "sd = m.state_dict()\nfor k in sd:\n    sd[k] = sd[k] + 1")  # a plain dict, or one keeping _metadata
+        c.line({"none": "pass", "drop": "del sd['2.bias']", "extra": "sd['2.extra'] = T.zeros(1)",
+                "shape": "sd['0.weight'] = T.zeros(2, 2)", "buffer": "del sd['1.num_batches_tracked']"}[edit])
+        c.line(f"r = m.load_state_dict(sd, strict={strict})")
+        c.line("result = (sorted(r.missing_keys), sorted(r.unexpected_keys), dict(m.state_dict()))")
+        return c.source()
+    if kind == "adaptive_softmax":
+        cutoffs = r.choice([[2], [2, 4], [1, 3]])
+        c.line(f"m = T.nn.AdaptiveLogSoftmaxWithLoss(3, 6, {cutoffs}, div_value={r.choice([2.0, 4.0])}, "
+               f"head_bias={r.random() < 0.5})")
+        c.line(f"m = init(m.to(T.{c.dtype}), {c.seed()})")
+        n = r.choice([4, 1, 0])
+        c.line(f"x = {c.data((n, 3))}")
+        c.line(f"t = ints(({n},), {c.seed()}, 0, 6)")
+        c.line("o = m(x, t)")
+        c.line("y = (o.output, o.loss, m.log_prob(x), m.predict(x))")
+        c.line(f"result = outcome(m, [x], y, {c.seed()})")
+        return c.source()
+    name = r.choice(["CosineSimilarity", "PairwiseDistance"])
+    kw = "dim=-1, eps=0.1" if name == "CosineSimilarity" else r.choice(["p=1.0", "p=2.0, keepdim=True", "eps=0.0"])
+    return _module_case(c, f"T.nn.{name}({kw})", [c.data((2, 3)), c.data(r.choice([(2, 3), (3,), (1, 3)]))])
+
+
 SUBFAMILIES = [
     (_linear, 2), (_conv, 5), (_pool, 4), (_norm, 4), (_activation, 3), (_dropout, 1), (_embedding, 2),
     (_rnn, 3), (_transformer, 3), (_loss, 6), (_functional, 5), (_structure, 1),
+    (_misc, 3),
 ]
 
 

@@ -11,6 +11,9 @@ from .module import Module
 
 class _NormBase(Module):
     _version = 2
+    # num_batches_tracked came with version 2: a checkpoint of an older (or
+    # unversioned) module may lack it, and loading keeps the current count
+    _buffers_since_version = {"num_batches_tracked": 2}
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
