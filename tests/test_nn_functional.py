@@ -499,6 +499,25 @@ FUNCTIONAL_PROBE_CASES = [
      ValueError),
     ("result = T.nn.functional.triplet_margin_loss(data((2, 3), 1), data((2, 3), 2), data((3,), 3))", RuntimeError),
     ("result = T.nn.functional.prelu(data((), 1), T.tensor([0.25], dtype=T.float64))", None),
+    # activations and poolings PyTorch has no integer kernel for refuse integers (no silent float result)
+    *[(f"result = T.nn.functional.{fn}(T.zeros(2, 4, dtype=T.int64))", NotImplementedError)
+      for fn in ("silu", "elu", "selu", "leaky_relu", "gelu", "hardswish", "logsigmoid", "mish", "hardsigmoid",
+                 "softplus", "softshrink", "hardshrink", "rrelu", "glu")],
+    ("result = T.nn.functional.adaptive_avg_pool1d(T.zeros(1, 1, 4, dtype=T.int64), 2)", NotImplementedError),
+    ("result = T.nn.functional.mse_loss(T.zeros(2, dtype=T.int64), T.zeros(2, dtype=T.int64))", NotImplementedError),
+    ("result = T.nn.functional.threshold(T.zeros(2, dtype=T.bool), 0.5, 1.0)", NotImplementedError),
+    ("result = T.nn.functional.hardtanh(T.zeros(2), 1.0, -1.0)", ValueError),
+    ("result = T.nn.functional.batch_norm(T.zeros(2, 3), None, None, training=False)", RuntimeError),
+    ("result = T.nn.functional.adaptive_avg_pool2d(T.zeros(1, 0, 4, 4), 2)", None),
+    ("result = T.nn.functional.affine_grid(T.zeros(2, 2, 3), [1, 1, 2, 2])", RuntimeError),
+    ("result = T.nn.functional.nll_loss(T.zeros(2, 3), T.tensor([0.0, 1.0]))", RuntimeError),
+    ("result = T.nn.functional.embedding(T.tensor([1.0]), T.zeros(3, 2))", RuntimeError),
+    # PyTorch validates these with assert
+    ("result = T.nn.Embedding(3, 2, padding_idx=3)", AssertionError),
+    ("result = T.nn.Hardtanh(1.0, -1.0)", AssertionError),
+    ("result = T.nn.MultiheadAttention(5, 2)", AssertionError),
+    ("result = T.nn.MultiheadAttention(4, 2)(T.zeros(3, 2, 4), T.zeros(3, 2, 4), T.zeros(2, 2, 4))", AssertionError),
+    ("result = T.nn.MultiheadAttention(4, 2)(T.zeros(3, 2, 5), T.zeros(3, 2, 5), T.zeros(3, 2, 5))", AssertionError),
 ]
 
 

@@ -66,6 +66,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
     while training, and the mean slope otherwise."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    F._floating_only(input, "leaky_relu_cpu")
 
     def fn(x):
         if training:
@@ -84,10 +85,12 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
+    F._floating_only(input, "hardshrink_cpu")
     return _C.where(_C.gt(_C.abs(input), lambd), input, 0.0)
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
+    F._floating_only(input, "softshrink_check")
     return _C.where(_C.gt(input, lambd), _C.sub(input, lambd), _C.where(_C.lt(input, -lambd), _C.add(input, lambd),
                                                                         0.0))
 

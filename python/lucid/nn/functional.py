@@ -14,7 +14,7 @@ import numpy as np
 from .. import _C
 from .._functions import _wrap_dim, one_hot  # noqa: F401  (F.one_hot is lucid.one_hot)
 from .._memory_format import suggested_layout
-from .._utils import to_dtype
+from .._utils import to_dtype, torch_type_name
 from ..autograd import no_grad
 
 Tensor = _C.Tensor
@@ -71,6 +71,13 @@ def _check_tensor(x, name, fn):
 
 def _float_like(x):
     return x.dtype if x.dtype.is_floating_point else _C.get_default_dtype()
+
+
+def _floating_only(input, kernel):  # noqa: A002
+    """PyTorch's CPU kernel `kernel` has no integer or bool form: its error,
+    not a result silently computed in floating point."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{torch_type_name(input.dtype)}\'')
 
 
 def _inplace(input, fn, inplace):  # noqa: A002
@@ -347,9 +354,10 @@ def _adaptive_size(output_size, in_sizes, name):
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     _check_tensor(input, "input", "adaptive_avg_pool2d")
+    _floating_only(input, "adaptive_avg_pool2d")
     if input.ndim not in (3, 4):
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
-    if 0 in tuple(input.shape)[-3:]:
+    if 0 in tuple(input.shape)[-2:]:  # (no channels is an empty output, as in PyTorch)
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                                  f"dimensions, but input has sizes {list(input.shape)}")
     h, w = input.shape[-2:]
@@ -367,8 +375,9 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     if input.ndim not in (2, 3):
         raise _C.InvalidArgument(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    _floating_only(input, "adaptive_avg_pool2d")
     (ol,) = _adaptive_size(output_size, (input.shape[-1],), "adaptive_avg_pool1d")
-    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    x = input
     return _adaptive_mean(x, ol)
 
 
@@ -571,6 +580,9 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
         if t is not None and tuple(t.shape) != (c,):
             raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}] (the input's channels), got "
                                      f"{list(t.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise _C.InvalidArgument(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
+                                 f"evaluation mode")
     if training and c and input.numel() // c == 1:
         raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
                                  f"{list(input.shape)}")
@@ -697,17 +709,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     `sparse` is accepted for compatibility; gradients are always dense."""
     _check_tensor(input, "input", "embedding")
     if input.dtype not in (_C.dtype.int64, _C.dtype.int32):
-        raise TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        raise _C.TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                         f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
     if weight.ndim != 2:
         raise _C.InvalidArgument(f"embedding: 'weight' must be 2-D, got {list(weight.shape)}")
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0 and padding_idx >= num:
-            raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+            raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx < 0:
             if padding_idx < -num:
-                raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+                raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx += num
     flat = _C.reshape(input, [-1])
     if max_norm is not None:
@@ -883,6 +895,8 @@ def _inside(x, lo, hi):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     if not input.dtype.is_floating_point and input.dtype != _C.dtype.bool:
         # an integer input keeps its dtype, the bounds truncated to integers (PyTorch's)
         min_val, max_val = int(min_val), int(max_val)
@@ -895,6 +909,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
     # PyTorch: x <= threshold ? value : x (a NaN input or threshold keeps x),
     # in the input's dtype (an integer input takes both as integers).
+    if input.dtype == _C.dtype.bool:
+        raise NotImplementedError('"threshold_cpu" not implemented for \'Bool\'')
     if not input.dtype.is_floating_point:
         threshold = _C.full([], threshold, input.dtype, input.device)
         value = _C.full([], value, input.dtype, input.device)
@@ -902,6 +918,7 @@ def threshold(input, threshold, value, inplace=False):  # noqa: A002
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    _floating_only(input, "leaky_relu_cpu")
     return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(x, negative_slope)), inplace)
 
 
@@ -915,10 +932,12 @@ def _exponential_below_zero(x, scale, alpha):
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     return _inplace(input, lambda x: _exponential_below_zero(x, 1.0, alpha), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _inplace(input, lambda x: _exponential_below_zero(x, alpha, alpha), inplace)
@@ -929,24 +948,29 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     return _inplace(input, lambda x: _C.mul(_exponential_below_zero(x, 1.0, _SELU_ALPHA), _SELU_SCALE), inplace)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
+    _floating_only(input, "GeluKernelImpl")
     if approximate not in ("none", "tanh"):
         raise _C.InvalidArgument(f"approximate argument must be either none or tanh, got '{approximate}'")
     return _C.gelu(input, approximate == "tanh")
 
 
 def silu(input, inplace=False):  # noqa: A002
+    _floating_only(input, "silu_cpu")
     return _inplace(input, _C.silu, inplace)
 
 
 def mish(input, inplace=False):  # noqa: A002
+    _floating_only(input, "mish_cpu")
     return _inplace(input, lambda x: _C.mul(x, _C.tanh(_C.softplus(x, 1.0, 20.0))), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    _floating_only(input, "softplus_cpu")
     return _C.softplus(input, float(beta), float(threshold))
 
 
@@ -972,10 +996,12 @@ def _logsigmoid(x):
 
 
 def logsigmoid(input):  # noqa: A002
+    _floating_only(input, "log_sigmoid_cpu")
     return _C.contiguous(_in_float32(_logsigmoid, input))  # row-major, as PyTorch's
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
+    _floating_only(input, "hardsigmoid_cpu")
     # relu6(x + 3) / 6; the derivative, 1/6, is 0 outside (-3, 3) and at the corners (PyTorch's)
     def fn(x):
         return _C.div(_C.where(_inside(x, -3.0, 3.0), _C.add(x, 3.0), _C.clamp(_C.add(x.detach(), 3.0), 0.0, 6.0)),
@@ -984,6 +1010,7 @@ def hardsigmoid(input, inplace=False):  # noqa: A002
 
 
 def hardswish(input, inplace=False):  # noqa: A002
+    _floating_only(input, "hardswish_cpu")
     # x * relu6(x + 3) / 6 rounded in PyTorch's order; the derivative is 0 for
     # x <= -3, x/3 + 1/2 inside, 1 from x = 3 on (PyTorch's corners)
     def fn(x):
@@ -1031,6 +1058,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def glu(input, dim=-1):  # noqa: A002
+    _floating_only(input, "glu_cpu")
     if input.ndim == 0:
         raise _C.InvalidArgument("glu does not support scalars because halving size must be even")
     n = input.shape[_wrap_dim(dim, input.ndim)]
@@ -1142,11 +1170,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     if embed_dim != embed_dim_to_check:
-        raise _C.InvalidArgument(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
     if embed_dim % num_heads:
-        raise _C.InvalidArgument(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if key.shape[:2] != value.shape[:2]:
-        raise _C.InvalidArgument(f"key shape {list(key.shape)} does not match value shape {list(value.shape)}")
+        raise AssertionError(f"key shape {list(key.shape)} does not match value shape {list(value.shape)}")
     head_dim = embed_dim // num_heads
     dt = query.dtype
     if key_padding_mask is not None and tuple(key_padding_mask.shape) != (bsz, src_len):
@@ -1295,7 +1323,7 @@ def _nll(logp, target, weight, ignore_index, reduction, fn):
     cdim = 0 if logp.ndim == 1 else 1
     expect = [] if logp.ndim == 1 else [logp.shape[0]] + list(logp.shape[2:])
     if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
-        raise TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
+        raise _C.TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
                         f"{target.dtype} of shape {list(target.shape)}; convert it with target.long()")
     if logp.ndim == 1:
         if target.ndim != 0:
@@ -1420,6 +1448,8 @@ def _broadcast_pair(a, b, fn):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    if not input.dtype.is_floating_point and not target.dtype.is_floating_point:
+        _floating_only(input, "mse_cpu")
     input, target = _pointwise_target(input, target, "mse_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
