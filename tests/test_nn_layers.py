@@ -429,7 +429,7 @@ def test_multihead_attention_self_attention_and_unbatched():
 
 
 def test_multihead_attention_errors():
-    with pytest.raises(ValueError, match="divisible by num_heads"):
+    with pytest.raises(AssertionError, match="divisible by num_heads"):  # PyTorch asserts it
         nn.MultiheadAttention(6, 4)
     m = nn.MultiheadAttention(8, 2)
     x = lucid.randn(4, 3, 8)
