@@ -468,3 +468,61 @@ def test_hardtanh_and_relu6_keep_an_integer_dtype():
         want, got = fn(torch, torch.tensor(x)), fn(lucid, lucid.tensor(x))
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics --family nn) found
+# differing from PyTorch; each runs with T = torch and T = lucid after the
+# probe's prelude (tests/fuzz/semantics_nn.py). (source, PyTorch's exception or None)
+FUNCTIONAL_PROBE_CASES = [
+    # the non-constant pad modes take 1-3 trailing dims of a batched or unbatched input only
+    ("result = T.nn.functional.pad(data((2, 3, 1, 4, 1), 1), (3, 0), mode='reflect')", NotImplementedError),
+    ("result = T.nn.functional.pad(data((4, 4, 1, 1), 1), (0, 3), mode='circular')", NotImplementedError),
+    ("result = T.nn.functional.pad(data((4,), 1), (1, 1), mode='replicate')", NotImplementedError),
+    ("x = data((3, 4), 1, grad=True)\ny = T.nn.functional.pad(x, (1, 2), mode='replicate')\nbackward(y, 2)\n"
+     "result = (y, x.grad)", None),
+    # cosine_similarity floors each norm at eps in value only: the gradient is the norm's
+    ("a = data((3,), 1, lo=-0.2, hi=0.2, grad=True)\nb = data((1,), 2, lo=-0.2, hi=0.2, grad=True)\n"
+     "y = T.nn.functional.cosine_similarity(a, b, dim=0, eps=0.5)\nbackward(y, 3)\nresult = (y, a.grad, b.grad)",
+     None),
+    ("a = data((2, 3), 1, grad=True)\nb = data((2, 3), 2, grad=True)\n"
+     "y = T.nn.functional.cosine_similarity(a, b)\nbackward(y, 3)\nresult = (y, a.grad, b.grad)", None),
+    # a p=0 norm keeps its input's history
+    ("a = data((2, 3), 1, grad=True)\nresult = T.nn.functional.pairwise_distance(a, data((2, 3), 2), p=0.0)", None),
+    ("result = T.linalg.vector_norm(T.tensor([1.0, 0.0, 2.0], requires_grad=True), 0)", None),
+    # bilinear's shape checks
+    ("result = T.nn.functional.bilinear(data((3, 2), 1), data((2, 4), 2), data((5, 2, 4), 3))", RuntimeError),
+    # antialias: PyTorch's ValueError for the modes and ranks it does not apply to
+    ("result = T.nn.functional.interpolate(data((1, 1, 2), 1), scale_factor=2, mode='linear', antialias=True)",
+     ValueError),
+    # triplet losses need a positive margin and inputs of one rank
+    ("result = T.nn.functional.triplet_margin_loss(data((2, 3), 1), data((2, 3), 2), data((2, 3), 3), margin=0.0)",
+     ValueError),
+    ("result = T.nn.functional.triplet_margin_loss(data((2, 3), 1), data((2, 3), 2), data((3,), 3))", RuntimeError),
+    ("result = T.nn.functional.prelu(data((), 1), T.tensor([0.25], dtype=T.float64))", None),
+    # activations and poolings PyTorch has no integer kernel for refuse integers (no silent float result)
+    *[(f"result = T.nn.functional.{fn}(T.zeros(2, 4, dtype=T.int64))", NotImplementedError)
+      for fn in ("silu", "elu", "selu", "leaky_relu", "gelu", "hardswish", "logsigmoid", "mish", "hardsigmoid",
+                 "softplus", "softshrink", "hardshrink", "rrelu", "glu")],
+    ("result = T.nn.functional.adaptive_avg_pool1d(T.zeros(1, 1, 4, dtype=T.int64), 2)", NotImplementedError),
+    ("result = T.nn.functional.mse_loss(T.zeros(2, dtype=T.int64), T.zeros(2, dtype=T.int64))", NotImplementedError),
+    ("result = T.nn.functional.threshold(T.zeros(2, dtype=T.bool), 0.5, 1.0)", NotImplementedError),
+    ("result = T.nn.functional.hardtanh(T.zeros(2), 1.0, -1.0)", ValueError),
+    ("result = T.nn.functional.batch_norm(T.zeros(2, 3), None, None, training=False)", RuntimeError),
+    ("result = T.nn.functional.adaptive_avg_pool2d(T.zeros(1, 0, 4, 4), 2)", None),
+    ("result = T.nn.functional.affine_grid(T.zeros(2, 2, 3), [1, 1, 2, 2])", RuntimeError),
+    ("result = T.nn.functional.nll_loss(T.zeros(2, 3), T.tensor([0.0, 1.0]))", RuntimeError),
+    ("result = T.nn.functional.embedding(T.tensor([1.0]), T.zeros(3, 2))", RuntimeError),
+    # PyTorch validates these with assert
+    ("result = T.nn.Embedding(3, 2, padding_idx=3)", AssertionError),
+    ("result = T.nn.Hardtanh(1.0, -1.0)", AssertionError),
+    ("result = T.nn.MultiheadAttention(5, 2)", AssertionError),
+    ("result = T.nn.MultiheadAttention(4, 2)(T.zeros(3, 2, 4), T.zeros(3, 2, 4), T.zeros(2, 2, 4))", AssertionError),
+    ("result = T.nn.MultiheadAttention(4, 2)(T.zeros(3, 2, 5), T.zeros(3, 2, 5), T.zeros(3, 2, 5))", AssertionError),
+]
+
+
+@pytest.mark.parametrize("src,raises", FUNCTIONAL_PROBE_CASES)
+def test_functional_semantics_match_torch(src, raises):
+    from tests.fuzz.semantics import check_expecting
+
+    assert check_expecting(src, raises) is None, check_expecting(src, raises)

@@ -299,7 +299,7 @@ def test_embedding_from_pretrained_and_errors():
         e(lucid.tensor([1.0]))
     with pytest.raises(IndexError):
         e(lucid.tensor([4]))
-    with pytest.raises(ValueError, match="Padding_idx"):
+    with pytest.raises(AssertionError, match="Padding_idx"):  # PyTorch asserts it
         nn.Embedding(3, 2, padding_idx=3)
 
 
@@ -429,7 +429,7 @@ def test_multihead_attention_self_attention_and_unbatched():
 
 
 def test_multihead_attention_errors():
-    with pytest.raises(ValueError, match="divisible by num_heads"):
+    with pytest.raises(AssertionError, match="divisible by num_heads"):  # PyTorch asserts it
         nn.MultiheadAttention(6, 4)
     m = nn.MultiheadAttention(8, 2)
     x = lucid.randn(4, 3, 8)
@@ -480,3 +480,73 @@ def test_transformer_encoder_stack():
     tm = T.TransformerEncoder(layer_t, 2, norm=T.LayerNorm(8), enable_nested_tensor=False)
     assert lm.layers[0].linear1.weight is not lm.layers[1].linear1.weight
     compare_module(lm, tm, rnd(4, 3, 8), grad_atol=1e-4)
+
+
+# Cases the semantics probe (python -m tests.fuzz.semantics --family nn) found
+# differing from PyTorch; each runs with T = torch and T = lucid after the
+# probe's prelude (tests/fuzz/semantics_nn.py: seeded data, init, outcome).
+# (source, the exception PyTorch raises or None)
+LAYER_PROBE_CASES = [
+    # inplace=True returns the input tensor itself
+    *[(f"x = data((2, 3), 1, lo=-8, hi=8, grad=True)\nz = x * 1\ny = T.nn.{name}(inplace=True)(z)\nbackward(y, 2)\n"
+       "result = (y, y is z, x.grad)", None) for name in ("ReLU", "ReLU6", "LeakyReLU", "Hardtanh", "Mish", "SiLU")],
+    ("x = data((2, 3), 1, grad=True)\nz = x * 1\nresult = T.nn.functional.elu(z, inplace=True) is z", None),
+    # RReLU's eval slope applies at 0 too, as leaky_relu's does (its gradient there is the slope)
+    ("m = T.nn.RReLU().eval()\nx = T.tensor([-1.0, 0.0, 2.0], dtype=T.float64, requires_grad=True)\ny = m(x)\n"
+     "backward(y, 3)\nresult = (y, x.grad)", None),
+    # Bilinear checks its inputs' ranks and batch dims instead of broadcasting them
+    ("result = T.nn.Bilinear(2, 1, 2)(data((2,), 1, 'float32'), data((1, 1), 2, 'float32'))", RuntimeError),
+    ("result = T.nn.Bilinear(2, 1, 2)(data((3, 2), 1, 'float32'), data((1, 1), 2, 'float32'))", RuntimeError),
+    # Linear with no input features
+    ("m = init(T.nn.Linear(0, 1, bias=False).double(), 1)\nx = data((0,), 2, grad=True)\n"
+     "result = outcome(m, [x], m(x), 3)", None),
+    # an empty batch leaves the running statistics as they were
+    ("m = init(T.nn.BatchNorm2d(2, affine=False).double(), 1)\nx = data((0, 2, 2, 1), 2, grad=True)\n"
+     "result = outcome(m, [x], m(x), 3)", None),
+    ("m = init(T.nn.InstanceNorm1d(1, track_running_stats=True).double(), 1)\nx = data((0, 1, 3), 2, grad=True)\n"
+     "result = outcome(m, [x], m(x), 3)", None),
+    # InstanceNorm's momentum=None keeps the running statistics (no cumulative average)
+    ("m = init(T.nn.InstanceNorm2d(2, track_running_stats=True, momentum=None).double(), 1)\n"
+     "x = data((3, 2, 3, 3), 2, grad=True)\nresult = outcome(m, [x], m(x), 3)", None),
+    # GroupNorm refuses one value per group, in eval mode too
+    ("result = T.nn.GroupNorm(2, 2)(data((1, 2, 1), 1, 'float32'))", ValueError),
+    ("result = T.nn.GroupNorm(4, 4).eval()(data((1, 4), 1, 'float32'))", ValueError),
+    # PReLU: one slope keeps a 0-d input 0-d; several need a channel dim
+    ("m = init(T.nn.PReLU().double(), 1)\nx = data((), 2, grad=True)\nresult = outcome(m, [x], m(x), 3)", None),
+    ("result = T.nn.PReLU(3)(data((), 1, 'float32'))", RuntimeError),
+    ("result = T.nn.PReLU(3)(data((3,), 1, 'float32'))", RuntimeError),
+    # max-mode EmbeddingBag of empty bags: zeros still in the weight's history
+    ("m = init(T.nn.EmbeddingBag(6, 2, mode='max').double(), 2)\ny = m(ints((0,), 1, 0, 6), T.tensor([0, 0]))\n"
+     "result = outcome(m, [], y, 3)", None),
+    # MaxUnpool of an empty batch; output_size of an unbatched input's full shape is refused
+    ("p = T.nn.MaxPool3d(1, stride=3, return_indices=True)\nx = data((0, 2, 1, 5, 2), 1)\nv, i = p(x)\n"
+     "v = v.detach().requires_grad_()\nm = T.nn.MaxUnpool3d(1, stride=3)\n"
+     "result = outcome(m, [v], m(v, i, output_size=x.shape), 2)", None),
+    ("v, i = T.nn.MaxPool2d(2, return_indices=True)(data((1, 4, 4), 1))\n"
+     "result = T.nn.MaxUnpool2d(2)(v, i, output_size=(1, 4, 4))", ValueError),
+    # a checkpoint without num_batches_tracked loads when it predates it (unversioned), not otherwise
+    ("m = T.nn.BatchNorm1d(3)\nsd = {k: v + 1 for k, v in m.state_dict().items()}\ndel sd['num_batches_tracked']\n"
+     "r = m.load_state_dict(sd)\nresult = (r.missing_keys, r.unexpected_keys, dict(m.state_dict()))", None),
+    ("m = T.nn.BatchNorm1d(3)\nsd = m.state_dict()\ndel sd['num_batches_tracked']\nresult = m.load_state_dict(sd)",
+     RuntimeError),
+    # losses: validation, duplicate targets, infinite CTC losses
+    ("result = T.nn.TripletMarginLoss(margin=0.0)", ValueError),
+    ("result = T.nn.TripletMarginWithDistanceLoss(margin=-1.0)", ValueError),
+    ("a = data((2, 3), 1, grad=True)\ny = T.nn.MultiLabelMarginLoss()(a, T.tensor([[1, 1, -1], [2, 0, 2]]))\n"
+     "backward(y, 2)\nresult = (y, a.grad)", None),
+    ("a = data((0, 3), 1, grad=True)\ny = T.nn.MultiLabelMarginLoss(reduction='none')(a, ints((0, 3), 2, -1, 3))\n"
+     "backward(y, 2)\nresult = (y, a.grad)", None),
+    ("result = T.nn.MultiLabelMarginLoss()(data((2, 3), 1), ints((2, 2), 2, 0, 3))", RuntimeError),
+    ("result = T.nn.CrossEntropyLoss(ignore_index=1)(data((2, 3), 1), T.softmax(data((2, 3), 2), 1))", RuntimeError),
+    *[(f"a = T.log_softmax(data((4, 2, 3), 1), 2).requires_grad_()\n"
+       f"crit = T.nn.CTCLoss(reduction={red!r}, zero_infinity={zi})\n"
+       f"y = crit(a, T.ones((2, 3), dtype=T.int64), T.tensor([3, 1]), T.tensor([2, 3]))\n"
+       f"backward(y, 2)\nresult = (y, a.grad)", None) for red in ("mean", "none") for zi in (False, True)],
+]
+
+
+@pytest.mark.parametrize("src,raises", LAYER_PROBE_CASES)
+def test_layer_semantics_match_torch(src, raises):
+    from tests.fuzz.semantics import check_expecting
+
+    assert check_expecting(src, raises) is None, check_expecting(src, raises)

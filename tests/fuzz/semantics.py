@@ -24,7 +24,17 @@ Families (``--family``):
   NumPy arrays, memory sharing, ``tolist``/``item``;
 - ``edge`` (tests/fuzz/edge.py): every public callable Lucid shares with
   PyTorch, with edge arguments, and whether a failed in-place call left its
-  input as it was.
+  input as it was;
+- ``nn``: modules and functional calls (tests/fuzz/semantics_nn.py): their
+  outputs, input and parameter gradients, buffers, state_dict layout and
+  the errors of invalid configurations;
+- ``optim``, ``optim_compiled`` (tests/fuzz/semantics_optim.py): optimizers,
+  schedulers, GradScaler and clipping against PyTorch; eager against
+  compile_optimizer and fused_step.
+
+Every case runs after ``semantics_nn.PRELUDE`` (seeded NumPy data and
+module initialisation shared by both sides); a case may set
+``tolerance = (rtol, atol)`` for its floating values.
 
 Each mismatch is printed with the case's source, runnable as it stands with
 ``import torch as T`` or ``import lucid as T``. Cases run in a forked worker,
@@ -53,6 +63,7 @@ import torch
 import lucid
 
 from .edge import family_edge
+from .semantics_nn import PRELUDE, family_nn
 from .semantics_optim import OPTIM_CHECKS, OPTIM_FAMILIES
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
@@ -122,13 +133,15 @@ def describe(v, lib):
     return ("other", type(v).__name__)
 
 
-def _close(a, b, dtype):
-    if a is None or b is None:
+def _close(a, b, dtype, tolerance=None):
+    if a is None or b is None:  # (values not kept: too many elements)
         return a is None and b is None
     if a.shape != b.shape:
         return False
     if dtype in FLOATS:
         rtol, atol = TOLERANCE_OVERRIDE.get(dtype, TOLERANCE[dtype])
+        if tolerance is not None and dtype in ("float32", "float64"):
+            rtol, atol = max(rtol, tolerance[0]), max(atol, tolerance[1])
         with np.errstate(invalid="ignore", over="ignore"):
             return bool(np.all((np.isnan(a) & np.isnan(b))
                                | (a == b)
@@ -136,8 +149,9 @@ def _close(a, b, dtype):
     return bool(np.array_equal(a, b))
 
 
-def difference(lv, tv, path="result"):
-    """None when Lucid's picture ``lv`` matches PyTorch's ``tv``; else what differs."""
+def difference(lv, tv, path="result", tolerance=None):
+    """None when Lucid's picture ``lv`` matches PyTorch's ``tv``; else what
+    differs. ``tolerance`` (rtol, atol) widens float32/float64's."""
     if isinstance(tv, Raised) or isinstance(lv, Raised):
         if isinstance(tv, Raised) and isinstance(lv, Raised):
             if isinstance(lv.exc, type(tv.exc)) or type(lv.exc).__name__ == type(tv.exc).__name__:
@@ -159,14 +173,14 @@ def difference(lv, tv, path="result"):
             return f"{path}: shape {lsh}, PyTorch {tsh}"
         if lrg != trg:
             return f"{path}: requires_grad {lrg}, PyTorch {trg}"
-        if not _close(lval, tval, tdt):
+        if not _close(lval, tval, tdt, tolerance):
             return f"{path}: values\n  lucid {lval.tolist()!r:.600}\n  torch {tval.tolist()!r:.600}"
         return None
     if kind in ("tuple", "list"):
         if len(lv[1]) != len(tv[1]):
             return f"{path}: length {len(lv[1])}, PyTorch {len(tv[1])}"
         for i, (a, b) in enumerate(zip(lv[1], tv[1])):
-            d = difference(a, b, f"{path}[{i}]")
+            d = difference(a, b, f"{path}[{i}]", tolerance)
             if d:
                 return d
         return None
@@ -174,7 +188,7 @@ def difference(lv, tv, path="result"):
         if set(lv[1]) != set(tv[1]):
             return f"{path}: keys {sorted(lv[1])}, PyTorch {sorted(tv[1])}"
         for k in tv[1]:
-            d = difference(lv[1][k], tv[1][k], f"{path}[{k!r}]")
+            d = difference(lv[1][k], tv[1][k], f"{path}[{k!r}]", tolerance)
             if d:
                 return d
         return None
@@ -193,8 +207,13 @@ def difference(lv, tv, path="result"):
     return None
 
 
+_PRELUDE_CODE = compile(PRELUDE, "<prelude>", "exec")
+
+
 def run_source(src, lib):
+    """(picture of ``result``, the case's ``tolerance`` or None)."""
     ns = {"T": lib, "np": np, "math": math, "nan": float("nan"), "inf": float("inf")}
+    exec(_PRELUDE_CODE, ns)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -203,9 +222,9 @@ def run_source(src, lib):
         except Exception as e:  # noqa: BLE001 - every exception is an observable outcome
             value = Raised(e)
     try:
-        return describe(value, lib)
+        return describe(value, lib), ns.get("tolerance")
     except Exception as e:  # noqa: BLE001
-        return Raised(e)
+        return Raised(e), ns.get("tolerance")
 
 
 # A case whose source sets this flag returns it first: True when a call that
@@ -227,18 +246,30 @@ def check(src, family=None, on_library=None):
         return special(src, sys.modules[__name__])
     if on_library:
         on_library("torch")
-    tv = run_source(src, torch)
+    tv, tolerance = run_source(src, torch)
     if on_library:
         on_library("lucid")
-    lv = run_source(src, lucid)
+    lv, _ = run_source(src, lucid)
     if LOST in src and isinstance(lv, tuple) and lv[0] == "tuple" and lv[1][0] == ("bool", True):
         return "lost: a failed call changed its input"  # whatever PyTorch did
     if LOST in src and isinstance(lv, tuple) and isinstance(tv, tuple) and tv[0] == "tuple" \
             and tv[1][0] == ("bool", True):
         # PyTorch wrote part of the input before it raised, Lucid nothing:
         # only the outcomes are compared
-        return difference(lv[1][1], tv[1][1], "result[1]")
-    return difference(lv, tv)
+        return difference(lv[1][1], tv[1][1], "result[1]", tolerance)
+    return difference(lv, tv, tolerance=tolerance)
+
+
+def check_expecting(src, raises=None):
+    """check(src) for a regression test, once PyTorch is seen to raise
+    ``raises`` (an exception class) or, when None, to return: a case whose
+    PyTorch side failed by accident (a typo) would otherwise pass."""
+    tv, _ = run_source(src, torch)
+    if raises is None:
+        assert not isinstance(tv, Raised), f"PyTorch {tv!r}"
+    else:
+        assert isinstance(tv, Raised) and isinstance(tv.exc, raises), f"PyTorch {tv!r}, expected {raises.__name__}"
+    return check(src)
 
 
 # ---------------------------------------------------------------- values
@@ -895,6 +926,7 @@ FAMILIES = {
     "reductions": family_reductions,
     "construction": family_construction,
     "edge": family_edge,
+    "nn": family_nn,
     **OPTIM_FAMILIES,
 }
 FAMILY_CHECKS = dict(OPTIM_CHECKS)
@@ -912,11 +944,10 @@ def _worker(family, seed, start, stop, deadline, pipe):
     for i in range(start, stop):
         if time.time() > deadline:
             break
-        src = case_source(family, seed, i)
         os.write(pipe, f"begin {i}\n".encode())
         signal.alarm(CASE_SECONDS)
         try:
-            d = check(src, family, lambda name: os.write(pipe, f"library {name}\n".encode()))
+            d = check(case_source(family, seed, i), family, lambda name: os.write(pipe, f"library {name}\n".encode()))
         except Exception:  # noqa: BLE001
             d = "probe error: " + traceback.format_exc()
         signal.alarm(0)

@@ -725,8 +725,8 @@ def check_optim(src, probe):
     probe.TOLERANCE_OVERRIDE.clear()
     probe.TOLERANCE_OVERRIDE.update(case_tolerance(src, probe.TOLERANCE))
     try:
-        tv = probe.run_source(src, torch)
-        lv = probe.run_source(src, lucid)
+        tv, _ = probe.run_source(src, torch)
+        lv, _ = probe.run_source(src, lucid)
         d = probe.difference(lv, tv)
     finally:
         probe.TOLERANCE_OVERRIDE.clear()
@@ -749,7 +749,7 @@ def check_optim_compiled(src, probe):
     import torch
 
     def run(lib, mode):
-        return probe.run_source(f"MODE = {mode!r}\n" + src, lib)
+        return probe.run_source(f"MODE = {mode!r}\n" + src, lib)[0]
 
     eager = run(lucid, "eager")
     tv = run(torch, "eager")

@@ -415,7 +415,10 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     Shape lead(x.shape().begin(), x.shape().end() - 1);
     // The input goes to the GEMM as matmul's operands do (a transposed view
     // as a flag), an N-D one after its flattening reshape.
-    out = gemm(x.ndim() == 2 ? x : reshape(x, {-1, in}), weight, false, true);
+    // (rows spelled out: -1 is ambiguous when in_features is 0)
+    int64_t rows = 1;
+    for (int64_t d : lead) rows *= d;
+    out = gemm(x.ndim() == 2 ? x : reshape(x, {rows, in}), weight, false, true);
     lead.push_back(o);
     out = reshape(out, lead);
   }

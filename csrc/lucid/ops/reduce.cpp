@@ -218,7 +218,13 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   LUCID_CHECK_T(TypeError, is_floating(x.dtype()), "norm(): input dtype must be floating point, got ",
                 dtype_name(x.dtype()));
   if (std::isinf(p)) return p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
-  if (p == 0) return sum(cast(ne(x, wrap_scalar(0.0, x)), x.dtype()), dims, keepdim);
+  if (p == 0) {
+    // The count of non-zeros keeps x in its history with a zero gradient, as
+    // PyTorch's does: floor's derivative is 0 (and finite x times 0 is 0).
+    const Tensor nonzero = cast(ne(x, wrap_scalar(0.0, x)), x.dtype());
+    const Tensor zero_gradient = mul(floor(where(isfinite(x), x, zeros_like(x))), wrap_scalar(0.0, x));
+    return sum(add(nonzero, zero_gradient), dims, keepdim);
+  }
   if (p == 1) return sum(abs(x), dims, keepdim);
   if (p == 2) return zero_derivative_at_zero(sum(mul(x, x), dims, keepdim), [](const Tensor& v) { return sqrt(v); });
   return zero_derivative_at_zero(sum(pow(abs(x), p), dims, keepdim),

@@ -413,14 +413,7 @@ def tensorsolve(A, B, dims=None):  # noqa: N803
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if dtype is not None:
         x = _C.cast(x, to_dtype(dtype))
-    dims = as_dims(dim)
-    if ord == float("inf"):
-        return _C.amax(_C.abs(x), dims, keepdim)
-    if ord == float("-inf"):
-        return _C.amin(_C.abs(x), dims, keepdim)
-    if ord == 0:
-        return _C.sum(_C.cast(_C.ne(x, 0), x.dtype), dims, keepdim, None)
-    return _C.norm(x, float(ord), dims, keepdim)
+    return _C.norm(x, float(ord), as_dims(dim), keepdim)  # every order, the infinite ones and 0 too
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: N803

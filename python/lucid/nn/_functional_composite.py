@@ -66,13 +66,15 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
     while training, and the mean slope otherwise."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    F._floating_only(input, "leaky_relu_cpu")
 
     def fn(x):
         if training:
             slope = _C.add(_C.mul(_C.rand(list(x.shape), _float_like(x), x.device), upper - lower), lower)
         else:
             slope = (lower + upper) / 2
-        return _C.where(_C.ge(x, 0), x, _C.mul(x, slope))
+        # x = 0 takes the slope (its gradient too), as PyTorch's leaky_relu does
+        return _C.where(_C.gt(x, 0), x, _C.mul(x, slope))
 
     return _inplace(input, fn, inplace)
 
@@ -83,11 +85,13 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
+    F._floating_only(input, "hardshrink_cpu")
     # PyTorch's form: 0 inside [-lambd, lambd], x elsewhere (NaN stays NaN)
     return _C.where(_C.logical_and(_C.ge(input, -lambd), _C.le(input, lambd)), 0.0, input)
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
+    F._floating_only(input, "softshrink_check")
     return _C.where(_C.gt(input, lambd), _C.sub(input, lambd), _C.where(_C.lt(input, -lambd), _C.add(input, lambd),
                                                                         0.0))
 
@@ -99,8 +103,11 @@ def tanhshrink(input):  # noqa: A002
 def prelu(input, weight):  # noqa: A002
     """max(0, x) + weight * min(0, x); weight has 1 or C (channel dim 1) entries."""
     _check_tensor(input, "input", "prelu")
-    w = weight
-    if weight.numel() != 1:
+    if weight.numel() == 1:
+        w = _C.reshape(weight, [])  # one slope: the output has the input's shape, a 0-d one's too
+    else:
+        if input.ndim == 0:
+            raise _C.InvalidArgument("Not allow zero-dim input tensor.")
         if input.ndim < 2 or input.shape[1] != weight.numel():
             raise _C.InvalidArgument(f"Mismatch of parameter numbers and input channel size. Found parameter numbers "
                                      f"= {weight.numel()} and channel size = "
@@ -348,9 +355,19 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _check_triplet(anchor, positive, negative, margin):
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise _C.InvalidArgument(f"The anchor, positive, and negative tensors are expected to have the same number "
+                                 f"of dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and "
+                                 f"negative {negative.ndim}D inputs")
+
+
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _loss_reduction(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin)
     d_pos = F.pairwise_distance(anchor, positive, p, eps)
     d_neg = F.pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -361,6 +378,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
                                       reduction="mean"):
     _check_reduction(reduction)
+    _check_triplet(anchor, positive, negative, margin)
     dist = distance_function or F.pairwise_distance
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
@@ -430,24 +448,29 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     of `target`) and every non-target class."""
     reduction = _loss_reduction(size_average, reduce, reduction)
     x = input if input.ndim == 2 else _C.unsqueeze(input, 0)
-    tgt = target.detach().cpu().numpy().reshape(x.shape[0], -1)
+    if tuple(target.shape) != tuple(input.shape):
+        raise _C.InvalidArgument(f"inconsistent target size: {list(target.shape)} for input of size: "
+                                 f"{list(input.shape)}")
     n, c = x.shape
-    is_target = np.zeros((n, c), bool)
-    pairs = np.zeros((n, c, c), bool)  # [row, target class j, other class k]
+    tgt = target.detach().cpu().numpy().reshape(n, c)
+    # [row, target class j, other class k]: how often j is listed (a class
+    # listed twice counts twice, as in PyTorch's loop over the targets)
+    pairs = np.zeros((n, c, c))
     for r in range(n):
         labels = []
         for v in tgt[r]:
             if v < 0:
                 break
+            if v >= c:
+                raise _C.InvalidArgument(f"multilabel_margin_loss: target out of range: {int(v)} for {c} classes")
             labels.append(int(v))
-        is_target[r, labels] = True
         for j in labels:
-            pairs[r, j] = True
-    pairs &= ~is_target[:, None, :]
+            pairs[r, j] += 1
+        pairs[r][:, labels] = 0
     from .._creation import tensor
 
     diff = F.relu(_C.add(_C.sub(_C.unsqueeze(x, 1), _C.unsqueeze(x, 2)), 1.0))  # [n, j, k]: 1 - (x_j - x_k)
-    loss = _C.div(_C.sum(_C.where(tensor(pairs, device=x.device), diff, 0.0), [1, 2], False), float(c))
+    loss = _C.div(_C.sum(_C.mul(diff, tensor(pairs, dtype=x.dtype, device=x.device)), [1, 2], False), float(c))
     if input.ndim == 1:
         loss = _C.squeeze(loss, [0])
     return _reduce(loss, reduction)

@@ -44,7 +44,7 @@ def affine_grid(theta, size, align_corners=None):
                                   f"respectively. Got size {size}.")
     n = size[0]
     if theta.ndim != 3 or tuple(theta.shape) != (n, nd, nd + 1):
-        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. "
+        raise _C.InvalidArgument(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. "
                          f"Got {list(theta.shape)}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")

@@ -126,8 +126,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         count = _C.index_add(_C.full([bags, 1], 0.0, weight.dtype, weight.device), 0, seg,
                              _C.cast(kept_col, weight.dtype))
         if mode == "max":
-            if n == 0:
-                out = zeros
+            if n == 0:  # every bag empty: zeros, still in the weight's history (PyTorch's output requires grad)
+                out = _C.broadcast_to(_C.sum(rows, [0], True), [bags, dim])
             else:
                 pos = _bag_first_max(_C.where(kept_col, rows, -_INF), seg)
                 last_row = _C.clamp(_C.sub(ends, 1), 0, None)
@@ -268,6 +268,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     loss = _C.add(loss, extra)
     if zero_infinity:
         loss = _C.where(_C.eq(loss, _INF), 0.0, loss)
+    else:
+        # An infinite loss (no alignment fits the input) has NaN gradients on
+        # the steps within its input, as PyTorch's, whose formula meets
+        # inf - inf there: -log of a 0 built from log_probs is inf, with a
+        # derivative of inf * 0.
+        infinite = _C.eq(loss, _INF)
+        nothing = _C.sum(_C.where(within, _C.mul(probs, 0.0), 0.0), [0, 2], False)
+        loss = _C.where(infinite, _C.neg(_C.log(_C.where(infinite, nothing, 1.0))), loss)
     if unbatched and reduction == "none":
         return _C.squeeze(loss, [0])
     if reduction == "mean":

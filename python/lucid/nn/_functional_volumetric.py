@@ -382,7 +382,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd): 
         out = default
     else:
         out = [int(v) for v in output_size]
-        if len(out) == nd + 2 or len(out) == nd + 1 and input.ndim == nd + 1:
+        if len(out) == nd + 2:
             out = out[-nd:]
         if len(out) != nd:
             raise _C.InvalidArgument(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but "
@@ -393,8 +393,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd): 
                                          f"{lo + sv})")
     lead = list(input.shape[:-nd])
     plane = int(np.prod(out))
-    flat_in = _C.reshape(input, lead + [-1])
-    flat_idx = _C.reshape(indices, lead + [-1])
+    window = int(np.prod(in_sizes))  # spelled out: -1 is ambiguous in an empty batch
+    flat_in = _C.reshape(input, lead + [window])
+    flat_idx = _C.reshape(indices, lead + [window])
     zeros = _C.full(lead + [plane], 0.0, input.dtype, input.device)
     return _C.reshape(_C.scatter(zeros, -1, flat_idx, flat_in), lead + out)
 

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _C
 from .._functions import _wrap_dim, one_hot  # noqa: F401  (F.one_hot is lucid.one_hot)
 from .._memory_format import suggested_layout
-from .._utils import to_dtype
+from .._utils import to_dtype, torch_type_name
 from ..autograd import no_grad
 
 Tensor = _C.Tensor
@@ -73,11 +73,20 @@ def _float_like(x):
     return x.dtype if x.dtype.is_floating_point else _C.get_default_dtype()
 
 
+def _floating_only(input, kernel):  # noqa: A002
+    """PyTorch's CPU kernel `kernel` has no integer or bool form: its error,
+    not a result silently computed in floating point."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{torch_type_name(input.dtype)}\'')
+
+
 def _inplace(input, fn, inplace):  # noqa: A002
-    """fn(input), or written back into `input` (PyTorch's inplace=True)."""
+    """fn(input), or written back into `input` (PyTorch's inplace=True); the
+    in-place form returns `input` itself, the same Python object."""
     if not inplace:
         return fn(input)
-    return _C.assign_(input, fn(_C.source_for_inplace(input)))
+    _C.assign_(input, fn(_C.source_for_inplace(input)))
+    return input
 
 
 def _bshape(ndim, dim, size):
@@ -95,10 +104,30 @@ def linear(input, weight, bias=None):  # noqa: A002
 
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k, weight [out, in1, in2]."""
+    _check_bilinear_shapes(input1, input2, weight, bias)
     # [..., in1] x [out, in1, in2] -> [..., out, in2], then contract with x2
     t = _C.matmul(_C.unsqueeze(_C.unsqueeze(input1, -2), -3), weight)  # [..., out, 1, in2]
     out = _C.squeeze(_C.matmul(t, _C.unsqueeze(_C.unsqueeze(input2, -2), -1)), [-1, -2])
     return out if bias is None else _C.add(out, bias)
+
+
+def _check_bilinear_shapes(input1, input2, weight, bias):
+    """PyTorch's checks (and messages) before bilinear broadcasts anything."""
+    if input1.ndim != input2.ndim:
+        raise _C.InvalidArgument(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise _C.InvalidArgument(f"bilinear(): input batch dimensions do not match: got {input1.shape[i]} "
+                                     f"and {input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise _C.InvalidArgument(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} "
+                                 f"but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise _C.InvalidArgument(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} "
+                                 f"but expected {weight.shape[2]}")
+    if bias is not None and bias.shape[0] != weight.shape[0]:
+        raise _C.InvalidArgument(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} "
+                                 f"but expected {weight.shape[0]}")
 
 
 def _conv_padding(padding, kernel, dilation, stride, nd, fn):
@@ -325,9 +354,10 @@ def _adaptive_size(output_size, in_sizes, name):
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     _check_tensor(input, "input", "adaptive_avg_pool2d")
+    _floating_only(input, "adaptive_avg_pool2d")
     if input.ndim not in (3, 4):
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
-    if 0 in tuple(input.shape)[-3:]:
+    if 0 in tuple(input.shape)[-2:]:  # (no channels is an empty output, as in PyTorch)
         raise _C.InvalidArgument(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                                  f"dimensions, but input has sizes {list(input.shape)}")
     h, w = input.shape[-2:]
@@ -345,8 +375,9 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     if input.ndim not in (2, 3):
         raise _C.InvalidArgument(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    _floating_only(input, "adaptive_avg_pool2d")
     (ol,) = _adaptive_size(output_size, (input.shape[-1],), "adaptive_avg_pool1d")
-    x = input if input.dtype.is_floating_point else _C.cast(input, _float_like(input))
+    x = input
     return _adaptive_mean(x, ol)
 
 
@@ -456,6 +487,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "bicubic":
         raise NotImplementedError("interpolate: mode 'bicubic' is not supported by lucid")
     if antialias:
+        if mode not in ("bilinear", "bicubic") or input.ndim != 4:
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
+                             "a 4-D tensor as input")
         raise NotImplementedError("interpolate: antialias=True is not supported by lucid")
     nd = input.ndim - 2
     if nd not in (1, 2, 3):
@@ -510,7 +544,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = _C.mean(input, dims, True)
         xc = _C.sub(input, mean)
         var = _C.mean(_C.mul(xc, xc), dims, True)
-        if training and running_mean is not None and running_var is not None:
+        # an empty batch leaves the running statistics untouched, as PyTorch's does
+        if training and running_mean is not None and running_var is not None and input.numel():
             n = input.numel() // c
             with no_grad():
                 m = momentum
@@ -545,6 +580,9 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
         if t is not None and tuple(t.shape) != (c,):
             raise _C.InvalidArgument(f"batch_norm: expected {name} of shape [{c}] (the input's channels), got "
                                      f"{list(t.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise _C.InvalidArgument(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
+                                 f"evaluation mode")
     if training and c and input.numel() // c == 1:
         raise _C.InvalidArgument(f"Expected more than 1 value per channel when training, got input size "
                                  f"{list(input.shape)}")
@@ -638,6 +676,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     if input.ndim < 2:
         raise _C.InvalidArgument(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
+    if num_groups > 0 and (n * c // num_groups) * math.prod(input.shape[2:]) == 1:
+        # PyTorch's check (its _verify_batch_size), made whether training or not
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     if num_groups <= 0 or c % num_groups:
         raise _C.InvalidArgument(f"Expected number of channels in input to be divisible by num_groups, but got "
                                  f"input of shape {list(input.shape)} and num_groups={num_groups}")
@@ -667,17 +709,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     `sparse` is accepted for compatibility; gradients are always dense."""
     _check_tensor(input, "input", "embedding")
     if input.dtype not in (_C.dtype.int64, _C.dtype.int32):
-        raise TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        raise _C.TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                         f"Long, Int; but got {input.dtype} instead (while checking arguments for embedding)")
     if weight.ndim != 2:
         raise _C.InvalidArgument(f"embedding: 'weight' must be 2-D, got {list(weight.shape)}")
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0 and padding_idx >= num:
-            raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+            raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx < 0:
             if padding_idx < -num:
-                raise _C.InvalidArgument("Padding_idx must be within num_embeddings")
+                raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx += num
     flat = _C.reshape(input, [-1])
     if max_norm is not None:
@@ -815,6 +857,14 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise _C.InvalidArgument(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if not (1 <= len(pad) // 2 <= 3 and input.ndim - len(pad) // 2 in (1, 2)):
+        # PyTorch pads 1-3 trailing dims of a batched or unbatched input, nothing else
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     if mode != "circular" and 0 in tuple(input.shape)[1:]:
         raise _C.InvalidArgument(f"{mode} padding: expected a tensor with possibly 0 batch size and other non-zero "
                                  f"dimensions for input, got {list(input.shape)}")
@@ -845,6 +895,8 @@ def _inside(x, lo, hi):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     if not input.dtype.is_floating_point and input.dtype != _C.dtype.bool:
         # an integer input keeps its dtype, the bounds truncated to integers (PyTorch's)
         min_val, max_val = int(min_val), int(max_val)
@@ -857,6 +909,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
     # PyTorch: x <= threshold ? value : x (a NaN input or threshold keeps x),
     # in the input's dtype (an integer input takes both as integers).
+    if input.dtype == _C.dtype.bool:
+        raise NotImplementedError('"threshold_cpu" not implemented for \'Bool\'')
     if not input.dtype.is_floating_point:
         threshold = _C.full([], threshold, input.dtype, input.device)
         value = _C.full([], value, input.dtype, input.device)
@@ -864,6 +918,7 @@ def threshold(input, threshold, value, inplace=False):  # noqa: A002
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    _floating_only(input, "leaky_relu_cpu")
     return _inplace(input, lambda x: _C.where(_C.gt(x, 0), x, _C.mul(x, negative_slope)), inplace)
 
 
@@ -877,10 +932,12 @@ def _exponential_below_zero(x, scale, alpha):
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     return _inplace(input, lambda x: _exponential_below_zero(x, 1.0, alpha), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _inplace(input, lambda x: _exponential_below_zero(x, alpha, alpha), inplace)
@@ -891,24 +948,29 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):  # noqa: A002
+    _floating_only(input, "elu_cpu")
     return _inplace(input, lambda x: _C.mul(_exponential_below_zero(x, 1.0, _SELU_ALPHA), _SELU_SCALE), inplace)
 
 
 def gelu(input, approximate="none"):  # noqa: A002
+    _floating_only(input, "GeluKernelImpl")
     if approximate not in ("none", "tanh"):
         raise _C.InvalidArgument(f"approximate argument must be either none or tanh, got '{approximate}'")
     return _C.gelu(input, approximate == "tanh")
 
 
 def silu(input, inplace=False):  # noqa: A002
+    _floating_only(input, "silu_cpu")
     return _inplace(input, _C.silu, inplace)
 
 
 def mish(input, inplace=False):  # noqa: A002
+    _floating_only(input, "mish_cpu")
     return _inplace(input, lambda x: _C.mul(x, _C.tanh(_C.softplus(x, 1.0, 20.0))), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    _floating_only(input, "softplus_cpu")
     return _C.softplus(input, float(beta), float(threshold))
 
 
@@ -934,10 +996,12 @@ def _logsigmoid(x):
 
 
 def logsigmoid(input):  # noqa: A002
+    _floating_only(input, "log_sigmoid_cpu")
     return _C.contiguous(_in_float32(_logsigmoid, input))  # row-major, as PyTorch's
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
+    _floating_only(input, "hardsigmoid_cpu")
     # relu6(x + 3) / 6; the derivative, 1/6, is 0 outside (-3, 3) and at the corners (PyTorch's)
     def fn(x):
         return _C.div(_C.where(_inside(x, -3.0, 3.0), _C.add(x, 3.0), _C.clamp(_C.add(x.detach(), 3.0), 0.0, 6.0)),
@@ -946,6 +1010,7 @@ def hardsigmoid(input, inplace=False):  # noqa: A002
 
 
 def hardswish(input, inplace=False):  # noqa: A002
+    _floating_only(input, "hardswish_cpu")
     # x * relu6(x + 3) / 6 rounded in PyTorch's order; the derivative is 0 for
     # x <= -3, x/3 + 1/2 inside, 1 from x = 3 on (PyTorch's corners)
     def fn(x):
@@ -993,6 +1058,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def glu(input, dim=-1):  # noqa: A002
+    _floating_only(input, "glu_cpu")
     if input.ndim == 0:
         raise _C.InvalidArgument("glu does not support scalars because halving size must be even")
     n = input.shape[_wrap_dim(dim, input.ndim)]
@@ -1003,11 +1069,18 @@ def glu(input, dim=-1):  # noqa: A002
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum((x1 / |x1|) * (x2 / |x2|)) over dim, each norm floored at eps in
+    value only: its gradient stays the norm's (PyTorch clamps the norms in
+    place under no_grad)."""
     x1, x2 = _broadcast_pair(x1, x2, "cosine_similarity")
-    dot = _C.sum(_C.mul(x1, x2), [dim], False)
-    n1 = _C.clamp(_C.norm(x1, 2.0, [dim], False), eps, None)
-    n2 = _C.clamp(_C.norm(x2, 2.0, [dim], False), eps, None)
-    return _C.div(dot, _C.mul(n1, n2))
+
+    def floored_norm(x):
+        n = _C.norm(x, 2.0, [dim], True)
+        with no_grad():
+            lift = _C.sub(_C.clamp(n, eps, None), n)
+        return _C.add(n, lift)
+
+    return _C.sum(_C.mul(_C.div(x1, floored_norm(x1)), _C.div(x2, floored_norm(x2))), [dim], False)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -1097,11 +1170,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     if embed_dim != embed_dim_to_check:
-        raise _C.InvalidArgument(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
     if embed_dim % num_heads:
-        raise _C.InvalidArgument(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if key.shape[:2] != value.shape[:2]:
-        raise _C.InvalidArgument(f"key shape {list(key.shape)} does not match value shape {list(value.shape)}")
+        raise AssertionError(f"key shape {list(key.shape)} does not match value shape {list(value.shape)}")
     head_dim = embed_dim // num_heads
     dt = query.dtype
     if key_padding_mask is not None and tuple(key_padding_mask.shape) != (bsz, src_len):
@@ -1250,7 +1323,7 @@ def _nll(logp, target, weight, ignore_index, reduction, fn):
     cdim = 0 if logp.ndim == 1 else 1
     expect = [] if logp.ndim == 1 else [logp.shape[0]] + list(logp.shape[2:])
     if target.dtype.is_floating_point or target.dtype == _C.dtype.bool:
-        raise TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
+        raise _C.TypeError(f"{fn}(): expected a target of class indices (an integer dtype, shape {expect}), got "
                         f"{target.dtype} of shape {list(target.shape)}; convert it with target.long()")
     if logp.ndim == 1:
         if target.ndim != 0:
@@ -1323,6 +1396,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 f"cross_entropy(): a floating-point target holds class probabilities and must have the input's "
                 f"shape {list(input.shape)}, got {target.dtype} of shape {list(target.shape)}; for class indices, "
                 f"pass an integer target of shape {indices} (target.long())")
+        if ignore_index >= 0:
+            raise _C.InvalidArgument("ignore_index is not supported for floating point target")
         t = _C.cast(target, logp.dtype)
         if label_smoothing > 0:
             t = _C.add(_C.mul(t, 1.0 - label_smoothing), label_smoothing / c)
@@ -1373,6 +1448,8 @@ def _broadcast_pair(a, b, fn):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    if not input.dtype.is_floating_point and not target.dtype.is_floating_point:
+        _floating_only(input, "mse_cpu")
     input, target = _pointwise_target(input, target, "mse_loss")
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)

@@ -63,12 +63,7 @@ class PReLU(Module):
         init.constant_(self.weight, self.init_value)
 
     def forward(self, input):  # noqa: A002
-        w = self.weight
-        if self.num_parameters > 1 and input.ndim >= 2:
-            w = _C.reshape(w, [1, self.num_parameters] + [1] * (input.ndim - 2))
-        elif self.num_parameters == 1:
-            w = _C.reshape(w, [])
-        return _C.where(_C.gt(input, 0), input, _C.mul(input, w))
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"
@@ -144,7 +139,7 @@ class Hardtanh(Module):
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if max_val <= min_val:
-            raise ValueError("max_val must be greater than min_val")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):  # noqa: A002
@@ -269,7 +264,7 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError("embed_dim must be divisible by num_heads")
+            raise AssertionError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), device, dtype))
             self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), device, dtype))

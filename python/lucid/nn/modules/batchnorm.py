@@ -11,6 +11,9 @@ from .module import Module
 
 class _NormBase(Module):
     _version = 2
+    # num_batches_tracked came with version 2: a checkpoint of an older (or
+    # unversioned) module may lack it, and loading keeps the current count
+    _buffers_since_version = {"num_batches_tracked": 2}
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
@@ -124,7 +127,9 @@ class _InstanceNorm(_NormBase):
                              f"{x.shape[1]}.")
         use_input_stats = self.training or not self.track_running_stats
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                              self.momentum if self.momentum is not None else 0.1, self.eps)
+                              # momentum=None leaves the running statistics as they are (PyTorch
+                              # passes 0.0; no cumulative average for instance norms)
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
         return out if input.ndim == batched else _C.squeeze(out, [0])
 
 

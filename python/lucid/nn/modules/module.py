@@ -599,7 +599,18 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         entries = self._state_entries()
         expected = {key for key, *_ in entries}
-        missing = [key for key, *_ in entries if key not in state_dict]
+        metadata = getattr(state_dict, "_metadata", None) or {}
+
+        def predates_checkpoint(key, m, name):
+            """Whether the checkpoint's version of `m` had no `name` yet
+            (a module's _buffers_since_version; PyTorch's BatchNorm rule)."""
+            since = getattr(m, "_buffers_since_version", {}).get(name)
+            if since is None:
+                return False
+            version = metadata.get(key[:-len(name) - 1], {}).get("version")
+            return version is None or version < since
+
+        missing = [key for key, m, name, _ in entries if key not in state_dict and not predates_checkpoint(key, m, name)]
         missing = list(dict.fromkeys(missing))
         unexpected = [k for k in state_dict.keys() if k not in expected]
         errors = []

@@ -19,10 +19,10 @@ class Embedding(Module):
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
             if padding_idx > 0 and padding_idx >= num_embeddings:
-                raise ValueError("Padding_idx must be within num_embeddings")
+                raise AssertionError("Padding_idx must be within num_embeddings")
             if padding_idx < 0:
                 if padding_idx < -num_embeddings:
-                    raise ValueError("Padding_idx must be within num_embeddings")
+                    raise AssertionError("Padding_idx must be within num_embeddings")
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
         self.max_norm = max_norm
