@@ -665,5 +665,5 @@ def test_optim_probe_findings_raise_where_torch_raises():
                       ("scaler_unscale_before_scale", "AssertionError"),
                       ("scaler_step_without_gradients", "AssertionError"),
                       ("scaler_update_without_checks", "AssertionError")]:
-        got = run_source(PRELUDE + OPTIM_PROBE_CASES[key], lucid)
+        got, _ = run_source(PRELUDE + OPTIM_PROBE_CASES[key], lucid)
         assert type(getattr(got, "exc", None)).__name__ == kind, (key, got)
