@@ -2,6 +2,7 @@
 process, bad input that was accepted, and errors a user could not act on.
 Crash reproductions run in a child process, so a regression fails its test
 instead of killing the suite."""
+import math
 import os
 import subprocess
 import sys
@@ -547,3 +548,24 @@ def test_index_fill_takes_negative_indices_and_checks_its_dim_like_torch(dim, in
         return
     l_out = lucid.tensor(x).index_fill(dim, lucid.tensor(index), -1.0)
     np.testing.assert_array_equal(l_out.numpy(), t_out.numpy())
+
+
+def test_trunc_division_of_uint8_by_a_negative_number_wraps_it_first():
+    """-1 is 255 in uint8 arithmetic: trunc and floor quotients agree (was 1)."""
+    for divisor in (-1, -3, 7):
+        want = torch.div(torch.tensor([4, 200, 3, 0], dtype=torch.uint8), divisor, rounding_mode="trunc")
+        got = lucid.div(lucid.tensor([4, 200, 3, 0], dtype=lucid.uint8), divisor, rounding_mode="trunc")
+        assert got.tolist() == want.tolist()
+
+
+def test_pow_one_half_is_sqrt_as_in_torch():
+    """x ** 0.5 at -inf and -0.0 (C's pow gives inf and 0.0; PyTorch's sqrt NaN and -0.0), with gradients."""
+    values = [float("-inf"), -0.0, 0.0, 4.0, -1.0, float("inf")]
+    xt = torch.tensor(values, requires_grad=True)
+    xl = lucid.tensor(values, requires_grad=True)
+    (xt ** 0.5).sum().backward()
+    yl = xl ** 0.5
+    yl.sum().backward()
+    np.testing.assert_array_equal(yl.detach().numpy(), (torch.tensor(values) ** 0.5).numpy())
+    assert [math.copysign(1, v) for v in yl.tolist() if v == 0] == [-1.0, 1.0]
+    np.testing.assert_array_equal(xl.grad.numpy(), xt.grad.numpy())

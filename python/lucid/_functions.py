@@ -120,6 +120,8 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
         # floor quotient, moved up one where the signs differ and b does not
         # divide a. Division by zero raises with floor_divide.
         q, r = _C.floor_divide(a, b), _C.remainder(a, b)
+        if dtype == _C.dtype.uint8:  # unsigned: no negative operands (-1 is 255 here)
+            return q
         neg = _C.logical_xor(_C.lt(a, 0) if isinstance(a, _C.Tensor) else a < 0,
                              _C.lt(b, 0) if isinstance(b, _C.Tensor) else b < 0)
         return _C.add(q, _C.cast(_C.logical_and(_C.ne(r, 0), neg), q.dtype))

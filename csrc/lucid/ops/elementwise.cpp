@@ -506,6 +506,9 @@ Tensor pow(const Tensor& a, Scalar b) {
   // x ** 2 as x * x, when that keeps the result dtype (int ** 2.0 is float)
   if (b.kind != Scalar::Kind::Bool && b.f == 2.0 && (is_floating(a.dtype()) || b.kind == Scalar::Kind::Int))
     return square(a);
+  // x ** 0.5 as sqrt(x), as PyTorch computes it: sqrt(-inf) and sqrt(-0.0)
+  // are NaN and -0.0 where the C pow gives inf and 0.0.
+  if (b.kind == Scalar::Kind::Float && b.f == 0.5 && is_floating(a.dtype())) return sqrt(a);
   // 16-bit floats compute in float32 with the exponent at that precision
   // (PyTorch's opmath), rounding once.
   if (a.dtype() == DType::Float16 || a.dtype() == DType::BFloat16) {
