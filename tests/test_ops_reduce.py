@@ -483,3 +483,18 @@ def test_var_without_degrees_of_freedom_like_torch():
         np.testing.assert_array_equal(lv, tv)
         assert np.all(np.isfinite(lg))
         np.testing.assert_allclose(lg, tg, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (0, True), (1, False), (-1, True)])
+def test_quantiles_of_slices_with_nan_match_torch(interpolation, dim, keepdim):
+    """quantile is NaN over a slice holding a NaN; nanquantile skips them
+    (NaN where a slice has nothing else)."""
+    x = np.array([[np.nan, 1., 3., 2.], [4., np.nan, np.nan, 0.], [np.nan] * 4, [5., 1., 2., 7.]])
+    for q in (0.3, [0.1, 0.5, 0.77]):
+        for name in ("quantile", "nanquantile"):
+            want = getattr(torch, name)(torch.tensor(x), torch.tensor(q, dtype=torch.float64), dim=dim,
+                                        keepdim=keepdim, interpolation=interpolation)
+            got = getattr(lucid, name)(lucid.tensor(x), lucid.tensor(q, dtype=lucid.float64), dim=dim,
+                                       keepdim=keepdim, interpolation=interpolation)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, equal_nan=True)

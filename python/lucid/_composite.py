@@ -565,6 +565,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     else:
         w_t = tensor(w, dtype=x.dtype, device=x.device)
     out = lerp(a, b, _C.reshape(w_t, shape))
+    # a slice holding a NaN (sorted last) has NaN quantiles, as PyTorch's
+    out = _C.where(_C.isnan(_C.narrow(values, d, n - 1, 1)), float("nan"), out)
     # q's dim goes first, as PyTorch puts it
     out = _C.permute(out, [d] + [i for i in range(x.ndim) if i != d])
     if keepdim:
@@ -578,9 +580,42 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
-    if input.dtype.is_floating_point and builtins.bool(_C.any(_C.isnan(input), None, False).item()):
-        raise NotImplementedError("nanquantile over values that contain NaN is not supported by lucid")
-    return quantile(input, q, dim, keepdim, interpolation=interpolation)
+    """quantile over the values that are not NaN (NaN where a slice has none)."""
+    if not input.dtype.is_floating_point or not builtins.bool(_C.any(_C.isnan(input), None, False).item()):
+        return quantile(input, q, dim, keepdim, interpolation=interpolation)
+    quantile(input[(0,) * input.ndim][None], q, interpolation=interpolation)  # the argument checks
+    qs = np.atleast_1d(q.detach().cpu().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
+    scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
+    x = _C.reshape(input, [input.numel()]) if dim is None else input
+    d = 0 if dim is None else dim % x.ndim
+    values = F.sort(x, d)[0]  # NaN last
+    count = _C.sum(_C.logical_not(_C.isnan(values)), [d], True)  # the values per slice
+    last = _C.cast(_C.clamp(_C.sub(count, 1), 0, None), x.dtype)
+    outs = []
+    for qv in qs.tolist():
+        pos = _C.mul(last, float(qv))
+        lo, hi = _C.floor(pos), _C.ceil(pos)
+        if interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        elif interpolation == "nearest":
+            lo = hi = _C.round(pos)  # ties to even, as PyTorch
+        a = _C.gather(values, d, _C.cast(lo, _C.dtype.int64))
+        b = _C.gather(values, d, _C.cast(hi, _C.dtype.int64))
+        if interpolation == "midpoint":
+            w = _C.where(_C.ne(lo, hi), 0.5, 0.0)
+        elif interpolation == "linear":
+            w = _C.sub(pos, lo)
+        else:
+            w = _C.mul(pos, 0.0)
+        outs.append(_C.where(_C.eq(count, 0), float("nan"), lerp(a, b, _C.cast(w, x.dtype))))
+    out = _C.stack(outs, 0)  # [len(qs), ...x's shape with d of size 1]
+    if dim is None:
+        out = _C.reshape(out, [len(qs)] + ([1] * input.ndim if keepdim else []))
+    elif not keepdim:
+        out = _C.squeeze(out, [d + 1])
+    return _C.squeeze(out, [0]) if scalar_q else out
 
 
 _MinMax = collections.namedtuple("aminmax", ["min", "max"])
