@@ -613,3 +613,24 @@ def test_index_copy_with_repeated_indices_keeps_the_last_slice(index):
     inplace = lucid.tensor(x)
     inplace.index_copy_(1, lucid.tensor(index), lucid.tensor(src))
     np.testing.assert_array_equal(inplace.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("case", ["empty mask", "out-of-range index over an empty row"])
+def test_index_put_of_nothing_gives_the_values_a_zero_gradient(case):
+    """PyTorch keeps the values in the graph when the write selects nothing:
+    their .grad is zeros, not None."""
+    grads = []
+    for T in (torch, lucid):
+        if case == "empty mask":
+            x = T.zeros(3, 4, dtype=T.float64, requires_grad=True)
+            key = T.tensor([False, False, False])
+        else:
+            x = T.zeros(3, 0, dtype=T.float64, requires_grad=True)
+            key = T.tensor([5])
+        v = T.tensor([-0.5], dtype=T.float64, requires_grad=True)
+        y = x * 1
+        y[key] = v * 2
+        y.sum().backward()
+        grads.append(v.grad)
+    assert grads[1] is not None
+    np.testing.assert_array_equal(grads[1].numpy(), grads[0].numpy())

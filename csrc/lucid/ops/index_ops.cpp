@@ -412,11 +412,17 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   Shape vshape = lin.shape();
   vshape.insert(vshape.end(), rest.begin(), rest.end());
   Tensor v = cast(broadcast_to(values, vshape), x.dtype());
-  if (numel(vshape) == 0) return clone(x);  // writes nothing (its indices go unchecked, as in PyTorch)
   Tensor lin1 = reshape(lin, {lin.numel()});
   Shape vflat{lin1.numel()};
   vflat.insert(vflat.end(), rest.begin(), rest.end());
   v = reshape(v, vflat);
+  if (numel(vshape) == 0) {
+    // Writes nothing (its indices go unchecked, as in PyTorch); the values
+    // stay in the graph with a zero gradient, as PyTorch's, through an
+    // index_add of no rows.
+    const Tensor none = Tensor::empty({0}, DType::Int64, x.device());
+    return reshape(index_add(xf, 0, none, narrow(v, 0, 0, 0)), x.shape());
+  }
   Tensor out;
   if (accumulate) {
     out = index_add(xf, 0, lin1, v);
