@@ -52,6 +52,7 @@ HOST_ONLY = {
     "test_ops_index.py::test_failed_scatter_changes_nothing": _ASYNC,
     "test_hardening.py::test_integer_division_by_zero_raises_like_torch": _ASYNC,
     "test_hardening.py::test_out_of_range_indices_raise_like_torch": _ASYNC,
+    "test_hardening.py::test_index_fill_takes_negative_indices_and_checks_its_dim_like_torch": _ASYNC,
     "test_hardening.py::test_a_failing_first_compiled_step_creates_no_optimizer_state": _ASYNC,
     "test_hardening.py::test_a_compiled_step_with_a_bad_target_raises_naming_the_loss_and_changes_nothing": _ASYNC,
     "test_compile_optimizer_state.py::test_a_failed_call_that_traced_leaves_no_state_and_the_next_one_creates_it":

@@ -426,3 +426,41 @@ def test_tensor_of_python_numbers_like_torch(data):
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     assert list(got.shape) == list(want.shape)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_linspace_is_torchs_to_the_bit(dtype):
+    """PyTorch's kernel computes each value as one fused multiply-add in the
+    dtype's arithmetic (integers: in double, from ends cast first)."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        a, b = rng.uniform(-100, 100, 2).round(int(rng.integers(0, 4)))
+        n = int(rng.integers(0, 200))
+        want = torch.linspace(float(a), float(b), n, dtype=getattr(torch, dtype)).numpy()
+        got = lucid.linspace(float(a), float(b), n, dtype=getattr(lucid, dtype)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"linspace({a}, {b}, {n})")
+
+
+@pytest.mark.parametrize("src,dst", [("int16", "int32"), ("int16", "int8"), ("float32", "int32"), ("float32", "float16"),
+                                     ("float64", "uint8"), ("bool", "uint8"), ("uint8", "bool"), ("int16", "int64")])
+@pytest.mark.parametrize("layout", ["contiguous", "sliced", "strided rows", "transposed", "0-d", "empty"])
+def test_view_dtype_matches_torch(src, dst, layout):
+    """view(dtype): the same memory read as another dtype, with PyTorch's
+    shapes, strides, offsets, errors, and writes reaching the base."""
+    base = np.arange(24).reshape(4, 6) % (2 if dst == "bool" else 7)  # (a bool byte other than 0/1 is undefined)
+    make = {"contiguous": lambda t: t, "sliced": lambda t: t[:, 2:6], "strided rows": lambda t: t[::2],
+            "transposed": lambda t: t.t(), "0-d": lambda t: t[1, 1], "empty": lambda t: t[:0]}[layout]
+    outs = []
+    for T in (torch, lucid):
+        x = make(T.tensor(base).to(getattr(T, src)))
+        try:
+            y = x.view(getattr(T, dst))
+        except RuntimeError as e:
+            outs.append(("raised", str(e)))
+            continue
+        outs.append((tuple(y.shape), tuple(y.stride()), y.storage_offset(), y.requires_grad,
+                     y.to(T.float64).numpy().tolist()))
+    assert outs[1] == outs[0]
+    x = lucid.zeros(2, 4)
+    x.view(lucid.int32)[0, 0] = 1065353216  # the bits of 1.0
+    assert x[0, 0].item() == 1.0

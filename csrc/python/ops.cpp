@@ -301,6 +301,9 @@ void init_ops(py::module_& m) {
   // PyTorch's strides for a view whose size-1 dims (or all dims, when it is
   // empty) another derivation strides differently; they address nothing.
   m.def("_set_unit_strides", &detail::with_unit_strides);
+  m.def("_reinterpret", [](const Tensor& x, DType dtype, const Shape& shape, const Shape& strides, int64_t offset) {
+    return Tensor::reinterpret(x, dtype, Layout{shape, strides, offset});
+  });
   m.def("flatten", [](const Tensor& x, int64_t s, int64_t e) { return new_view(x, flatten(x, s, e)); }, py::arg("x"),
         py::arg("start_dim") = 0, py::arg("end_dim") = -1, release);
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> d) { return new_view(x, squeeze(x, d)); },

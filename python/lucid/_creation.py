@@ -305,13 +305,27 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:
         raise _C.InvalidArgument("number of steps must be non-negative")
     dtype = to_dtype(dtype) or _C.get_default_dtype()
-    # PyTorch's symmetric formula: the first half steps up from `start`, the
-    # second half down from `end`, so both endpoints are exact.
-    i = np.arange(steps, dtype=np.float64)
-    step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    half = steps // 2
-    vals = np.where(i < half, start + step * i, end - step * (steps - 1 - i)) if steps > 1 else \
-        np.full(steps, start, dtype=np.float64)
+    # PyTorch's symmetric formula (the first half steps up from `start`, the
+    # second half down from `end`, so both endpoints are exact) with its
+    # kernel's arithmetic, so the values are its own to the bit: the step in
+    # the float dtype (double for integers, whose ends are cast first), each
+    # value one fused multiply-add, emulated by a wider product and sum
+    # rounded once (float64 for float32, long double for float64).
+    if dtype.is_floating_point and dtype != _C.dtype.float64:
+        wide, wider = np.float32, np.float64
+    else:
+        wide, wider = np.float64, np.longdouble
+        if not dtype.is_floating_point:
+            start, end = int(start), int(end)
+    start_w, end_w = wide(start), wide(end)
+    if steps > 1:
+        step = wider((end_w - start_w) / wide(steps - 1))
+        i = np.arange(steps)
+        up = step * i.astype(wider) + wider(start_w)
+        down = wider(end_w) - step * (steps - 1 - i).astype(wider)
+        vals = np.where(i < steps // 2, up, down).astype(wide)
+    else:
+        vals = np.full(steps, start_w, dtype=wide)
     return tensor(vals, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

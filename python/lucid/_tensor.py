@@ -275,8 +275,39 @@ def _reshape(self, *shape):
 @_method("view")
 def _view(self, *shape):
     if len(shape) == 1 and isinstance(shape[0], _C.dtype):
-        raise NotImplementedError("view(dtype) is not supported")
+        return _view_dtype(self, shape[0])
     return _C.view(self, as_shape(shape))
+
+
+def _view_dtype(self, dtype):
+    """self's memory read as `dtype` (PyTorch's view(dtype): no history; a
+    different element size scales the last dim, which must be contiguous)."""
+    shape, strides, offset = list(self.shape), list(self.stride()), self.storage_offset()
+    size_from, size_to = self.dtype.itemsize, dtype.itemsize
+    if size_from != size_to:
+        what = f" to view {torch_type_name(self.dtype)} as {torch_type_name(dtype)} (different element sizes)"
+        if self.ndim == 0:
+            raise RuntimeError("self.dim() cannot be 0" + what)
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1{what}, but got {strides[-1]}")
+        if size_to > size_from:
+            ratio = size_to // size_from
+            if shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio}{what}, but got {shape[-1]}")
+            if offset % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio}{what}, but got {offset}")
+            for d in range(self.ndim - 1):
+                if strides[d] % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio}{what}, but got {strides[d]}")
+            shape[-1] //= ratio
+            strides = [st // ratio for st in strides[:-1]] + [1]
+            offset //= ratio
+        else:
+            ratio = size_from // size_to
+            shape[-1] *= ratio
+            strides = [st * ratio for st in strides[:-1]] + [1]
+            offset *= ratio
+    return _C._reinterpret(self, dtype, shape, strides, offset)
 
 
 _method("view_as", lambda self, other: _C.view(self, list(other.shape)))

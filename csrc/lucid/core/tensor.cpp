@@ -44,6 +44,18 @@ Tensor Tensor::make_view(const Tensor& src, const Layout& layout) {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::reinterpret(const Tensor& src, DType dtype, const Layout& layout) {
+  const TensorImpl* s = src.checked();
+  LUCID_CHECK_T(NotImplementedError, s->trace_id == 0,
+                "view(dtype) of a traced tensor: a compiled function cannot read its memory as another dtype");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->meta = {layout.shape, dtype, s->meta.device};
+  impl->strides = layout.strides;
+  impl->offset = layout.offset;
+  impl->storage = s->storage;
+  return Tensor(std::move(impl));
+}
+
 int64_t Tensor::dim(int64_t axis) const { return shape()[normalize_axis(axis, ndim())]; }
 
 void* Tensor::raw_data(const char* what) const {

@@ -88,6 +88,10 @@ class Tensor {
   // A view of `src`'s memory with another layout (shape, strides, offset in
   // src's storage); symbolic when src is (its value is the caller's to set).
   static Tensor make_view(const Tensor& src, const Layout& layout);
+  // src's memory read as `dtype` with `layout` (in elements of dtype), with
+  // no history (PyTorch's view(dtype) is not differentiable); writes through
+  // either bump the storage's one version.
+  static Tensor reinterpret(const Tensor& src, DType dtype, const Layout& layout);
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }

@@ -95,13 +95,20 @@ void* Runtime::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::recursive_mutex> lock(stream_mutex_);
   const size_t size = cache_.block_bytes(nbytes);
+  auto out_of_memory = [&] {
+    fail<OutOfMemoryError>("CUDA out of memory: tried to allocate ", nbytes, " bytes (the device has ", total_mem_,
+                           ")");
+  };
+  if (size > total_mem_) out_of_memory();  // never asked of the driver
   CUdeviceptr p = capturing_ ? 0 : reinterpret_cast<CUdeviceptr>(cache_.take(size));
   if (!p && driver().cuMemAllocAsync(&p, size, stream_) != CUDA_SUCCESS) {
     // Out of memory: return what the cache and the pool hold and try once more.
     release_cached_blocks();
     driver().cuStreamSynchronize(stream_);
     driver().cuMemPoolTrimTo(pool_, 0);
-    check(driver().cuMemAllocAsync(&p, size, stream_), "cuMemAllocAsync (CUDA out of memory?)");
+    const CUresult again = driver().cuMemAllocAsync(&p, size, stream_);
+    if (again == CUDA_ERROR_OUT_OF_MEMORY) out_of_memory();
+    check(again, "cuMemAllocAsync");
   }
   if (capturing_) capture_blocks_.insert(reinterpret_cast<void*>(p));
   const size_t now = allocated_.fetch_add(size) + size;
