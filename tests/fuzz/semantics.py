@@ -845,6 +845,7 @@ FAMILIES = {
     "views": family_views,
     "reductions": family_reductions,
     "construction": family_construction,
+    "autograd": __import__("tests.fuzz.semantics_autograd", fromlist=["_"]).family_autograd,
 }
 
 
