@@ -376,9 +376,7 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     from .autograd import backward
 
-    if inputs is not None:
-        raise NotImplementedError("backward(inputs=...) is not supported")
-    backward([self], [gradient] if gradient is not None else None, retain_graph, create_graph)
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 # ------------------------------------------------------------------ in-place
@@ -893,7 +891,7 @@ def _register_hook(self, hook):
 @_method("register_post_accumulate_grad_hook")
 def _register_post_accumulate_grad_hook(self, hook):
     """hook(tensor) after each accumulation of a gradient into this leaf's
-    .grad (its return value is ignored)."""
+    .grad; it must return None (PyTorch's RuntimeError otherwise)."""
     from .autograd.function import RemovableHandle
 
     import weakref
@@ -906,6 +904,6 @@ def _register_post_accumulate_grad_hook(self, hook):
 
     def call(leaf):
         mine = this()
-        hook(leaf if mine is None else mine)
+        return hook(leaf if mine is None else mine)
 
     return RemovableHandle(self, _C._register_post_accumulate_hook(self, call))

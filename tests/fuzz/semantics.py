@@ -82,6 +82,8 @@ def describe(v, lib):
     """A library-neutral picture of a result, for comparison and printing."""
     if isinstance(v, Raised):
         return v
+    if isinstance(v, Exception):  # a case's own try/except returned it: compared as raised
+        return Raised(v)
     if isinstance(v, (torch.Tensor, lucid.Tensor)):
         return ("tensor", _dtype_name(v.dtype), tuple(v.shape), bool(v.requires_grad), _tensor_values(v, lib))
     if isinstance(v, (torch.dtype, lucid.dtype)):

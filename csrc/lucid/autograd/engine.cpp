@@ -42,15 +42,20 @@ void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
                                  bool retain_graph, const std::vector<Tensor>& inputs, bool allow_unused,
                                  bool create_graph) {
-  LUCID_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " tensors and ", grad_roots.size(),
-              " gradients");
+  LUCID_CHECK_T(Error, roots.size() == grad_roots.size(), "got ", roots.size(), " tensors and ", grad_roots.size(),
+                " gradients");
   std::vector<Edge> root_edges;
+  std::vector<Tensor> root_grads = grad_roots;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     if (!r.requires_grad())
       fail<Error>("element ", i, " of tensors does not require grad and does not have a grad_fn");
-    LUCID_CHECK(grad_roots[i].shape() == r.shape(), "backward: gradient has shape ", shape_str(grad_roots[i].shape()),
-                " but the tensor has shape ", shape_str(r.shape()));
+    Tensor& g = root_grads[i];
+    LUCID_CHECK_T(Error, g.defined(), "backward: no gradient given for element ", i, " of tensors");
+    if (g.shape() != r.shape())
+      fail<Error>("Mismatch in shape: grad_output[", i, "] has a shape of ", shape_str(g.shape()), " and output[", i,
+                  "] has a shape of ", shape_str(r.shape()), ".");
+    if (g.dtype() != r.dtype()) g = cast(g, r.dtype());  // as PyTorch's engine does
     root_edges.push_back(gradient_edge(r));
   }
 
@@ -91,7 +96,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     return it->second;
   };
   for (size_t i = 0; i < root_edges.size(); ++i)
-    accumulate(buffer_for(root_edges[i].node.get()), root_edges[i].input_nr, grad_roots[i]);
+    accumulate(buffer_for(root_edges[i].node.get()), root_edges[i].input_nr, root_grads[i]);
 
   std::priority_queue<Node*, std::vector<Node*>, ByCreationDesc> ready;
   {

@@ -102,8 +102,10 @@ std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   Tensor g = std::move(grad_outputs[0]);
-  if (!g.defined()) return {};
   Tensor leaf(leaf_);
+  // A leaf that stopped requiring grad after the graph was built
+  // (requires_grad_(False), detach_()) gets nothing, as in PyTorch.
+  if (!g.defined() || !leaf.requires_grad()) return {};
   Tensor old = leaf.grad();
   if (!old.defined()) {
     // .grad takes the incoming gradient only when nothing else refers to it

@@ -110,7 +110,10 @@ class PrimitiveNode : public Node {
 // Adds incoming gradients into a leaf's .grad.
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  // Runs as soon as it is ready (PyTorch gives accumulators the highest
+  // sequence number), so a leaf's .grad and hooks are done before the next
+  // node of the graph.
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) { sequence_nr = UINT64_MAX; }
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
