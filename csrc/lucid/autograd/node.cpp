@@ -143,8 +143,15 @@ void rederive_view_history(const Tensor& view) {
 
 void refresh_view_history(const Tensor& t) {
   const TensorImpl* v = t.impl();
-  if (v->view_base && v->view_in_grad_mode && v->view_history_version != t.version() && v->view_base->requires_grad)
-    rederive_view_history(t);
+  if (!v->view_base || v->view_history_version == t.version() || !v->view_base->requires_grad) return;
+  if (v->view_in_grad_mode) return rederive_view_history(t);
+  // A view made without grad mode has no history to rederive (PyTorch's
+  // error whenever its history is asked for after a write to its memory).
+  fail<Error>("A view was created in no_grad mode and its base or another view of its base has been modified "
+              "inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is "
+              "forbidden. You can clarify your code by moving both the view and the inplace either both inside the "
+              "no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+              "to be tracked).");
 }
 
 Edge gradient_edge(const Tensor& t) {
@@ -153,6 +160,9 @@ Edge gradient_edge(const Tensor& t) {
   if (!t.requires_grad()) return {};
   if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
   TensorImpl* impl = t.impl();
+  // A view made without grad mode requires grad through its base only: no
+  // gradient reaches it (PyTorch gives it no accumulator either).
+  if (!impl->requires_grad) return {};
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());

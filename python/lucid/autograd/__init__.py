@@ -112,6 +112,29 @@ def _in_grad_call():
     return getattr(_grad_calls, "depth", 0) > 0
 
 
+# Inference mode: a thread-local depth, and the grad mode switches set inside
+# it. PyTorch records nothing in inference mode whatever the grad mode says
+# (enable_grad inside it makes is_grad_enabled() True but records nothing),
+# so while it is on the engine's switch stays off and the grad mode lives here.
+_inference = threading.local()
+
+
+def is_inference_mode_enabled():
+    return getattr(_inference, "depth", 0) > 0
+
+
+def is_grad_enabled():
+    """Whether the grad mode is on (inside inference mode: as set there, though nothing is recorded)."""
+    return _inference.grad if is_inference_mode_enabled() else _C.is_grad_enabled()
+
+
+def _set_grad_mode(enabled):
+    if is_inference_mode_enabled():
+        _inference.grad = enabled
+        enabled = False
+    _C.set_grad_enabled(enabled)
+
+
 class _GradModeContext:
     """A context manager that is also a decorator, with or without
     parentheses (``@no_grad()`` and ``@no_grad``)."""
@@ -125,12 +148,12 @@ class _GradModeContext:
         return super().__new__(cls)
 
     def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(self.enabled)
+        self._prev = is_grad_enabled()
+        _set_grad_mode(self.enabled)
         return self
 
     def __exit__(self, *exc):
-        _C.set_grad_enabled(self._prev)
+        _set_grad_mode(self._prev)
         return False
 
     def _fresh(self):
@@ -164,15 +187,15 @@ class set_grad_enabled(_GradModeContext):
     PyTorch, and restores the previous mode when used as a context manager."""
 
     def __init__(self, mode):
-        self._prev = _C.is_grad_enabled()
+        self._prev = is_grad_enabled()
         self.enabled = bool(mode)
-        _C.set_grad_enabled(self.enabled)
+        _set_grad_mode(self.enabled)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _C.set_grad_enabled(self._prev)
+        _set_grad_mode(self._prev)
         return False
 
     def _fresh(self):
@@ -180,43 +203,37 @@ class set_grad_enabled(_GradModeContext):
 
     def __call__(self, fn):
         # As a decorator it only applies inside the function (PyTorch too).
-        _C.set_grad_enabled(self._prev)
+        _set_grad_mode(self._prev)
         return super().__call__(fn)
 
 
-_inference = threading.local()
-
-
-def is_inference_mode_enabled():
-    return getattr(_inference, "depth", 0) > 0
-
-
 class inference_mode(_GradModeContext):
-    """torch.inference_mode: no gradient recording inside (mode=True), like
-    no_grad. Lucid has no separate kind of inference tensor: what is made
-    inside is an ordinary tensor that does not require grad, so it may also
-    be used in autograd later (where PyTorch would raise)."""
+    """torch.inference_mode: nothing is recorded inside (mode=True), whatever
+    the grad mode switches say there; inference_mode(False) leaves inference
+    mode and turns the grad mode on, as PyTorch's. Lucid has no separate kind
+    of inference tensor: what is made inside is an ordinary tensor that does
+    not require grad, so it may also be used in autograd later (where
+    PyTorch would raise)."""
 
     def __init__(self, mode=True):
         self.mode = bool(mode)
-        self.enabled = not self.mode if self.mode else _C.is_grad_enabled()
 
     def __enter__(self):
-        self._prev_depth = getattr(_inference, "depth", 0)
-        _inference.depth = self._prev_depth + 1 if self.mode else 0
-        if not self.mode:
-            self.enabled = _C.is_grad_enabled()
-        return super().__enter__()
+        self._prev = (getattr(_inference, "depth", 0), getattr(_inference, "grad", True), _C.is_grad_enabled())
+        _inference.depth = self._prev[0] + 1 if self.mode else 0
+        _inference.grad = not self.mode
+        _C.set_grad_enabled(not self.mode)
+        return self
 
     def __exit__(self, *exc):
-        _inference.depth = self._prev_depth
-        return super().__exit__(*exc)
+        _inference.depth, _inference.grad, recording = self._prev
+        _C.set_grad_enabled(recording)
+        return False
 
     def _fresh(self):
         return inference_mode(self.mode)
 
 
-is_grad_enabled = _C.is_grad_enabled
 
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
 from . import graph  # noqa: E402,F401
