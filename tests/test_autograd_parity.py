@@ -223,3 +223,51 @@ def test_grad_mode_nesting(nesting):
         return seen
 
     both(case)
+
+
+# ------------------------------------------------------------ retained grads, Functions
+
+def test_retained_grads_accumulate():
+    # Over backward() and autograd.grad() alike, out of place.
+    def case(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        v = x * 2
+        v.retain_grad()
+        seen = []
+        (v * 3).sum().backward(retain_graph=True)
+        first = v.grad
+        seen.append(v.grad)
+        (v * 5).sum().backward(retain_graph=True)
+        seen.append(v.grad)
+        T.autograd.grad((v * 7).sum(), x)
+        seen.append(v.grad)
+        return seen, first
+
+    both(case)
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_function_saved_output_keeps_its_history_under_create_graph(once):
+    # A Function that saves its output: a backward recording history sees the
+    # output with its grad_fn, so the gradient differentiates again
+    # (once_differentiable: it does not).
+    def case(T):
+        def backward(ctx, g):
+            out, b = ctx.saved_tensors
+            return g * out, g * out / b
+
+        class F(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                out = a.exp() * b
+                ctx.save_for_backward(out, b)
+                return out
+
+        F.backward = staticmethod(T.autograd.function.once_differentiable(backward) if once else backward)
+        x = T.tensor([0.5, -1.0], requires_grad=True)
+        y = T.tensor([2.0, 3.0], requires_grad=True)
+        (gx,) = T.autograd.grad(F.apply(x, y).sum(), [x], create_graph=True)
+        second = attempt(lambda: T.autograd.grad((gx ** 2).sum(), [x, y], allow_unused=True))
+        return gx, flags(gx), second
+
+    both(case)

@@ -60,8 +60,17 @@ class PythonFunctionNode : public autograd::Node {
   std::string name() const override { return name_; }
   size_t num_outputs() const override { return outputs_.size(); }
 
+  // The node whose backward runs on this thread (saved outputs unpacked by
+  // a backward that records history are outputs of it).
+  static thread_local PythonFunctionNode* running;
+
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     py::gil_scoped_acquire gil;
+    struct Running {
+      PythonFunctionNode* prev = running;
+      explicit Running(PythonFunctionNode* n) { running = n; }
+      ~Running() { running = prev; }
+    } now_running(this);
     py::tuple args(grads.size());
     for (size_t i = 0; i < grads.size(); ++i) {
       Tensor g = grads[i];
@@ -123,6 +132,8 @@ class PythonFunctionNode : public autograd::Node {
   bool materialize_;
 };
 
+thread_local PythonFunctionNode* PythonFunctionNode::running = nullptr;
+
 }  // namespace
 
 void init_autograd(py::module_& m) {
@@ -183,6 +194,19 @@ void init_autograd(py::module_& m) {
   // Wires the outputs of a Function's forward to a node calling `backward`:
   // returns the outputs, an output that is one of the inputs (returned
   // unchanged, not marked dirty) as a new tensor sharing its memory.
+  // A Function's saved output as its backward sees it: in a backward that
+  // records history (create_graph), the output of the Function's node it is
+  // (PyTorch's saved outputs keep their grad_fn); otherwise as saved.
+  m.def("_saved_output", [](const Tensor& saved, uint32_t output_nr) {
+    PythonFunctionNode* node = PythonFunctionNode::running;
+    if (!node || !autograd::GradMode::is_enabled() || !is_floating(saved.dtype())) return saved;
+    Tensor o = saved.detach();
+    o.impl()->requires_grad = true;
+    o.impl()->grad_fn = node->shared_from_this();
+    o.impl()->output_nr = output_nr;
+    return o;
+  });
+
   m.def("_function_node", [](const std::string& name, py::object backward, py::object release,
                              const std::vector<std::optional<Tensor>>& inputs, std::vector<Tensor> outputs,
                              const std::vector<bool>& differentiable, const std::vector<bool>& dirty,

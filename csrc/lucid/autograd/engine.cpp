@@ -118,8 +118,13 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       for (uint32_t nr = 0; nr < grads.size(); ++nr) n->hooks.run(nr, grads[nr]);
     if (acc && acc->leaf()->grad_hooks) acc->leaf()->grad_hooks->run(0, grads[0]);
 
-    for (auto& [nr, weak] : n->retained)
-      if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? contiguous_copy(grads[nr]).impl_ptr() : nullptr;
+    // Retained grads accumulate, out of place, as PyTorch's retain_grad hook
+    // (autograd.grad too).
+    for (auto& [nr, weak] : n->retained) {
+      auto impl = weak.lock();
+      if (!impl || !grads[nr].defined()) continue;
+      impl->grad = (impl->grad ? add(Tensor(impl->grad), grads[nr]) : contiguous_copy(grads[nr])).impl_ptr();
+    }
 
     auto cap = captures.find(n);
     if (cap != captures.end()) {
