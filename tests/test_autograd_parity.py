@@ -191,6 +191,11 @@ def test_views_made_without_grad_mode(mode):
         out = [attempt(lambda v=v: flags(v)) for v in views + copies + [written]]
         out.append(attempt(lambda: views[0].mul_(2)))
         out.append(attempt(lambda: (views[1] * 2).sum().backward()))
+        out.append(attempt(lambda: views[1].backward(T.ones(4))))
+        out.append(attempt(lambda: T.autograd.grad(views[1].sum(), x)))
+        with ctx():
+            nonleaf_view = (x * 2).view(-1)
+        out.append(attempt(lambda: nonleaf_view.backward(T.ones(4))))
         return out, views[1].grad, x.grad
 
     both(case)

@@ -48,7 +48,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   std::vector<Tensor> root_grads = grad_roots;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
-    if (!r.requires_grad())
+    // (A view made without grad mode requires grad but has no edge.)
+    Edge edge = gradient_edge(r);
+    if (!r.requires_grad() || !edge.node)
       fail<Error>("element ", i, " of tensors does not require grad and does not have a grad_fn");
     Tensor& g = root_grads[i];
     LUCID_CHECK_T(Error, g.defined(), "backward: no gradient given for element ", i, " of tensors");
@@ -56,7 +58,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       fail<Error>("Mismatch in shape: grad_output[", i, "] has a shape of ", shape_str(g.shape()), " and output[", i,
                   "] has a shape of ", shape_str(r.shape()), ".");
     if (g.dtype() != r.dtype()) g = cast(g, r.dtype());  // as PyTorch's engine does
-    root_edges.push_back(gradient_edge(r));
+    root_edges.push_back(std::move(edge));
   }
 
   // Dependencies: how many edges point at each node.
@@ -85,7 +87,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     const Tensor& t = inputs[i];
     LUCID_CHECK_T(Error, t.requires_grad(), "grad: input ", i, " does not require grad");
     Edge e = gradient_edge(t);
-    captures[e.node.get()].push_back({e.input_nr, i});
+    if (e.node) captures[e.node.get()].push_back({e.input_nr, i});  // else unused
   }
   const bool accumulate_leaves = inputs.empty();
 
