@@ -276,3 +276,23 @@ def test_function_saved_output_keeps_its_history_under_create_graph(once):
         return gx, flags(gx), second
 
     both(case)
+
+
+def test_grad_runs_only_the_nodes_leading_to_its_inputs():
+    # Nodes off every path to the inputs neither run (their hooks are not
+    # called) nor free what they saved (a later backward still works).
+    def case(T):
+        seen = []
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = T.tensor([3.0, 4.0], requires_grad=True)
+        a = x.exp()
+        a.register_hook(lambda g: seen.append("a"))
+        b = y * y
+        b.register_hook(lambda g: seen.append("b"))
+        out = (a * 2).sum() + b.sum()
+        gy = T.autograd.grad(out, [y])
+        again = attempt(lambda: T.autograd.grad(out, [x]))
+        unused = attempt(lambda: T.autograd.grad(x.sum() * 2, [y], materialize_grads=True))
+        return gy, again, unused, seen
+
+    both(case)

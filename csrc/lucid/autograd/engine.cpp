@@ -91,6 +91,30 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   }
   const bool accumulate_leaves = inputs.empty();
 
+  // grad() runs only the nodes on a path to an input (PyTorch's exec_info):
+  // the others are neither run nor released, their hooks not called.
+  std::unordered_set<Node*> on_path;
+  if (!accumulate_leaves) {
+    std::unordered_map<Node*, bool> reaches;  // a captured node, itself included
+    std::vector<std::pair<Node*, size_t>> stack;  // depth-first, with the next edge to visit
+    for (const auto& e : root_edges)
+      if (reaches.emplace(e.node.get(), false).second) stack.push_back({e.node.get(), 0});
+    while (!stack.empty()) {
+      Node* n = stack.back().first;
+      const size_t i = stack.back().second++;
+      if (i < n->next_edges.size()) {
+        Node* child = n->next_edges[i].node.get();
+        if (child && reaches.emplace(child, false).second) stack.push_back({child, 0});
+        continue;
+      }
+      bool leads = false;
+      for (const auto& e : n->next_edges) leads |= e.node && reaches[e.node.get()];
+      if (leads) on_path.insert(n);
+      reaches[n] = leads || captures.count(n) > 0;
+      stack.pop_back();
+    }
+  }
+
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   auto buffer_for = [&](Node* n) -> std::vector<Tensor>& {
     auto it = buffers.find(n);
@@ -111,6 +135,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();
+    const bool run = accumulate_leaves || on_path.count(n) > 0;
+    if (!run && !captures.count(n)) continue;  // off every path to an input: so are the nodes after it
     std::vector<Tensor> grads = std::move(buffer_for(n));
     buffers.erase(n);
 
@@ -133,7 +159,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       for (auto [nr, idx] : cap->second) captured[idx] = grads[nr];
     }
     std::vector<Tensor> out;
-    if (!acc || accumulate_leaves) {
+    if (run) {
       bool any = false;
       for (const auto& g : grads) any |= g.defined();
       if (any) {
@@ -143,7 +169,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (AnomalyMode::should_check_nan()) check_no_nan(*n, out);
       if (!retain_graph) n->release_saved();
     }
-    for (size_t i = 0; i < n->next_edges.size(); ++i) {
+    for (size_t i = 0; i < n->next_edges.size() && run; ++i) {
       const Edge& e = n->next_edges[i];
       if (!e.node) continue;
       if (i < out.size()) accumulate(buffer_for(e.node.get()), e.input_nr, out[i]);
