@@ -296,3 +296,21 @@ def test_grad_runs_only_the_nodes_leading_to_its_inputs():
         return gy, again, unused, seen
 
     both(case)
+
+
+@pytest.mark.parametrize("write", ["v.clamp_(-2, 2)", "v.mul_(w)", "v[1:].zero_()", "v.copy_(w * 3)"])
+def test_retained_grad_follows_in_place_writes(write):
+    # .grad of a tensor that retains it is the gradient of its value after
+    # later in-place writes; a hook registered before stays with the old value.
+    def case(T):
+        seen = []
+        x = T.tensor([-3.0, 1.0, 4.0], requires_grad=True)
+        w = T.tensor([0.5, 2.0, -1.0], requires_grad=True)
+        v = x * 1
+        v.retain_grad()
+        v.register_hook(lambda g: seen.append(g))
+        eval(write, {"v": v, "w": w})
+        (v * T.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return v.grad, x.grad, w.grad, seen
+
+    both(case)

@@ -235,10 +235,8 @@ void init_autograd(py::module_& m) {
             break;
           }
       }
-      TensorImpl* impl = o.impl();
-      impl->requires_grad = true;
-      impl->grad_fn = node;
-      impl->output_nr = uint32_t(k);
+      o.impl()->requires_grad = true;
+      autograd::set_history(o, node, uint32_t(k));
     }
     return outputs;
   });

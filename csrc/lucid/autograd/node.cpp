@@ -1,5 +1,6 @@
 #include "lucid/autograd/node.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 
@@ -128,6 +129,20 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   return {};
 }
 
+void set_history(const Tensor& t, std::shared_ptr<Node> node, uint32_t output_nr) {
+  TensorImpl* impl = t.impl();
+  if (impl->retains_grad && impl->grad_fn != node) {
+    if (impl->grad_fn) {
+      auto& kept = impl->grad_fn->retained;
+      kept.erase(std::remove_if(kept.begin(), kept.end(), [&](const auto& r) { return r.second.lock().get() == impl; }),
+                 kept.end());
+    }
+    if (node) node->retained.push_back({output_nr, t.impl_ptr()});
+  }
+  impl->grad_fn = std::move(node);
+  impl->output_nr = output_nr;
+}
+
 void rederive_view_history(const Tensor& view) {
   TensorImpl* v = view.impl();
   Tensor base(v->view_base);
@@ -137,8 +152,7 @@ void rederive_view_history(const Tensor& view) {
   auto node = std::make_shared<PrimitiveNode>(prim, std::vector<Tensor>{base}, std::vector<Tensor>{view});
   node->next_edges.push_back(gradient_edge(base));
   v->requires_grad = true;
-  v->grad_fn = node;
-  v->output_nr = 0;
+  set_history(view, node, 0);
 }
 
 void refresh_view_history(const Tensor& t) {
@@ -243,10 +257,8 @@ void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
     node->next_edges.push_back(prim->differentiable_input(int(i)) ? gradient_edge(inputs[i]) : Edge{});
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (!is_floating(outputs[k].dtype())) continue;
-    TensorImpl* o = outputs[k].impl();
-    o->requires_grad = true;
-    o->grad_fn = node;
-    o->output_nr = uint32_t(k);
+    outputs[k].impl()->requires_grad = true;
+    set_history(outputs[k], node, uint32_t(k));
   }
 }
 

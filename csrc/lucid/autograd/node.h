@@ -122,6 +122,11 @@ class AccumulateGrad : public Node {
   std::shared_ptr<TensorImpl> leaf_;
 };
 
+// Gives `t` the history (node, output_nr), also a tensor that had one (an
+// in-place op's result). A retain_grad() of t follows it: t.grad is the
+// gradient of t's current value, as in PyTorch (hooks stay where they were).
+void set_history(const Tensor& t, std::shared_ptr<Node> node, uint32_t output_nr);
+
 // The edge through which a gradient reaches `t` (its grad_fn, or its leaf
 // accumulator); a null edge when `t` needs no gradient.
 Edge gradient_edge(const Tensor& t);
