@@ -427,8 +427,9 @@ def _addcdiv_(self, tensor1, tensor2, value=1):
 
 @_method("lerp_")
 def _lerp_(self, end, weight):
-    src = _source(self, end, weight)
-    return _write(self, _C.add(src, _C.mul(_C.sub(_other(end), src), weight)))
+    from ._composite import lerp
+
+    return _write(self, lerp(_source(self, end, weight), _other(end), weight))
 
 
 @_method("zero_")
