@@ -246,10 +246,14 @@ def test_grad_assignment_checks():
     x.grad = lucid.full((3,), 2.0)
     (x * 1).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+    # PyTorch's kinds: RuntimeError for a wrong size or dtype, TypeError for
+    # something that is not a tensor.
     with pytest.raises(RuntimeError, match="size"):
         x.grad = lucid.ones(4)
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError, match="dtype"):
         x.grad = lucid.ones(3, dtype=lucid.float64)
+    with pytest.raises(TypeError, match="Tensor or None"):
+        x.grad = 5.0
 
 
 # ------------------------------------------------------------------ in-place

@@ -350,3 +350,24 @@ def test_renorm():
     x = lucid.tensor(a)
     x.renorm_(2, 0, 1.0)
     np.testing.assert_allclose(x.numpy(), torch.tensor(a).renorm(2, 0, 1.0).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", ["T.lerp(a, b, 0.3)", "T.lerp(b, a, 0.3)", "T.lerp(a, a, w0)", "T.lerp(a, a, w1)",
+                                  "a.lerp(b, 0.5)", "a.clone().lerp_(b, 0.5)", "a.clone().lerp_(a * 2, 0.75)"])
+def test_lerp_does_not_promote(call):
+    # PyTorch's lerp wants end (and a weight that is not 0-d) in input's dtype.
+    def run(T):
+        a = T.tensor([1.0, -2.0])
+        b = T.tensor([0.5, 4.0], dtype=T.float64)
+        w0, w1 = T.tensor(0.3, dtype=T.float64), T.tensor([0.3, 0.2], dtype=T.float64)
+        try:
+            return eval(call, {"T": T, "a": a, "b": b, "w0": w0, "w1": w1})
+        except RuntimeError as e:
+            return e
+
+    expected, got = run(torch), run(lucid)
+    if isinstance(expected, Exception):
+        assert isinstance(got, RuntimeError), got
+    else:
+        assert str(got.dtype).rsplit(".", 1)[-1] == str(expected.dtype).rsplit(".", 1)[-1]
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)

@@ -60,8 +60,17 @@ class PythonFunctionNode : public autograd::Node {
   std::string name() const override { return name_; }
   size_t num_outputs() const override { return outputs_.size(); }
 
+  // The node whose backward runs on this thread (saved outputs unpacked by
+  // a backward that records history are outputs of it).
+  static thread_local PythonFunctionNode* running;
+
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     py::gil_scoped_acquire gil;
+    struct Running {
+      PythonFunctionNode* prev = running;
+      explicit Running(PythonFunctionNode* n) { running = n; }
+      ~Running() { running = prev; }
+    } now_running(this);
     py::tuple args(grads.size());
     for (size_t i = 0; i < grads.size(); ++i) {
       Tensor g = grads[i];
@@ -123,40 +132,42 @@ class PythonFunctionNode : public autograd::Node {
   bool materialize_;
 };
 
+thread_local PythonFunctionNode* PythonFunctionNode::running = nullptr;
+
 }  // namespace
 
 void init_autograd(py::module_& m) {
-  m.def("backward", [](const std::vector<Tensor>& roots, const std::vector<std::optional<Tensor>>& grads,
-                       bool retain_graph, bool create_graph) {
+  // The gradients backward and grad start from (PyTorch's _make_grads): a
+  // missing one is ones for a scalar root that requires grad (the engine
+  // refuses a root that does not).
+  auto root_gradients = [](const std::vector<Tensor>& roots, const std::vector<std::optional<Tensor>>& grads) {
     std::vector<Tensor> gs;
-    for (size_t i = 0; i < roots.size(); ++i) {
-      if (i < grads.size() && grads[i]) {
-        gs.push_back(*grads[i]);
-      } else {
-        if (roots[i].numel() != 1)
-          fail<Error>("grad can be implicitly created only for scalar outputs (got a tensor of shape ",
-                      shape_str(roots[i].shape()), ")");
-        LUCID_CHECK_T(Error, is_floating(roots[i].dtype()), "grad can be implicitly created only for real scalar "
-                      "outputs but got ", dtype_name(roots[i].dtype()));
-        gs.push_back(ones(roots[i].shape(), roots[i].dtype(), roots[i].device()));
+    for (size_t i = 0; i < std::min(roots.size(), grads.size()); ++i) {
+      const Tensor& r = roots[i];
+      if (grads[i] || !r.requires_grad()) {
+        gs.push_back(grads[i] ? *grads[i] : Tensor());
+        continue;
       }
+      if (r.numel() != 1) fail<Error>("grad can be implicitly created only for scalar outputs");
+      LUCID_CHECK_T(Error, is_floating(r.dtype()), "grad can be implicitly created only for real scalar "
+                    "outputs but got ", dtype_name(r.dtype()));
+      gs.push_back(ones(r.shape(), r.dtype(), r.device()));
     }
-    autograd::run_backward(roots, gs, retain_graph, {}, false, create_graph);
+    return gs;
+  };
+
+  m.def("backward", [root_gradients](const std::vector<Tensor>& roots,
+                                     const std::vector<std::optional<Tensor>>& grads, bool retain_graph,
+                                     bool create_graph) {
+    autograd::run_backward(roots, root_gradients(roots, grads), retain_graph, {}, false, create_graph);
   }, py::arg("roots"), py::arg("grads"), py::arg("retain_graph") = false, py::arg("create_graph") = false,
      py::call_guard<py::gil_scoped_release>());
 
-  m.def("grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                   const std::vector<std::optional<Tensor>>& grads, bool retain_graph, bool allow_unused,
-                   bool create_graph) {
-    std::vector<Tensor> gs;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (i < grads.size() && grads[i]) gs.push_back(*grads[i]);
-      else {
-        LUCID_CHECK_T(Error, outputs[i].numel() == 1, "grad can be implicitly created only for scalar outputs");
-        gs.push_back(ones(outputs[i].shape(), outputs[i].dtype(), outputs[i].device()));
-      }
-    }
-    std::vector<Tensor> r = autograd::run_backward(outputs, gs, retain_graph, inputs, allow_unused, create_graph);
+  m.def("grad", [root_gradients](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                 const std::vector<std::optional<Tensor>>& grads, bool retain_graph,
+                                 bool allow_unused, bool create_graph) {
+    std::vector<Tensor> r = autograd::run_backward(outputs, root_gradients(outputs, grads), retain_graph, inputs,
+                                                   allow_unused, create_graph);
     std::vector<std::optional<Tensor>> out;
     for (auto& t : r) out.push_back(t.defined() ? std::optional<Tensor>(t) : std::nullopt);
     return out;
@@ -174,7 +185,7 @@ void init_autograd(py::module_& m) {
     auto f = keep_python(std::move(fn));
     return autograd::add_post_accumulate_grad_hook(t, [f](const Tensor& leaf) {
       py::gil_scoped_acquire gil;
-      (*f)(leaf);
+      if (!(*f)(leaf).is_none()) fail<Error>("Tensor post accumulate grad hooks should return None.");
       return Tensor();
     });
   });
@@ -183,6 +194,19 @@ void init_autograd(py::module_& m) {
   // Wires the outputs of a Function's forward to a node calling `backward`:
   // returns the outputs, an output that is one of the inputs (returned
   // unchanged, not marked dirty) as a new tensor sharing its memory.
+  // A Function's saved output as its backward sees it: in a backward that
+  // records history (create_graph), the output of the Function's node it is
+  // (PyTorch's saved outputs keep their grad_fn); otherwise as saved.
+  m.def("_saved_output", [](const Tensor& saved, uint32_t output_nr) {
+    PythonFunctionNode* node = PythonFunctionNode::running;
+    if (!node || !autograd::GradMode::is_enabled() || !is_floating(saved.dtype())) return saved;
+    Tensor o = saved.detach();
+    o.impl()->requires_grad = true;
+    o.impl()->grad_fn = node->shared_from_this();
+    o.impl()->output_nr = output_nr;
+    return o;
+  });
+
   m.def("_function_node", [](const std::string& name, py::object backward, py::object release,
                              const std::vector<std::optional<Tensor>>& inputs, std::vector<Tensor> outputs,
                              const std::vector<bool>& differentiable, const std::vector<bool>& dirty,
@@ -211,10 +235,8 @@ void init_autograd(py::module_& m) {
             break;
           }
       }
-      TensorImpl* impl = o.impl();
-      impl->requires_grad = true;
-      impl->grad_fn = node;
-      impl->output_nr = uint32_t(k);
+      o.impl()->requires_grad = true;
+      autograd::set_history(o, node, uint32_t(k));
     }
     return outputs;
   });

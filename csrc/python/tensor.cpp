@@ -232,11 +232,17 @@ void init_tensor(py::module_& m) {
             t.set_grad(Tensor());
             return;
           }
+          if (!py::isinstance<Tensor>(g))
+            throw py::type_error("assigned grad expected to be a Tensor or None but got grad of type " +
+                                 std::string(py::str(py::type::of(g).attr("__name__"))));
           Tensor gt = g.cast<Tensor>();
-          LUCID_CHECK(gt.shape() == t.shape(), "assigned grad has data of a different size: ", shape_str(gt.shape()),
-                      " vs ", shape_str(t.shape()));
-          LUCID_CHECK_T(TypeError, gt.dtype() == t.dtype(), "assigned grad has data of a different type: ",
-                        dtype_name(gt.dtype()), " vs ", dtype_name(t.dtype()));
+          // PyTorch's errors: RuntimeError for both.
+          LUCID_CHECK_T(Error, gt.shape() == t.shape(), "attempting to assign a gradient of size '",
+                        shape_str(gt.shape()), "' to a tensor of size '", shape_str(t.shape()),
+                        "'. Please ensure that the gradient and the tensor are the same size");
+          LUCID_CHECK_T(Error, gt.dtype() == t.dtype(), "attempting to assign a gradient with dtype '",
+                        dtype_name(gt.dtype()), "' to a tensor with dtype '", dtype_name(t.dtype()),
+                        "'. The gradient must match the tensor's dtype.");
           t.set_grad(gt);
         })
       .def_property_readonly("is_leaf", [](const Tensor& t) {

@@ -250,7 +250,12 @@ def logaddexp2(input, other):  # noqa: A002
 
 def lerp(input, end, weight):  # noqa: A002
     """PyTorch's formula: start + w (end - start) for |w| < 0.5, else
-    end - (end - start)(1 - w), exact at both ends."""
+    end - (end - start)(1 - w), exact at both ends. No type promotion:
+    end (and a weight that is not 0-d) must have input's dtype, as PyTorch's."""
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and (name == "end" or other.dim() > 0) and other.dtype != input.dtype:
+            raise RuntimeError(f"expected dtype {torch_type_name(input.dtype)} for `{name}` but got dtype "
+                               f"{torch_type_name(other.dtype)}")
     diff = _C.sub(end, input)
     w = weight if isinstance(weight, Tensor) else _C.wrap_scalar(weight, input)
     low = _C.add(input, _C.mul(w, diff))

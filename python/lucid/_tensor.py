@@ -407,9 +407,7 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     from .autograd import backward
 
-    if inputs is not None:
-        raise NotImplementedError("backward(inputs=...) is not supported")
-    backward([self], [gradient] if gradient is not None else None, retain_graph, create_graph)
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 # ------------------------------------------------------------------ in-place
@@ -460,8 +458,9 @@ def _addcdiv_(self, tensor1, tensor2, value=1):
 
 @_method("lerp_")
 def _lerp_(self, end, weight):
-    src = _source(self, end, weight)
-    return _write(self, _C.add(src, _C.mul(_C.sub(_other(end), src), weight)))
+    from ._composite import lerp
+
+    return _write(self, lerp(_source(self, end, weight), _other(end), weight))
 
 
 @_method("zero_")
@@ -924,7 +923,7 @@ def _register_hook(self, hook):
 @_method("register_post_accumulate_grad_hook")
 def _register_post_accumulate_grad_hook(self, hook):
     """hook(tensor) after each accumulation of a gradient into this leaf's
-    .grad (its return value is ignored)."""
+    .grad; it must return None (PyTorch's RuntimeError otherwise)."""
     from .autograd.function import RemovableHandle
 
     import weakref
@@ -937,6 +936,6 @@ def _register_post_accumulate_grad_hook(self, hook):
 
     def call(leaf):
         mine = this()
-        hook(leaf if mine is None else mine)
+        return hook(leaf if mine is None else mine)
 
     return RemovableHandle(self, _C._register_post_accumulate_hook(self, call))

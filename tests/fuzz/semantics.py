@@ -28,6 +28,9 @@ Families (``--family``):
 - ``nn``: modules and functional calls (tests/fuzz/semantics_nn.py): their
   outputs, input and parameter gradients, buffers, state_dict layout and
   the errors of invalid configurations;
+- ``autograd`` (tests/fuzz/semantics_autograd.py): random programs on
+  leaves with every backward form, higher derivatives, hooks, grad modes,
+  in-place errors, custom Functions, checkpoint and the functional API;
 - ``optim``, ``optim_compiled`` (tests/fuzz/semantics_optim.py): optimizers,
   schedulers, GradScaler and clipping against PyTorch; eager against
   compile_optimizer and fused_step.
@@ -63,6 +66,7 @@ import torch
 import lucid
 
 from .edge import family_edge
+from .semantics_autograd import family_autograd
 from .semantics_nn import PRELUDE, family_nn
 from .semantics_optim import OPTIM_CHECKS, OPTIM_FAMILIES
 
@@ -112,7 +116,7 @@ def describe(v, lib):
     """A library-neutral picture of a result, for comparison and printing."""
     if isinstance(v, Raised):
         return v
-    if isinstance(v, Exception):  # a case that caught an exception returns it
+    if isinstance(v, Exception):  # a case's own try/except returned it: compared as raised
         return Raised(v)
     if isinstance(v, (torch.Tensor, lucid.Tensor)):
         return ("tensor", _dtype_name(v.dtype), tuple(v.shape), bool(v.requires_grad), _tensor_values(v, lib))
@@ -927,6 +931,7 @@ FAMILIES = {
     "construction": family_construction,
     "edge": family_edge,
     "nn": family_nn,
+    "autograd": family_autograd,
     **OPTIM_FAMILIES,
 }
 FAMILY_CHECKS = dict(OPTIM_CHECKS)

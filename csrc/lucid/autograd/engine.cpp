@@ -42,16 +42,23 @@ void check_no_nan(const Node& n, const std::vector<Tensor>& out) {
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
                                  bool retain_graph, const std::vector<Tensor>& inputs, bool allow_unused,
                                  bool create_graph) {
-  LUCID_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " tensors and ", grad_roots.size(),
-              " gradients");
+  LUCID_CHECK_T(Error, roots.size() == grad_roots.size(), "got ", roots.size(), " tensors and ", grad_roots.size(),
+                " gradients");
   std::vector<Edge> root_edges;
+  std::vector<Tensor> root_grads = grad_roots;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
-    if (!r.requires_grad())
+    // (A view made without grad mode requires grad but has no edge.)
+    Edge edge = gradient_edge(r);
+    if (!r.requires_grad() || !edge.node)
       fail<Error>("element ", i, " of tensors does not require grad and does not have a grad_fn");
-    LUCID_CHECK(grad_roots[i].shape() == r.shape(), "backward: gradient has shape ", shape_str(grad_roots[i].shape()),
-                " but the tensor has shape ", shape_str(r.shape()));
-    root_edges.push_back(gradient_edge(r));
+    Tensor& g = root_grads[i];
+    LUCID_CHECK_T(Error, g.defined(), "backward: no gradient given for element ", i, " of tensors");
+    if (g.shape() != r.shape())
+      fail<Error>("Mismatch in shape: grad_output[", i, "] has a shape of ", shape_str(g.shape()), " and output[", i,
+                  "] has a shape of ", shape_str(r.shape()), ".");
+    if (g.dtype() != r.dtype()) g = cast(g, r.dtype());  // as PyTorch's engine does
+    root_edges.push_back(std::move(edge));
   }
 
   // Dependencies: how many edges point at each node.
@@ -80,9 +87,33 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     const Tensor& t = inputs[i];
     LUCID_CHECK_T(Error, t.requires_grad(), "grad: input ", i, " does not require grad");
     Edge e = gradient_edge(t);
-    captures[e.node.get()].push_back({e.input_nr, i});
+    if (e.node) captures[e.node.get()].push_back({e.input_nr, i});  // else unused
   }
   const bool accumulate_leaves = inputs.empty();
+
+  // grad() runs only the nodes on a path to an input (PyTorch's exec_info):
+  // the others are neither run nor released, their hooks not called.
+  std::unordered_set<Node*> on_path;
+  if (!accumulate_leaves) {
+    std::unordered_map<Node*, bool> reaches;  // a captured node, itself included
+    std::vector<std::pair<Node*, size_t>> stack;  // depth-first, with the next edge to visit
+    for (const auto& e : root_edges)
+      if (reaches.emplace(e.node.get(), false).second) stack.push_back({e.node.get(), 0});
+    while (!stack.empty()) {
+      Node* n = stack.back().first;
+      const size_t i = stack.back().second++;
+      if (i < n->next_edges.size()) {
+        Node* child = n->next_edges[i].node.get();
+        if (child && reaches.emplace(child, false).second) stack.push_back({child, 0});
+        continue;
+      }
+      bool leads = false;
+      for (const auto& e : n->next_edges) leads |= e.node && reaches[e.node.get()];
+      if (leads) on_path.insert(n);
+      reaches[n] = leads || captures.count(n) > 0;
+      stack.pop_back();
+    }
+  }
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   auto buffer_for = [&](Node* n) -> std::vector<Tensor>& {
@@ -91,7 +122,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     return it->second;
   };
   for (size_t i = 0; i < root_edges.size(); ++i)
-    accumulate(buffer_for(root_edges[i].node.get()), root_edges[i].input_nr, grad_roots[i]);
+    accumulate(buffer_for(root_edges[i].node.get()), root_edges[i].input_nr, root_grads[i]);
 
   std::priority_queue<Node*, std::vector<Node*>, ByCreationDesc> ready;
   {
@@ -104,6 +135,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();
+    const bool run = accumulate_leaves || on_path.count(n) > 0;
+    if (!run && !captures.count(n)) continue;  // off every path to an input: so are the nodes after it
     std::vector<Tensor> grads = std::move(buffer_for(n));
     buffers.erase(n);
 
@@ -113,15 +146,20 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       for (uint32_t nr = 0; nr < grads.size(); ++nr) n->hooks.run(nr, grads[nr]);
     if (acc && acc->leaf()->grad_hooks) acc->leaf()->grad_hooks->run(0, grads[0]);
 
-    for (auto& [nr, weak] : n->retained)
-      if (auto impl = weak.lock()) impl->grad = grads[nr].defined() ? contiguous_copy(grads[nr]).impl_ptr() : nullptr;
+    // Retained grads accumulate, out of place, as PyTorch's retain_grad hook
+    // (autograd.grad too).
+    for (auto& [nr, weak] : n->retained) {
+      auto impl = weak.lock();
+      if (!impl || !grads[nr].defined()) continue;
+      impl->grad = (impl->grad ? add(Tensor(impl->grad), grads[nr]) : contiguous_copy(grads[nr])).impl_ptr();
+    }
 
     auto cap = captures.find(n);
     if (cap != captures.end()) {
       for (auto [nr, idx] : cap->second) captured[idx] = grads[nr];
     }
     std::vector<Tensor> out;
-    if (!acc || accumulate_leaves) {
+    if (run) {
       bool any = false;
       for (const auto& g : grads) any |= g.defined();
       if (any) {
@@ -131,7 +169,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (AnomalyMode::should_check_nan()) check_no_nan(*n, out);
       if (!retain_graph) n->release_saved();
     }
-    for (size_t i = 0; i < n->next_edges.size(); ++i) {
+    for (size_t i = 0; i < n->next_edges.size() && run; ++i) {
       const Edge& e = n->next_edges[i];
       if (!e.node) continue;
       if (i < out.size()) accumulate(buffer_for(e.node.get()), e.input_nr, out[i]);

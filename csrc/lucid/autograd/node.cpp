@@ -1,5 +1,6 @@
 #include "lucid/autograd/node.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 
@@ -102,8 +103,10 @@ std::vector<Tensor> PrimitiveNode::apply(std::vector<Tensor>&& grad_outputs) {
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   Tensor g = std::move(grad_outputs[0]);
-  if (!g.defined()) return {};
   Tensor leaf(leaf_);
+  // A leaf that stopped requiring grad after the graph was built
+  // (requires_grad_(False), detach_()) gets nothing, as in PyTorch.
+  if (!g.defined() || !leaf.requires_grad()) return {};
   Tensor old = leaf.grad();
   if (!old.defined()) {
     // .grad takes the incoming gradient only when nothing else refers to it
@@ -126,6 +129,20 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   return {};
 }
 
+void set_history(const Tensor& t, std::shared_ptr<Node> node, uint32_t output_nr) {
+  TensorImpl* impl = t.impl();
+  if (impl->retains_grad && impl->grad_fn != node) {
+    if (impl->grad_fn) {
+      auto& kept = impl->grad_fn->retained;
+      kept.erase(std::remove_if(kept.begin(), kept.end(), [&](const auto& r) { return r.second.lock().get() == impl; }),
+                 kept.end());
+    }
+    if (node) node->retained.push_back({output_nr, t.impl_ptr()});
+  }
+  impl->grad_fn = std::move(node);
+  impl->output_nr = output_nr;
+}
+
 void rederive_view_history(const Tensor& view) {
   TensorImpl* v = view.impl();
   Tensor base(v->view_base);
@@ -135,14 +152,20 @@ void rederive_view_history(const Tensor& view) {
   auto node = std::make_shared<PrimitiveNode>(prim, std::vector<Tensor>{base}, std::vector<Tensor>{view});
   node->next_edges.push_back(gradient_edge(base));
   v->requires_grad = true;
-  v->grad_fn = node;
-  v->output_nr = 0;
+  set_history(view, node, 0);
 }
 
 void refresh_view_history(const Tensor& t) {
   const TensorImpl* v = t.impl();
-  if (v->view_base && v->view_in_grad_mode && v->view_history_version != t.version() && v->view_base->requires_grad)
-    rederive_view_history(t);
+  if (!v->view_base || v->view_history_version == t.version() || !v->view_base->requires_grad) return;
+  if (v->view_in_grad_mode) return rederive_view_history(t);
+  // A view made without grad mode has no history to rederive (PyTorch's
+  // error whenever its history is asked for after a write to its memory).
+  fail<Error>("A view was created in no_grad mode and its base or another view of its base has been modified "
+              "inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is "
+              "forbidden. You can clarify your code by moving both the view and the inplace either both inside the "
+              "no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+              "to be tracked).");
 }
 
 Edge gradient_edge(const Tensor& t) {
@@ -151,6 +174,9 @@ Edge gradient_edge(const Tensor& t) {
   if (!t.requires_grad()) return {};
   if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
   TensorImpl* impl = t.impl();
+  // A view made without grad mode requires grad through its base only: no
+  // gradient reaches it (PyTorch gives it no accumulator either).
+  if (!impl->requires_grad) return {};
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
@@ -231,10 +257,8 @@ void record_history(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
     node->next_edges.push_back(prim->differentiable_input(int(i)) ? gradient_edge(inputs[i]) : Edge{});
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (!is_floating(outputs[k].dtype())) continue;
-    TensorImpl* o = outputs[k].impl();
-    o->requires_grad = true;
-    o->grad_fn = node;
-    o->output_nr = uint32_t(k);
+    outputs[k].impl()->requires_grad = true;
+    set_history(outputs[k], node, uint32_t(k));
   }
 }
 

@@ -110,7 +110,10 @@ class PrimitiveNode : public Node {
 // Adds incoming gradients into a leaf's .grad.
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  // Runs as soon as it is ready (PyTorch gives accumulators the highest
+  // sequence number), so a leaf's .grad and hooks are done before the next
+  // node of the graph.
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) { sequence_nr = UINT64_MAX; }
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
@@ -118,6 +121,11 @@ class AccumulateGrad : public Node {
  private:
   std::shared_ptr<TensorImpl> leaf_;
 };
+
+// Gives `t` the history (node, output_nr), also a tensor that had one (an
+// in-place op's result). A retain_grad() of t follows it: t.grad is the
+// gradient of t's current value, as in PyTorch (hooks stay where they were).
+void set_history(const Tensor& t, std::shared_ptr<Node> node, uint32_t output_nr);
 
 // The edge through which a gradient reaches `t` (its grad_fn, or its leaf
 // accumulator); a null edge when `t` needs no gradient.

@@ -123,11 +123,12 @@ class Tensor {
   }
 
   // autograd
-  // A view made with gradient recording on also requires grad once its base
-  // does (after a write through another view gave the base a history).
+  // A view requires grad whenever its base does (PyTorch's rule), also one
+  // made with gradient recording off: that one is a leaf that no gradient
+  // reaches, and it refuses in-place writes under grad mode.
   bool requires_grad() const {
     const TensorImpl* t = checked();
-    return t->requires_grad || (t->view_base && t->view_in_grad_mode && t->view_base->requires_grad);
+    return t->requires_grad || (t->view_base && t->view_base->requires_grad);
   }
   Tensor& set_requires_grad(bool r);
   bool is_leaf() const { return checked()->grad_fn == nullptr; }

@@ -693,25 +693,23 @@ static Tensor& assign_impl(Tensor& self, const Tensor& value, bool uniform_value
       return self;
     }
   }
-  if (autograd::GradMode::is_enabled() && self.requires_grad() && !v.requires_grad()) {
-    // The new contents do not depend on anything that needs a gradient, but
+  if (autograd::GradMode::is_enabled() && self.requires_grad()) {
     // self stays part of the graph (PyTorch's rule): its history becomes a
-    // full overwrite, which passes zero gradient to the old value.
+    // full overwrite, which passes zero gradient to the old value (and the
+    // gradient to the new contents where they need one).
     SliceSpec full{std::vector<int64_t>(size_t(self.ndim()), 0), self.shape(),
                    std::vector<int64_t>(size_t(self.ndim()), 1)};
     v = detail::call<SliceScatter>({self, v}, full);
   }
   assign_data(self, v);
   if (autograd::GradMode::is_enabled() && v.requires_grad()) {
-    TensorImpl* s = self.impl();
-    s->requires_grad = true;
-    s->grad_fn = v.grad_fn();
-    s->output_nr = v.impl()->output_nr;
-    if (!s->grad_fn) {
+    self.impl()->requires_grad = true;
+    if (v.grad_fn()) {
+      autograd::set_history(self, v.grad_fn(), v.impl()->output_nr);
+    } else {
       // v is a leaf: self's history is an identity from it.
       Tensor c = clone(v);
-      s->grad_fn = c.grad_fn();
-      s->output_nr = 0;
+      autograd::set_history(self, c.grad_fn(), 0);
     }
   }
   return self;

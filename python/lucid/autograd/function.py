@@ -47,13 +47,13 @@ class FunctionCtx:
                                    "retain_graph=True if you need to backward through the graph a second time or "
                                    "if you need to access saved tensors after calling backward.")
             return tuple(getattr(self, "_to_save", ()))
-        for i, (t, version) in enumerate(saved):
+        for i, (t, version, _) in enumerate(saved):
             if t is not None and t._version != version:
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype}{list(t.shape)}] is at version {t._version}; expected version "
                     f"{version} instead (saved tensor {i} of {type(self).__name__}).")
-        return tuple(t for t, _ in saved)
+        return tuple(t if output_nr is None else _C._saved_output(t, output_nr) for t, _, output_nr in saved)
 
     saved_variables = saved_tensors
 
@@ -123,10 +123,12 @@ class Function:
             [not _contains(frozen, t) for t in tensors], [_contains(dirty, t) for t in tensors],
             getattr(ctx, "_materialize", True))
         # Saved outputs are kept without their history (the node would keep
-        # itself alive through them); saved inputs keep theirs.
-        fresh = dict(zip(map(id, tensors), wired))
-        ctx._saved = [(None, 0) if t is None else
-                      ((t.detach() if id(t) in fresh and not _contains(args, t) else t), t._version)
+        # itself alive through them), with their place among the node's
+        # outputs to get it back in a backward that records history; saved
+        # inputs keep theirs.
+        output_nr = {id(t): k for k, t in enumerate(tensors) if not _contains(args, t)}
+        ctx._saved = [(None, 0, None) if t is None else
+                      (t.detach(), t._version, output_nr[id(t)]) if id(t) in output_nr else (t, t._version, None)
                       for t in getattr(ctx, "_to_save", ())]
         outputs = list(outputs)
         for i, t in zip(where, wired):
