@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "bindings.h"
+#include "lucid/api/autograd.h"
 #include "lucid/autograd/grad_mode.h"
 #include "lucid/autograd/node.h"
 #include "lucid/core/profiler.h"
@@ -148,10 +149,7 @@ void init_autograd(py::module_& m) {
         gs.push_back(grads[i] ? *grads[i] : Tensor());
         continue;
       }
-      if (r.numel() != 1) fail<Error>("grad can be implicitly created only for scalar outputs");
-      LUCID_CHECK_T(Error, is_floating(r.dtype()), "grad can be implicitly created only for real scalar "
-                    "outputs but got ", dtype_name(r.dtype()));
-      gs.push_back(ones(r.shape(), r.dtype(), r.device()));
+      gs.push_back(autograd::implicit_root_grad(r));
     }
     return gs;
   };

@@ -27,7 +27,7 @@ TEST_CASE("tensors: creation, metadata and data round trips") {
   CHECK(r.storage() == t.storage());
   CHECK(message_of<lucid::InvalidArgument>([&] { lucid::from_vector<float>({1, 2, 3}, {2, 2}); }) ==
         "from_vector: 3 values cannot fill a tensor of shape [2, 2] (4 elements)");
-  CHECK(message_of<lucid::InvalidArgument>([&] { lucid::item(t); }) ==
+  CHECK(message_of<lucid::TypeError>([&] { lucid::item(t); }) ==
         "a Tensor with 6 elements cannot be converted to Scalar");
 }
 

@@ -17,18 +17,19 @@ std::vector<Tensor> root_grads(const std::vector<Tensor>& roots, const std::vect
       out.push_back(grads[i]);
       continue;
     }
-    const Tensor& r = roots[i];
-    if (r.numel() != 1)
-      fail<Error>("grad can be implicitly created only for scalar outputs (got a tensor of shape ",
-                  shape_str(r.shape()), ")");
-    LUCID_CHECK_T(Error, is_floating(r.dtype()), "grad can be implicitly created only for real scalar outputs but got ",
-                  dtype_name(r.dtype()));
-    out.push_back(ones(r.shape(), r.dtype(), r.device()));
+    out.push_back(implicit_root_grad(roots[i]));
   }
   return out;
 }
 
 }  // namespace
+
+Tensor implicit_root_grad(const Tensor& root) {
+  if (root.numel() != 1) fail<Error>("grad can be implicitly created only for scalar outputs");
+  LUCID_CHECK_T(Error, is_floating(root.dtype()), "grad can be implicitly created only for real scalar outputs but got ",
+                dtype_name(root.dtype()));
+  return ones(root.shape(), root.dtype(), root.device());
+}
 
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   backward(std::vector<Tensor>{root}, std::vector<Tensor>{grad}, retain_graph);

@@ -10,6 +10,10 @@
 
 namespace lucid::autograd {
 
+// The gradient a root given none starts from (PyTorch's _make_grads): ones
+// for a floating scalar, PyTorch's error otherwise.
+Tensor implicit_root_grad(const Tensor& root);
+
 // loss.backward(grad): accumulates gradients into the leaves' .grad. An
 // undefined `grad` is ones, allowed only for a floating scalar root.
 void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false);
