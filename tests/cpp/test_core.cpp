@@ -100,7 +100,7 @@ TEST_CASE("autograd: backward accumulates gradients into leaves") {
 
   Tensor z = x * 2.0;
   CHECK(message_of<lucid::Error>([&] { lucid::autograd::backward(z); }) ==
-        "grad can be implicitly created only for scalar outputs (got a tensor of shape [3])");
+        "grad can be implicitly created only for scalar outputs");
   lucid::autograd::backward(z, lucid::ones({3}));
   CHECK(values(x.grad()) == std::vector<double>{9, 15, 21});
 }
