@@ -524,8 +524,9 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return _k_along(input, dim, k - 1, keepdim, "kthvalue")
 
 
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
-    """Quantiles of `input` (flattened when dim is None) by sorting."""
+def _quantile_levels(input, q, interpolation):  # noqa: A002
+    """PyTorch's argument checks of quantile and nanquantile; the levels q as
+    a 1-D array, and whether q was a single number (its dim is dropped)."""
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got "
                          f"{interpolation}")
@@ -539,6 +540,12 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
     if np.any(qs < 0) or np.any(qs > 1):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    return qs, scalar_q
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """Quantiles of `input` (flattened when dim is None) by sorting."""
+    qs, scalar_q = _quantile_levels(input, q, interpolation)
     x = _C.reshape(input, [input.numel()]) if dim is None else input
     d = 0 if dim is None else dim % x.ndim
     values = F.sort(x, d)[0]
@@ -588,9 +595,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  
     """quantile over the values that are not NaN (NaN where a slice has none)."""
     if not input.dtype.is_floating_point or not builtins.bool(_C.any(_C.isnan(input), None, False).item()):
         return quantile(input, q, dim, keepdim, interpolation=interpolation)
-    quantile(input[(0,) * input.ndim][None], q, interpolation=interpolation)  # the argument checks
-    qs = np.atleast_1d(q.detach().cpu().numpy() if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64))
-    scalar_q = not isinstance(q, Tensor) and np.ndim(q) == 0 or isinstance(q, Tensor) and q.ndim == 0
+    qs, scalar_q = _quantile_levels(input, q, interpolation)
     x = _C.reshape(input, [input.numel()]) if dim is None else input
     d = 0 if dim is None else dim % x.ndim
     values = F.sort(x, d)[0]  # NaN last

@@ -66,6 +66,7 @@ import torch
 import lucid
 
 from .edge import family_edge
+from .literal import literal
 from .semantics_autograd import family_autograd
 from .semantics_nn import PRELUDE, family_nn
 from .semantics_optim import OPTIM_CHECKS, OPTIM_FAMILIES
@@ -277,15 +278,6 @@ def check_expecting(src, raises=None):
 
 
 # ---------------------------------------------------------------- values
-
-def literal(x):
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return repr(x)
-
 
 def nested(values, shape):
     if not shape:

@@ -21,7 +21,7 @@ against ``T`` like every other family's.
 """
 from __future__ import annotations
 
-import math
+from .literal import literal
 
 # ---------------------------------------------------------------- shared prelude
 #
@@ -56,15 +56,6 @@ def state_of(opt, ps):
 '''
 
 
-def _lit(x):
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return repr(x)
-
-
 def _values(r, n, zeros=0.15):
     out = []
     for _ in range(n):
@@ -77,7 +68,7 @@ def _values(r, n, zeros=0.15):
 
 def _nested(vals, shape):
     if len(shape) == 1:
-        return "[" + ", ".join(_lit(v) for v in vals) + "]"
+        return "[" + ", ".join(literal(v) for v in vals) + "]"
     step = len(vals) // shape[0]
     return "[" + ", ".join(_nested(vals[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
 
@@ -91,7 +82,7 @@ def _tensor(r, shape, dtype, requires_grad=False, zeros=0.15, nonneg=False, floo
         vals = [round(abs(v) + floor, 3) for v in vals]
     rg = ", requires_grad=True" if requires_grad else ""
     if not shape:
-        return f"T.tensor({_lit(vals[0])}, dtype=T.{dtype}{rg})"
+        return f"T.tensor({literal(vals[0])}, dtype=T.{dtype}{rg})"
     return f"T.tensor({_nested(vals, shape)}, dtype=T.{dtype}{rg})"
 
 
@@ -315,7 +306,6 @@ def scheduler_source(r, opt_name, kw, steps):
         }[k]
 
     if kind == "LambdaLR":
-        ng = None  # one function for every group
         return f"{S}.LambdaLR(opt, lr_lambda=lambda e: {r.choice(['0.9 ** e', '1.0 / (e + 1)', '0.5 if e % 2 else 1.0'])})", False
     if kind == "MultiplicativeLR":
         return f"{S}.MultiplicativeLR(opt, lr_lambda=lambda e: {r.choice(['0.95', '0.5 if e > 2 else 1.0'])})", False
@@ -451,7 +441,7 @@ def family_optim(g):
             continue
         lines.append(f"opt.zero_grad(set_to_none={set_to_none})")
         if active:
-            lines.append(f"loss = quad({k}, {active}, {_lit(mult)})")
+            lines.append(f"loss = quad({k}, {active}, {literal(mult)})")
             if use_scaler:
                 lines.append("scaler.scale(loss).backward()")
             else:
